@@ -1,0 +1,43 @@
+# acp-types: `make generate` and `make test` are all a newcomer needs.
+# Every target bootstraps .venv from the pinned requirements.txt on first use.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: generate check validate test diff bench clean help
+
+help:
+	@echo "make generate  check the schemas and rewrite generated/ (only changed files)"
+	@echo "make check     exit 1 and list stale files if generated/ is out of date"
+	@echo "make validate  check the schemas only, reporting file and JSON pointer"
+	@echo "make test      run the whole test suite (sets everything up itself)"
+	@echo "make diff      show what changes from v1 to the v2 draft"
+	@echo "make bench     run the benchmarks and print figures against their baselines"
+
+$(STAMP): requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $(STAMP)
+
+generate: $(STAMP)
+	$(PY) -m generator generate
+
+check: $(STAMP)
+	$(PY) -m generator check
+
+validate: $(STAMP)
+	$(PY) -m generator validate
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+diff: $(STAMP)
+	$(PY) -m generator diff schema/v1 schema/v2
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+clean:
+	rm -rf $(VENV) build generated/*.egg-info

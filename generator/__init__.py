@@ -1,0 +1,8 @@
+"""The acp-types generator: canonical ACP schemas in, the acp_types package out.
+
+Run it as ``python -m generator``; see ``python -m generator --help`` and
+docs/ARCHITECTURE.md. It is a tool of this repository, not part of what
+consumers install.
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,97 @@
+"""Command line: ``python -m generator {generate,check,validate,diff}``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from generator import __version__
+from generator.errors import SchemaError, UsageError
+
+EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_BUG = 0, 1, 2, 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    from generator.pipeline import ROOT
+
+    p = argparse.ArgumentParser(
+        prog="python -m generator",
+        description=(
+            "Generate the acp_types package from the canonical ACP schemas in schema/. "
+            "Exit codes: 0 success, 1 findings (stale files for check; changes at the "
+            "--fail-on level for diff), 2 invalid schema or usage, 3 internal error."
+        ),
+    )
+    p.add_argument("--version", action="version", version=f"acp-types generator {__version__}")
+    p.add_argument("--schema", type=Path, default=ROOT / "schema", metavar="DIR",
+                   help="the canonical schema folder holding v1/, v2/ and crossversion.json (default: schema/)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    g = sub.add_parser("generate", help="check the schemas and (re)write generated/",
+                       description="Check the schemas, render every file in memory, then write only "
+                                   "the files that changed and remove orphans. Nothing is written if any "
+                                   "step fails.")
+    g.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
+
+    c = sub.add_parser("check", help="exit 1 and list stale files if generated/ is not what the schemas produce",
+                       description="Render in memory and compare with the output folder; writes nothing.")
+    c.add_argument("--out", type=Path, default=ROOT / "generated", help="folder to compare (default: generated/)")
+
+    sub.add_parser("validate", help="check the schemas only (meta-schema and semantic checks)",
+                   description="Load both versions and the cross-version map and report every problem "
+                               "with its file and JSON pointer.")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except SchemaError as exc:
+        n = len(exc.problems)
+        print(f"error: the schema has {n} problem{'s' if n != 1 else ''}; nothing was written", file=sys.stderr)
+        for problem in exc.problems:
+            print(problem.format(), file=sys.stderr)
+        return EXIT_INPUT
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except KeyboardInterrupt:
+        print("interrupted; nothing more was written", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug in the generator, not in the input
+        if os.environ.get("ACP_TYPES_DEBUG"):
+            traceback.print_exc()
+        print(f"internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print("nothing was written. This is a bug in the generator; rerun with ACP_TYPES_DEBUG=1 "
+              "for the traceback and report it.", file=sys.stderr)
+        return EXIT_BUG
+
+
+def _run(args: argparse.Namespace) -> int:
+    from generator import pipeline, writer
+
+    if args.command == "validate":
+        inputs = pipeline.load_inputs(args.schema)
+        for version, proto in inputs.protocols.items():
+            print(f"{proto.source}: {len(proto.types)} definitions, {len(proto.methods)} methods, "
+                  f"{len(proto.features)} features: ok")
+        return EXIT_OK
+    mapping = pipeline.build_outputs(pipeline.load_inputs(args.schema))
+    if args.command == "check":
+        stale = writer.stale_files(args.out, mapping)
+        if stale:
+            print(f"{len(stale)} generated file(s) are stale; run `make generate`:", file=sys.stderr)
+            for path, why in stale:
+                print(f"  {args.out.name}/{path}: {why}", file=sys.stderr)
+            return EXIT_FINDINGS
+        print(f"{args.out.name}/ is up to date ({len(mapping)} files)")
+        return EXIT_OK
+    written, removed = writer.write_tree(args.out, mapping)
+    print(f"{args.out.name}/: {len(written)} written, {len(removed)} removed, "
+          f"{len(mapping) - len(written)} unchanged")
+    return EXIT_OK

@@ -1,0 +1,618 @@
+"""The typed intermediate model of one protocol version, and the checks that build it.
+
+Renderers and the diff read this model, never raw JSON. Everything here is
+immutable and ordered, so two builds of the same input compare equal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Union
+
+from generator.errors import Problem, SchemaError, pointer
+from generator.loader import LoadedVersion
+from generator.naming import field_name
+
+REF_PREFIX = "#/$defs/"
+_SCALARS = ("string", "integer", "number", "boolean")
+_CONSTRAINTS = ("format", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems")
+
+
+@dataclass(frozen=True)
+class TypeExpr:
+    """The type of a property, an array item or an alias.
+
+    kind: ``ref`` (name), ``scalar`` (name is the JSON type), ``const`` (value),
+    ``array`` (items), ``map`` (items is the value type, or None for any),
+    ``any``, ``null``.
+    """
+
+    kind: str
+    name: str | None = None
+    items: "TypeExpr | None" = None
+    nullable: bool = False
+    const: Any = None
+    constraints: tuple[tuple[str, Any], ...] = ()
+
+    def render(self) -> str:
+        if self.kind == "ref":
+            text = self.name or ""
+        elif self.kind == "scalar":
+            text = self.name or ""
+        elif self.kind == "const":
+            text = json.dumps(self.const)
+        elif self.kind == "array":
+            inner = self.items.render() if self.items else "any"
+            text = f"({inner})[]" if " " in inner else f"{inner}[]"
+        elif self.kind == "map":
+            text = f"map<{self.items.render() if self.items else 'any'}>"
+        elif self.kind == "null":
+            return "null"
+        else:
+            text = "any"
+        return f"{text} | null" if self.nullable else text
+
+    def refs(self) -> list[str]:
+        out = []
+        if self.kind == "ref" and self.name:
+            out.append(self.name)
+        if self.items is not None:
+            out.extend(self.items.refs())
+        return out
+
+
+@dataclass(frozen=True)
+class Field:
+    wire_name: str
+    py_name: str
+    type: TypeExpr
+    required: bool
+    description: str
+    on_error_omit: bool = False
+    skip_invalid_items: bool = False
+    patch: bool = False
+    default: Any = None
+    has_default: bool = False
+
+    @property
+    def tolerant(self) -> bool:
+        return self.on_error_omit or self.skip_invalid_items
+
+
+@dataclass(frozen=True)
+class ObjectType:
+    name: str
+    description: str
+    fields: tuple[Field, ...]
+    kind: str = "object"
+
+    def field(self, wire_name: str) -> Field | None:
+        for f in self.fields:
+            if f.wire_name == wire_name:
+                return f
+        return None
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    tag: str | None
+
+
+@dataclass(frozen=True)
+class UnionType:
+    name: str
+    description: str
+    variants: tuple[Variant, ...]
+    tag: str | None
+    presence: tuple[tuple[str, str], ...] | None
+    default: str | None
+    open: bool
+    kind: str = "union"
+
+
+@dataclass(frozen=True)
+class EnumType:
+    name: str
+    description: str
+    values: tuple[str, ...]
+    value_descriptions: tuple[tuple[str, str], ...]
+    open: bool
+    kind: str = "enum"
+
+
+@dataclass(frozen=True)
+class AliasType:
+    name: str
+    description: str
+    type: TypeExpr
+    kind: str = "alias"
+
+
+TypeDef = Union[ObjectType, UnionType, EnumType, AliasType]
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    side: str
+    kind: str
+    params: str
+    result: str | None
+    capability: tuple[str, ...] | None
+    errors: tuple[int, ...]
+    stability: str
+    description: str
+
+    @property
+    def advertiser(self) -> str | None:
+        """Whose initialize message carries the gating capability."""
+        return None if self.side == "protocol" else self.side
+
+
+@dataclass(frozen=True)
+class Feature:
+    name: str
+    side: str
+    capability: tuple[str, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class ErrorCode:
+    code: int
+    name: str
+    description: str
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol version, ready to render or compare."""
+
+    version: str
+    protocol_version: int
+    status: str
+    description: str
+    source: str
+    digest: str
+    init_request: str
+    init_response: str
+    errors: tuple[ErrorCode, ...]
+    methods: tuple[Method, ...]
+    features: tuple[Feature, ...]
+    types: tuple[TypeDef, ...]
+    bundle: dict[str, Any] = field(compare=False, hash=False, repr=False)
+
+    def type(self, name: str) -> TypeDef:
+        return self._types[name]
+
+    @property
+    def _types(self) -> dict[str, TypeDef]:
+        cache = self.__dict__.get("_type_cache")
+        if cache is None:
+            cache = {t.name: t for t in self.types}
+            object.__setattr__(self, "_type_cache", cache)
+        return cache
+
+    def has_type(self, name: str) -> bool:
+        return name in self._types
+
+    def method(self, name: str) -> Method | None:
+        for m in self.methods:
+            if m.name == name:
+                return m
+        return None
+
+    def capability_root(self, side: str) -> str:
+        return self.init_response if side == "agent" else self.init_request
+
+    def resolve_path(self, side: str, path: tuple[str, ...]) -> list[Field]:
+        """The fields a capability path walks through; raises KeyError at the first miss."""
+        current: str | None = self.capability_root(side)
+        walked = []
+        for i, segment in enumerate(path):
+            obj = self._object_behind(current)
+            f = obj.field(segment) if obj else None
+            if f is None:
+                raise KeyError(".".join(path[: i + 1]))
+            walked.append(f)
+            current = f.type.name if f.type.kind == "ref" else None
+        return walked
+
+    def _object_behind(self, name: str | None) -> ObjectType | None:
+        seen = set()
+        while name is not None and name not in seen:
+            seen.add(name)
+            t = self._types.get(name)
+            if isinstance(t, ObjectType):
+                return t
+            if isinstance(t, AliasType) and t.type.kind == "ref":
+                name = t.type.name
+                continue
+            return None
+        return None
+
+
+# ---------------------------------------------------------------- building
+
+
+class _Builder:
+    def __init__(self, loaded: LoadedVersion):
+        self.loaded = loaded
+        self.problems: list[Problem] = []
+
+    def problem(self, def_name: str | None, ptr: str, message: str, hint: str) -> None:
+        file = self.loaded.file_of(def_name) if def_name else f"{self.loaded.label}/protocol.json"
+        self.problems.append(Problem(file, ptr, message, hint))
+
+    # -- types
+
+    def type_expr(self, schema: dict[str, Any], def_name: str, ptr: str) -> TypeExpr:
+        if "anyOf" in schema:
+            branches = schema["anyOf"]
+            other = [b for b in branches if b.get("type") != "null"]
+            if len(other) != 1:
+                self.problem(def_name, ptr + "/anyOf", "anyOf may only make one schema nullable",
+                             'write {"anyOf": [<schema>, {"type": "null"}]}')
+                return TypeExpr("any")
+            inner = self.type_expr(other[0], def_name, ptr + "/anyOf/" + str(branches.index(other[0])))
+            return TypeExpr(inner.kind, inner.name, inner.items, True, inner.const, inner.constraints)
+        constraints = tuple((k, schema[k]) for k in _CONSTRAINTS if k in schema)
+        if "$ref" in schema:
+            target = schema["$ref"][len(REF_PREFIX):]
+            if target not in self.loaded.definitions:
+                self.problem(def_name, ptr + "/$ref", f"$ref points to {target!r}, which is not defined in {self.loaded.label}",
+                             f"define {target} in one of the area files, or correct the name")
+            return TypeExpr("ref", target)
+        types = schema.get("type")
+        type_list = [types] if isinstance(types, str) else list(types or [])
+        nullable = "null" in type_list
+        rest = [t for t in type_list if t != "null"]
+        if "const" in schema:
+            return TypeExpr("const", rest[0] if rest else None, nullable=nullable, const=schema["const"])
+        if len(rest) > 1:
+            if not set(rest) <= set(_SCALARS) | {"array"}:
+                self.problem(def_name, ptr + "/type", f"several non-null types {rest} including an object",
+                             "use scalar types only; for a union of objects give each branch a named definition")
+                return TypeExpr("any", nullable=nullable)
+            items = self.type_expr(schema["items"], def_name, ptr + "/items") if "items" in schema else None
+            return TypeExpr("scalar", " | ".join(rest), items=items, nullable=nullable, constraints=constraints)
+        if not rest:
+            if nullable:
+                return TypeExpr("null")
+            return TypeExpr("any", nullable=nullable)
+        t = rest[0]
+        if t in _SCALARS:
+            return TypeExpr("scalar", t, nullable=nullable, constraints=constraints)
+        if t == "array":
+            if "items" not in schema:
+                self.problem(def_name, ptr, "an array needs `items`", "add an items schema")
+                return TypeExpr("array", items=TypeExpr("any"), nullable=nullable, constraints=constraints)
+            return TypeExpr("array", items=self.type_expr(schema["items"], def_name, ptr + "/items"),
+                            nullable=nullable, constraints=constraints)
+        if t == "object":
+            extra = schema.get("additionalProperties", True)
+            items = None if extra is True else self.type_expr(extra, def_name, ptr + "/additionalProperties")
+            return TypeExpr("map", items=items, nullable=nullable)
+        return TypeExpr("any", nullable=nullable)
+
+    def build_type(self, name: str, schema: dict[str, Any]) -> TypeDef | None:
+        ptr = pointer("$defs", name)
+        desc = schema.get("description", "")
+        if "oneOf" in schema:
+            return self.build_union(name, schema, ptr)
+        if "enum" in schema:
+            return EnumType(name, desc, tuple(schema["enum"]),
+                            tuple(sorted(schema.get("x-acp-enum-descriptions", {}).items())),
+                            bool(schema.get("x-acp-open")))
+        if "x-acp-open" in schema:
+            self.problem(name, ptr + "/x-acp-open", "x-acp-open is only allowed on unions and enums",
+                         "remove it, or make the definition a union or an enum")
+        if "properties" in schema:
+            return self.build_object(name, schema, ptr)
+        return AliasType(name, desc, self.type_expr(schema, name, ptr))
+
+    def build_object(self, name: str, schema: dict[str, Any], ptr: str) -> ObjectType:
+        required = schema.get("required", [])
+        props = schema["properties"]
+        for r in required:
+            if r not in props:
+                self.problem(name, ptr + "/required", f"{r!r} is required but not among the properties",
+                             f"add a property {r!r} or drop it from required")
+        fields = []
+        py_names: dict[str, str] = {}
+        for wire, prop in props.items():
+            fptr = ptr + pointer("properties", wire)
+            texpr = self.type_expr(prop, name, fptr)
+            py = field_name(wire)
+            if py in py_names:
+                self.problem(name, fptr, f"{wire!r} and {py_names[py]!r} both become the Python attribute {py!r}",
+                             "rename one of the two properties")
+            py_names[py] = wire
+            patch = bool(prop.get("x-acp-patch"))
+            if patch and not texpr.nullable:
+                self.problem(name, fptr + "/x-acp-patch", "a patch field must admit null (null clears the value)",
+                             'make the type nullable, e.g. "type": ["string", "null"]')
+            if patch and wire in required:
+                self.problem(name, fptr + "/x-acp-patch", "a patch field cannot be required (omitted means unchanged)",
+                             "drop it from required")
+            skip = prop.get("x-acp-invalid-items") == "skip"
+            if skip and texpr.kind != "array":
+                self.problem(name, fptr + "/x-acp-invalid-items", "x-acp-invalid-items applies to arrays only",
+                             "remove the marker or make the property an array")
+            omit = prop.get("x-acp-on-error") == "omit"
+            if omit and wire in required:
+                self.problem(name, fptr + "/x-acp-on-error",
+                             "a required property cannot be omitted on error (a malformed value is treated as omitted)",
+                             "drop it from required or remove the marker")
+            fields.append(Field(wire, py, texpr, wire in required, prop.get("description", ""),
+                                omit, skip, patch, prop.get("default"), "default" in prop))
+        return ObjectType(name, schema.get("description", ""), tuple(fields))
+
+    def build_union(self, name: str, schema: dict[str, Any], ptr: str) -> UnionType:
+        spec = schema["x-acp-union"]
+        branches = []
+        for i, b in enumerate(schema["oneOf"]):
+            branches.append((i, b["$ref"][len(REF_PREFIX):]))
+        tag = spec.get("tag")
+        default = spec.get("default")
+        presence = spec.get("presence")
+        variants: list[Variant] = []
+        seen_tags: dict[str, str] = {}
+        names = [b for _, b in branches]
+        if len(set(names)) != len(names):
+            self.problem(name, ptr + "/oneOf", "the same branch is listed twice", "list each branch once")
+        for i, branch in branches:
+            bptr = ptr + f"/oneOf/{i}/$ref"
+            target = self.loaded.definitions.get(branch)
+            if target is None:
+                self.problem(name, bptr, f"$ref points to {branch!r}, which is not defined in {self.loaded.label}",
+                             f"define {branch} or correct the name")
+                continue
+            if "oneOf" in target and tag is not None:
+                inner = self._inner_tag(branch, target, tag)
+                if inner is None:
+                    self.problem(name, bptr, f"branch {branch!r} is a union whose branches do not all declare "
+                                             f"the same const for the tag {tag!r}",
+                                 f"give every branch of {branch} the same {tag!r} const")
+                    continue
+                if inner in seen_tags:
+                    self.problem(name, bptr, f"tag value {inner!r} is used by both {seen_tags[inner]!r} and {branch!r}",
+                                 "give each branch its own tag value")
+                seen_tags[inner] = branch
+                variants.append(Variant(branch, inner))
+                continue
+            if "properties" not in target:
+                self.problem(name, bptr, f"branch {branch!r} is not an object definition",
+                             "every union branch must be a named object definition (or a union tagged by another property)")
+                continue
+            if tag is not None:
+                tprop = target["properties"].get(tag)
+                if tprop is None or "const" not in tprop:
+                    if branch == default:
+                        variants.append(Variant(branch, None))
+                        continue
+                    self.problem(branch, pointer("$defs", branch, "properties"),
+                                 f"branch of union {name!r} does not declare its tag {tag!r} as a const",
+                                 f'add "{tag}": {{"type": "string", "const": "<value>"}} and list {tag!r} in required')
+                    continue
+                value = tprop["const"]
+                if not isinstance(value, str):
+                    self.problem(branch, pointer("$defs", branch, "properties", tag, "const"),
+                                 "a union tag must be a string", "use a string const")
+                    continue
+                if tag not in target.get("required", []) and branch != default:
+                    self.problem(branch, pointer("$defs", branch, "required"),
+                                 f"the tag {tag!r} must be required in branch {branch!r}",
+                                 f"add {tag!r} to required")
+                if value in seen_tags:
+                    self.problem(name, bptr, f"tag value {value!r} is used by both {seen_tags[value]!r} and {branch!r}",
+                                 "give each branch its own tag value")
+                seen_tags[value] = branch
+                variants.append(Variant(branch, value))
+            else:
+                variants.append(Variant(branch, None))
+        if default is not None and default not in names:
+            self.problem(name, ptr + "/x-acp-union/default", f"default branch {default!r} is not one of the branches",
+                         "name one of the oneOf branches")
+        pres: tuple[tuple[str, str], ...] | None = None
+        if presence is not None:
+            pres = tuple(presence.items())
+            for key, branch in pres:
+                if branch not in names:
+                    self.problem(name, ptr + pointer("x-acp-union", "presence", key),
+                                 f"{branch!r} is not one of the branches", "name one of the oneOf branches")
+                else:
+                    target = self.loaded.definitions.get(branch, {})
+                    if key not in target.get("required", []):
+                        self.problem(name, ptr + pointer("x-acp-union", "presence", key),
+                                     f"branch {branch!r} does not require {key!r}",
+                                     f"make {key!r} a required property of {branch}")
+            missing = set(names) - {b for _, b in pres}
+            if missing:
+                self.problem(name, ptr + "/x-acp-union/presence", f"branches without a key: {sorted(missing)}",
+                             "give every branch a key that only it has")
+        return UnionType(name, schema.get("description", ""), tuple(variants), tag, pres, default,
+                         bool(schema.get("x-acp-open")))
+
+    def _inner_tag(self, branch: str, target: dict[str, Any], tag: str) -> str | None:
+        """The outer tag value shared by every branch of a nested union, or None."""
+        values = set()
+        for ref in target["oneOf"]:
+            inner = self.loaded.definitions.get(ref.get("$ref", "")[len(REF_PREFIX):], {})
+            prop = inner.get("properties", {}).get(tag, {})
+            if "const" not in prop or tag not in inner.get("required", []):
+                return None
+            values.add(prop["const"])
+        if len(values) != 1 or not isinstance(next(iter(values)), str):
+            return None
+        return values.pop()
+
+    # -- alias cycles
+
+    def check_alias_cycles(self, types: dict[str, TypeDef]) -> None:
+        for start in types:
+            seen = []
+            name: str | None = start
+            while name is not None:
+                t = types.get(name)
+                if not isinstance(t, AliasType) or t.type.kind != "ref":
+                    break
+                if name in seen:
+                    if name == start:
+                        self.problem(start, pointer("$defs", start, "$ref"),
+                                     f"alias cycle: {' -> '.join(seen + [name])}",
+                                     "an alias must end at a real type; break the cycle")
+                    break
+                seen.append(name)
+                name = t.type.name
+
+    # -- the protocol table
+
+    def build_protocol(self, types: dict[str, TypeDef], proto: Protocol) -> tuple[tuple[Method, ...], tuple[Feature, ...]]:
+        doc = self.loaded.protocol
+        errors = {int(code) for code in doc["errors"]}
+        methods = []
+        for wire, m in doc["methods"].items():
+            ptr = pointer("methods", wire)
+            for part in ("params", "result"):
+                tname = m.get(part)
+                if tname is None:
+                    continue
+                t = types.get(tname)
+                if t is None:
+                    self.problem(None, ptr + "/" + part, f"{part} type {tname!r} is not defined",
+                                 f"define {tname} in an area file, or correct the name")
+            for code in m["errors"]:
+                if code not in errors:
+                    self.problem(None, ptr + "/errors", f"error code {code} is not declared",
+                                 f'declare "{code}" in the errors table of protocol.json')
+            cap = tuple(m["capability"].split(".")) if m["capability"] else None
+            if cap is not None and m["side"] == "protocol":
+                self.problem(None, ptr + "/capability", "protocol-level methods cannot be gated",
+                             "set capability to null")
+                cap = None
+            method = Method(wire, m["side"], m["kind"], m["params"], m["result"], cap,
+                            tuple(m["errors"]), m["stability"], m["description"])
+            if cap is not None:
+                self.check_path(proto, m["side"], cap, ptr + "/capability")
+            methods.append(method)
+        features = []
+        for fname, f in doc["features"].items():
+            cap = tuple(f["capability"].split("."))
+            self.check_path(proto, f["side"], cap, pointer("features", fname, "capability"))
+            features.append(Feature(fname, f["side"], cap, f["description"]))
+        return tuple(sorted(methods, key=lambda m: m.name)), tuple(sorted(features, key=lambda f: f.name))
+
+    def check_path(self, proto: Protocol, side: str, path: tuple[str, ...], ptr: str) -> None:
+        root = proto.capability_root(side)
+        if not proto.has_type(root):
+            return
+        try:
+            proto.resolve_path(side, path)
+        except KeyError as exc:
+            where = "initialize response" if side == "agent" else "initialize request"
+            self.problem(None, ptr, f"capability path {'.'.join(path)!r} does not exist: no {exc.args[0]!r} in the {where} ({root})",
+                         "use a dotted path of wire names that exists in the capability types")
+
+
+def build_protocol(loaded: LoadedVersion) -> Protocol:
+    """Check a loaded version semantically and build its intermediate model."""
+    b = _Builder(loaded)
+    doc = loaded.protocol
+    types: dict[str, TypeDef] = {}
+    for name in sorted(loaded.definitions):
+        t = b.build_type(name, loaded.definitions[name])
+        if t is not None:
+            types[name] = t
+    b.check_alias_cycles(types)
+    for part in ("request", "response"):
+        tname = doc["initialize"][part]
+        if not isinstance(types.get(tname), ObjectType):
+            b.problem(None, f"/initialize/{part}", f"initialize {part} type {tname!r} is not an object definition",
+                      f"define {tname} as an object")
+    lowered: dict[str, str] = {}
+    for name in types:
+        key = name.lower()
+        if key in lowered:
+            b.problem(name, pointer("$defs", name), f"{name!r} and {lowered[key]!r} differ only in case",
+                      "rename one (they would collide on case-insensitive file systems and in docs)")
+        lowered[key] = name
+    proto = Protocol(
+        version=doc["version"], protocol_version=doc["protocolVersion"], status=doc["status"],
+        description=doc["description"], source=loaded.label, digest=loaded.digest,
+        init_request=doc["initialize"]["request"], init_response=doc["initialize"]["response"],
+        errors=tuple(sorted((ErrorCode(int(c), e["name"], e["description"]) for c, e in doc["errors"].items()),
+                            key=lambda e: e.code)),
+        methods=(), features=(), types=tuple(types[n] for n in sorted(types)), bundle={},
+    )
+    methods, features = b.build_protocol(types, proto)
+    if b.problems:
+        raise SchemaError(b.problems)
+    bundle = bundle_schema(loaded, proto)
+    return replace(proto, methods=methods, features=features, bundle=bundle)
+
+
+def bundle_schema(loaded: LoadedVersion, proto: Protocol) -> dict[str, Any]:
+    """The single-document schema shipped as acp_types/<version>/schema.json.
+
+    Definitions keep their canonical form and markers; each union also gets the
+    JSON Schema that dispatches on its tag the way the models do, so jsonschema
+    and the models agree on what is valid.
+    """
+    defs: dict[str, Any] = {}
+    for t in proto.types:
+        schema = dict(loaded.definitions[t.name])
+        if isinstance(t, UnionType):
+            schema = _compile_union(t, schema)
+        elif isinstance(t, EnumType) and t.open:
+            values = schema.pop("enum")
+            schema.pop("type", None)
+            schema["anyOf"] = [{"type": "string", "enum": values}, {"type": "string"}]
+        defs[t.name] = schema
+    doc = loaded.protocol
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": f"urn:acp-types:schema:{proto.version}",
+        "description": doc["description"],
+        "x-acp-version": {"version": proto.version, "protocolVersion": proto.protocol_version,
+                          "status": proto.status, "initialize": doc["initialize"]},
+        "x-acp-errors": doc["errors"],
+        "x-acp-methods": {m: doc["methods"][m] for m in sorted(doc["methods"])},
+        "x-acp-features": {f: doc["features"][f] for f in sorted(doc["features"])},
+        "$defs": defs,
+    }
+
+
+def _compile_union(u: UnionType, schema: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in schema.items() if k != "oneOf"}
+    rules: list[dict[str, Any]] = []
+    if u.tag is not None:
+        tag = u.tag
+        known = [v.tag for v in u.variants if v.tag is not None]
+        for v in u.variants:
+            if v.tag is None:
+                continue
+            rules.append({"if": {"properties": {tag: {"const": v.tag}}, "required": [tag]},
+                          "then": {"$ref": REF_PREFIX + v.name}})
+        if u.default is not None:
+            rules.append({"if": {"not": {"required": [tag]}}, "then": {"$ref": REF_PREFIX + u.default}})
+        else:
+            out["required"] = [tag]
+        tag_schema: dict[str, Any] = {"type": "string"}
+        if not u.open:
+            tag_schema = {"enum": known}
+        out.update({"type": "object", "properties": {tag: tag_schema}})
+    else:
+        assert u.presence is not None
+        keys = [k for k, _ in u.presence]
+        for key, branch in u.presence:
+            others = [k for k in keys if k != key]
+            cond: dict[str, Any] = {"required": [key]}
+            if others:
+                cond = {"required": [key], "not": {"anyOf": [{"required": [o]} for o in others]}}
+            rules.append({"if": cond, "then": {"$ref": REF_PREFIX + branch}})
+        out.update({"type": "object", "oneOf": [{"required": [k]} for k in keys]})
+    out["allOf"] = rules
+    return out

@@ -1,0 +1,1 @@
+"""Renderers: each turns the intermediate model into ``{relative path: text}``."""

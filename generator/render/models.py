@@ -1,0 +1,172 @@
+"""Pydantic models of one version, through datamodel-code-generator.
+
+datamodel-code-generator reads the bundled definitions; our templates in
+``templates/dcg`` override its model and alias templates, and everything ACP
+adds (discriminators, open unions and enums, tolerant receivers) reaches them
+as extra template data computed here from the intermediate model. Every Python
+literal in that data is made with ``repr``, so schema text never becomes code.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import warnings
+from pathlib import Path
+from typing import Any
+
+from generator.model import EnumType, ObjectType, Protocol, UnionType
+from generator.render.templated import docstring
+
+TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates" / "dcg"
+RUNTIME = "acp_types._runtime"
+
+
+def _dcg_input(proto: Protocol) -> dict[str, Any]:
+    """The definitions as datamodel-code-generator should see them."""
+    defs = {}
+    for t in proto.types:
+        schema = copy.deepcopy(proto.bundle["$defs"][t.name])
+        if isinstance(t, UnionType):
+            schema = {"description": t.description, "oneOf": [{"$ref": f"#/$defs/{v.name}"} for v in t.variants]}
+        defs[t.name] = _strip_markers(schema)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs}
+
+
+def _strip_markers(node: Any) -> Any:
+    """Drop what the models must not act on.
+
+    ``x-acp-*`` markers reach the templates as extra data instead. ``format``
+    goes because a model that parsed a URI or a date into an object would not
+    write the same text back; a ``number`` also accepts an integer as itself,
+    so ``1`` is not written back as ``1.0``.
+    """
+    if isinstance(node, dict):
+        out = {k: _strip_markers(v) for k, v in node.items() if not k.startswith("x-acp-") and k != "format"}
+        if out.get("type") == "number":
+            out["type"] = ["integer", "number"]
+        elif isinstance(out.get("type"), list) and "number" in out["type"] and "integer" not in out["type"]:
+            out["type"] = ["integer", *out["type"]]
+        return out
+    if isinstance(node, list):
+        return [_strip_markers(v) for v in node]
+    return node
+
+
+def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
+    if u.presence is not None:
+        keys = {key: branch for key, branch in u.presence}
+        variants = [{"cls": v.name, "tag": repr(v.name)} for v in u.variants]
+        disc = f"presence_discriminator({keys!r})"
+    else:
+        assert u.tag is not None
+        variants = []
+        default_tag: str | None = None
+        for v in u.variants:
+            ptag = v.tag if v.tag is not None else "__acp_default__"
+            if v.name == u.default:
+                default_tag = ptag
+            variants.append({"cls": v.name, "tag": repr(ptag)})
+        known = sorted(v.tag for v in u.variants if v.tag is not None)
+        if u.default is not None and not any(v.name == u.default and v.tag is None for v in u.variants):
+            pass
+        tag_field = _tag_attr(proto, u)
+        if u.open:
+            variants.append({"cls": "UnknownVariant", "tag": repr("__acp_unknown__")})
+        disc = (
+            f"tag_discriminator({u.tag!r}, {tag_field!r}, frozenset({known!r}), "
+            f"open={u.open!r}, default={default_tag!r})"
+        )
+    return {"acp_union": {"variants": variants, "discriminator": disc}}
+
+
+def _tag_attr(proto: Protocol, u: UnionType) -> str:
+    for v in u.variants:
+        t = proto.type(v.name)
+        if isinstance(t, ObjectType):
+            f = t.field(u.tag or "")
+            if f is not None:
+                return f.py_name
+    return u.tag or ""
+
+
+def template_data(proto: Protocol) -> dict[str, dict[str, Any]]:
+    data: dict[str, dict[str, Any]] = {}
+    for t in proto.types:
+        indent = 4 if isinstance(t, ObjectType) else 0
+        data[t.name] = {"acp_doc": docstring(t.description, indent) if t.description else ""}
+        if isinstance(t, UnionType):
+            data[t.name].update(_union_data(proto, t))
+        elif isinstance(t, EnumType) and t.open:
+            data[t.name].update({"acp_open_enum": {"literals": ", ".join(repr(v) for v in t.values)}})
+        elif isinstance(t, ObjectType):
+            tolerant = [f for f in t.fields if f.tolerant]
+            if tolerant:
+                items = "".join(
+                    f"TolerantField({f.wire_name!r}, {f.py_name!r}, {f.on_error_omit!r}, {f.skip_invalid_items!r}), "
+                    for f in tolerant
+                )
+                data[t.name]["acp_tolerant"] = f"({items})"
+    return data
+
+
+def _imports(proto: Protocol) -> list[str]:
+    need = set()
+    for t in proto.types:
+        if isinstance(t, UnionType):
+            need |= {"typing.Union", "typing.Annotated", "pydantic.Tag", "pydantic.Discriminator"}
+            need.add(f"{RUNTIME}.presence_discriminator" if t.presence is not None else f"{RUNTIME}.tag_discriminator")
+            if t.open:
+                need.add(f"{RUNTIME}.UnknownVariant")
+        elif isinstance(t, EnumType) and t.open:
+            need |= {"typing.Union", "typing.Annotated", "typing.Literal", "pydantic.Field"}
+        elif isinstance(t, ObjectType) and any(f.tolerant for f in t.fields):
+            need |= {"typing.Any", "typing.ClassVar", "pydantic.model_validator",
+                     "pydantic.ModelWrapValidatorHandler", f"{RUNTIME}.TolerantField", f"{RUNTIME}.tolerant_receive"}
+    return sorted(need)
+
+
+def field_aliases(proto: Protocol) -> dict[str, str]:
+    """Wire name -> attribute name, one rule for every property (generator.naming)."""
+    out: dict[str, str] = {}
+    for t in proto.types:
+        if isinstance(t, ObjectType):
+            for f in t.fields:
+                if f.py_name != f.wire_name:
+                    out[f.wire_name] = f.py_name
+    return dict(sorted(out.items()))
+
+
+def render_models(proto: Protocol, header: str) -> str:
+    """The text of ``acp_types/<version>/models.py`` (not yet formatted by black)."""
+    from datamodel_code_generator import DataModelType, InputFileType, PythonVersion, generate
+    from datamodel_code_generator.format import Formatter
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out = generate(
+            json.dumps(_dcg_input(proto)),
+            input_file_type=InputFileType.JsonSchema,
+            output_model_type=DataModelType.PydanticV2BaseModel,
+            target_python_version=PythonVersion.PY_310,
+            base_class=f"{RUNTIME}.AcpModel",
+            custom_template_dir=TEMPLATE_DIR,
+            extra_template_data=template_data(proto),
+            additional_imports=_imports(proto),
+            aliases=field_aliases(proto),
+            snake_case_field=True,
+            use_annotated=True,
+            use_standard_collections=True,
+            use_union_operator=True,
+            use_type_alias=True,
+            use_schema_description=True,
+            use_field_description=True,
+            use_double_quotes=True,
+            enum_field_as_literal="all",
+            skip_root_model=True,
+            disable_timestamp=True,
+            custom_file_header=header,
+            formatters=[Formatter.ISORT],
+        )
+    assert isinstance(out, str)
+    return out

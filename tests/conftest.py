@@ -1,0 +1,62 @@
+"""Shared helpers for the tests: fixtures on disk, the generated package, the bundled schemas."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures"
+GENERATED = ROOT / "generated"
+VERSIONS = ("v1", "v2")
+
+
+def fixture_files() -> list[Path]:
+    return sorted(p for p in FIXTURES.rglob("*.json"))
+
+
+def load_fixture(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text("utf-8"))
+
+
+def fixture_cases() -> list[Any]:
+    """One case per (fixture file, version it holds for)."""
+    cases = []
+    for path in fixture_files():
+        data = load_fixture(path)
+        for version in data["versions"]:
+            rel = path.relative_to(FIXTURES).as_posix()
+            cases.append(pytest.param(path, version, id=f"{version}:{rel}"))
+    return cases
+
+
+def api(version: str):
+    return importlib.import_module(f"acp_types.{version}")
+
+
+@lru_cache(maxsize=None)
+def bundled_schema(version: str) -> dict[str, Any]:
+    return json.loads((GENERATED / "acp_types" / version / "schema.json").read_text("utf-8"))
+
+
+@lru_cache(maxsize=None)
+def validator_for(version: str, definition: str) -> jsonschema.Draft202012Validator:
+    """A jsonschema validator for one definition of the bundled schema."""
+    schema = dict(bundled_schema(version))
+    schema = {**schema, "$ref": f"#/$defs/{definition}"}
+    return jsonschema.Draft202012Validator(schema)
+
+
+def payload_of(message: dict[str, Any]) -> tuple[str, Any]:
+    """('params', params) for a request or notification, ('result', result) for a response."""
+    if "method" in message:
+        return "params", message.get("params")
+    if "error" in message:
+        return "error", message["error"]
+    return "result", message.get("result")
