@@ -60,3 +60,18 @@ def payload_of(message: dict[str, Any]) -> tuple[str, Any]:
     if "error" in message:
         return "error", message["error"]
     return "result", message.get("result")
+
+
+@pytest.fixture(scope="session")
+def inputs():
+    from generator import pipeline
+
+    return pipeline.load_inputs()
+
+
+@pytest.fixture(scope="session")
+def rendered(inputs) -> dict[str, str]:
+    """Every file of generated/, rendered in memory from the committed schemas."""
+    from generator import pipeline
+
+    return pipeline.build_outputs(inputs)

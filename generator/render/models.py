@@ -42,7 +42,14 @@ def _strip_markers(node: Any) -> Any:
     so ``1`` is not written back as ``1.0``.
     """
     if isinstance(node, dict):
-        out = {k: _strip_markers(v) for k, v in node.items() if not k.startswith("x-acp-") and k != "format"}
+        out = {}
+        for key, value in node.items():
+            if key.startswith("x-acp-") or key == "format":
+                continue
+            if key in ("properties", "$defs"):
+                out[key] = {name: _strip_markers(sub) for name, sub in value.items()}
+            else:
+                out[key] = _strip_markers(value)
         if out.get("type") == "number":
             out["type"] = ["integer", "number"]
         elif isinstance(out.get("type"), list) and "number" in out["type"] and "integer" not in out["type"]:

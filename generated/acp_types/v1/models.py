@@ -1538,6 +1538,7 @@ class StringPropertySchema(AcpModel):
         None
     )
     pattern: str | None = None
+    format: StringFormat | None = None
     default: str | None = None
     enum: list[str] | None = None
     one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None

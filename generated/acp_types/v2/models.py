@@ -48,12 +48,6 @@ DiffFileType = TypeAliasType(
 """What kind of file a diff operation touches."""
 
 
-class DiffPatch(AcpModel):
-    """Patch text for some or all operations of a diff."""
-
-    text: str
-
-
 DiffPatchFormat = TypeAliasType(
     "DiffPatchFormat",
     Annotated[Union[Literal["git_patch"], str], Field(union_mode="left_to_right")],
@@ -998,6 +992,13 @@ class DiffMoveChange(AcpModel):
         return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
+class DiffPatch(AcpModel):
+    """Patch text for some or all operations of a diff."""
+
+    format: DiffPatchFormat
+    text: str
+
+
 class ElicitationAcceptAction(AcpModel):
     """
     The user accepted (`action: "accept"`): they submitted the form, or agreed to open the URL.
@@ -1643,6 +1644,7 @@ class StringPropertySchema(AcpModel):
         None
     )
     pattern: str | None = None
+    format: StringFormat | None = None
     default: str | None = None
     enum: Annotated[list[str] | None, Field(min_length=1)] = None
     one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf", min_length=1)] = (

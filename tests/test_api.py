@@ -1,0 +1,145 @@
+"""What acp_types.v1 and acp_types.v2 expose, used as a consumer would."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from conftest import FIXTURES, VERSIONS, api, load_fixture
+
+import acp_types
+from acp_types import v1, v2
+
+
+def test_v2_says_it_is_the_draft() -> None:
+    assert v2.IS_DRAFT is True and v2.STATUS == "draft"
+    assert "draft" in (v2.__doc__ or "").lower()
+    assert v1.IS_DRAFT is False and v1.STATUS == "stable"
+    assert (v1.PROTOCOL_VERSION, v2.PROTOCOL_VERSION) == (1, 2)
+    assert acp_types.VERSIONS == ["v1", "v2"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_method_table_rows(version: str) -> None:
+    m = api(version)
+    archive = m.METHODS["session/archive"]
+    assert archive.side == "agent" and archive.kind == "request"
+    assert archive.errors == (-32002,)
+    assert archive.stability == "proposal"
+    assert archive.params is m.ArchiveSessionRequest and archive.result is m.ArchiveSessionResponse
+    expected = {"v1": ("agentCapabilities", "sessionCapabilities", "archive"),
+                "v2": ("capabilities", "session", "archive")}[version]
+    assert archive.capability == expected
+    cancel = m.METHODS["session/cancel"]
+    assert cancel.kind == "notification" and cancel.result is None
+    update = m.METHODS["session/update"]
+    assert update.side == "client"
+    assert m.METHODS["initialize"].capability is None
+    assert list(m.METHODS) == sorted(m.METHODS)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_parse_params_and_result_bind_to_the_method(version: str) -> None:
+    m = api(version)
+    params = m.parse_params("session/list", {"cwd": "/home/user/project", "archived": "only"})
+    assert isinstance(params, m.ListSessionsRequest)
+    assert params.cwd == "/home/user/project"
+    assert m.parse_result("session/archive", {}) == m.ArchiveSessionResponse()
+    with pytest.raises(ValidationError):
+        m.parse_params("session/new", {"cwd": 42, "mcpServers": []})
+    with pytest.raises(ValidationError):
+        m.parse_params("session/archive", {"cwd": "/home/user/project"})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_unknown_and_extension_methods(version: str) -> None:
+    m = api(version)
+    with pytest.raises(m.UnknownMethodError) as info:
+        m.parse_params("session/teleport", {})
+    assert info.value.method == "session/teleport"
+    assert not isinstance(info.value, ValidationError)
+    payload = {"anything": [1, {"goes": True}]}
+    assert m.parse_params("_zed/custom", payload) is payload
+    assert m.parse_result("_zed/custom", payload) is payload
+    with pytest.raises(m.NotARequestError):
+        m.parse_result("session/cancel", {})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_models_take_either_name_and_write_wire_names(version: str) -> None:
+    m = api(version)
+    by_attr = m.SessionInfo(session_id="sess_1", cwd="/p", updated_at="2025-10-29T14:22:15Z")
+    by_wire = m.SessionInfo(sessionId="sess_1", cwd="/p", updatedAt="2025-10-29T14:22:15Z")
+    assert by_attr == by_wire
+    assert by_attr.session_id == "sess_1"
+    assert by_attr.to_wire() == {"sessionId": "sess_1", "cwd": "/p", "updatedAt": "2025-10-29T14:22:15Z"}
+    meta = m.SessionInfo.model_validate({"sessionId": "s", "cwd": "/p", "_meta": {"k": 1}})
+    assert meta.meta == {"k": 1}
+
+
+def test_capability_helpers_v1_seed_examples() -> None:
+    init = load_fixture(FIXTURES / "seeds" / "000-initialize-result-archive-capability.json")["message"]["result"]
+    model = v1.InitializeResponse.model_validate(init)
+    for given in (init, model):
+        assert v1.method_allowed("session/archive", given)
+        assert v1.method_allowed("session/unarchive", given)
+        assert v1.method_allowed("session/list", given)
+        assert v1.method_allowed("session/delete", given)
+        assert not v1.method_allowed("session/load", given)
+        assert not v1.method_allowed("session/resume", given)
+        assert v1.method_allowed("initialize", given)
+        assert v1.method_allowed("_vendor/anything", given)
+        assert v1.feature_supported("session.archive", given)
+        assert not v1.feature_supported("session.additionalDirectories", given)
+    assert not v1.method_allowed("session/archive", {"protocolVersion": 1, "agentCapabilities": {}})
+    assert v1.method_allowed("session/load", {"agentCapabilities": {"loadSession": True}})
+    assert not v1.method_allowed("session/load", {"agentCapabilities": {"loadSession": False}})
+    client = {"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": True, "writeTextFile": False}}}
+    assert v1.method_allowed("fs/read_text_file", client)
+    assert not v1.method_allowed("fs/write_text_file", client)
+    assert not v1.method_allowed("terminal/create", client)
+    with pytest.raises(v1.UnknownMethodError):
+        v1.method_allowed("session/teleport", init)
+
+
+def test_capability_helpers_v2_markers_and_baseline() -> None:
+    seeds = [load_fixture(p) for p in (FIXTURES / "seeds").glob("001-*.json")]
+    init = next(f["message"]["result"] for f in seeds if f["method"] == "initialize")
+    assert v2.feature_supported("mcp.stdio", init) and v2.feature_supported("mcp.http", init)
+    assert v2.method_allowed("session/list", init)
+    assert v2.method_allowed("session/resume", init)
+    assert not v2.method_allowed("session/archive", init)
+    assert not v2.feature_supported("session.additionalDirectories", init)
+    without = {"protocolVersion": 2, "capabilities": {"session": {"mcp": {"stdio": None}}}, "info": {"name": "a", "version": "1"}}
+    assert not v2.feature_supported("mcp.stdio", without)
+    archived = {"capabilities": {"session": {"archive": {}}}}
+    assert v2.method_allowed("session/archive", archived)
+    assert v2.method_allowed("initialize", {})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_agent_and_client_stubs(version: str) -> None:
+    m = api(version)
+    for side, proto in (("agent", m.Agent), ("client", m.Client)):
+        expected = {name for name, spec in m.METHODS.items() if spec.side in (side, "protocol")}
+        stubs = {name for name, fn in inspect.getmembers(proto, inspect.iscoroutinefunction)}
+        wanted = {re.sub(r"[^0-9a-z]+", "_", name.removeprefix("$/")).strip("_") for name in expected}
+        assert stubs == wanted, stubs ^ wanted
+        for name in stubs:
+            fn = getattr(proto, name)
+            assert fn.__doc__ and len(fn.__doc__) > 20
+            hints = inspect.signature(fn).parameters["params"].annotation
+            assert hints.startswith("m."), hints
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_no_class_name_is_numbered(version: str) -> None:
+    schema = json.loads(api(version).SCHEMA_PATH.read_text("utf-8"))
+    for name in api(version).__all__:
+        if name[0].isupper() and name[-1].isdigit():
+            assert name in schema["$defs"], f"{name} ends in a digit but the schema does not name it so"
+    assert set(schema["$defs"]) <= set(api(version).__all__)

@@ -1,0 +1,58 @@
+"""The installable package: `pip install .` builds acp_types with pydantic as its only dependency."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    build = tmp_path_factory.mktemp("build")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
+         "--disable-pip-version-check", "-w", str(out), str(ROOT)],
+        capture_output=True, text=True, cwd=build,
+    )
+    assert done.returncode == 0, done.stderr
+    (found,) = out.glob("acp_types-*.whl")
+    return found
+
+
+def test_wheel_depends_on_pydantic_only(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith("METADATA"))
+        lines = zf.read(meta).decode().splitlines()
+    requires = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
+    assert len(requires) == 1 and requires[0].startswith("pydantic"), requires
+    assert "Name: acp-types" in lines
+
+
+def test_wheel_ships_typed_package_and_schemas_only(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if ".dist-info/" not in n]
+    assert "acp_types/py.typed" in names
+    assert "acp_types/v1/schema.json" in names and "acp_types/v2/schema.json" in names
+    assert all(n.startswith("acp_types/") for n in names), names
+    assert not any("generator" in n or "tests" in n for n in names)
+
+
+def test_wheel_imports_on_its_own(wheel: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(tmp_path)
+    code = (
+        "import acp_types.v1 as a, acp_types.v2 as b, json;"
+        "assert json.loads(a.SCHEMA_PATH.read_text())['$defs'];"
+        "print(len(a.METHODS), len(b.METHODS))"
+    )
+    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {code}"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["27", "18"]
