@@ -36,8 +36,19 @@ test: $(STAMP)
 diff: $(STAMP)
 	$(PY) -m generator diff schema/v1 schema/v2
 
-bench: $(STAMP)
-	$(PY) -m benchmarks
+# The benchmarks compare against the official SDK (agent-client-protocol),
+# which lives only in .venv-bench, never in .venv or in acp_types' dependencies.
+BENCH_VENV := .venv-bench
+BENCH_PY := $(BENCH_VENV)/bin/python
+BENCH_STAMP := $(BENCH_VENV)/.installed
+
+$(BENCH_STAMP): benchmarks/requirements.txt
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check -r benchmarks/requirements.txt
+	touch $(BENCH_STAMP)
+
+bench: $(STAMP) $(BENCH_STAMP)
+	PYTHONPATH=generated:. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build generated/*.egg-info
+	rm -rf $(VENV) .venv-bench build generated/*.egg-info

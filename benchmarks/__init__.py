@@ -1,0 +1,1 @@
+"""Benchmarks for acp-types: ``python -m benchmarks`` (see ``make bench``)."""

@@ -1,0 +1,364 @@
+"""``python -m benchmarks``: every figure as a ratio against a baseline measured in the same run.
+
+Run with the benchmark interpreter (``.venv-bench``, which has the official
+SDK ``agent-client-protocol`` installed) and with ``generated/`` and the repo
+root on ``PYTHONPATH``; ``make bench`` does all of that. Generation and the
+staleness check run the dev venv's generator (``.venv/bin/python``).
+
+Each figure is the median of repeated runs. Options: ``--json`` prints the
+figures as JSON too; ``--quick`` runs fewer repeats; ``--only NAME`` runs one
+group (generation, check, import, throughput, memory).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+DEV_PY = ROOT / ".venv" / "bin" / "python"
+DEV_CODEGEN = ROOT / ".venv" / "bin" / "datamodel-codegen"
+SCHEMAS = [ROOT / "generated" / "acp_types" / v / "schema.json" for v in ("v1", "v2")]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    paths = [str(ROOT / "generated"), str(ROOT)]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+ENV = _env()
+
+
+class Figure:
+    def __init__(
+        self,
+        name: str,
+        ours: float,
+        baseline: float | None,
+        unit: str,
+        target: str,
+        passed: bool | None,
+        note: str = "",
+        ratio: float | None = None,
+    ) -> None:
+        self.name = name
+        self.ours = ours
+        self.baseline = baseline
+        self.unit = unit
+        self.ratio = ratio if ratio is not None else (ours / baseline if baseline else None)
+        self.target = target
+        self.passed = passed
+        self.note = note
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "figure": self.name,
+            "ours": self.ours,
+            "baseline": self.baseline,
+            "unit": self.unit,
+            "ratio": self.ratio,
+            "target": self.target,
+            "result": self.verdict,
+            "note": self.note,
+        }
+
+    @property
+    def verdict(self) -> str:
+        return "-" if self.passed is None else ("PASS" if self.passed else "MISS")
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "s":
+        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+    if unit == "msg/s":
+        return f"{value:,.0f} msg/s"
+    if unit == "MiB":
+        return f"{value:.1f} MiB"
+    return f"{value:.3g} {unit}"
+
+
+def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True, **kw)
+
+
+def _wall(cmd: list[str], ok_codes: tuple[int, ...] = (0,)) -> tuple[float, int]:
+    t0 = time.perf_counter()
+    proc = _run(cmd)
+    elapsed = time.perf_counter() - t0
+    if proc.returncode not in ok_codes:
+        raise RuntimeError(f"{cmd!r} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    return elapsed, proc.returncode
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def bench_generation(repeats: int) -> list[Figure]:
+    ours, base = [], []
+    with tempfile.TemporaryDirectory(prefix="acp-bench-") as tmp:
+        for i in range(repeats):
+            out = Path(tmp) / f"gen{i}"
+            ours.append(_wall([str(DEV_PY), "-m", "generator", "generate", "--out", str(out)])[0])
+            shutil.rmtree(out, ignore_errors=True)
+            total = 0.0
+            for schema in SCHEMAS:
+                total += _wall(
+                    [
+                        str(DEV_CODEGEN),
+                        "--input", str(schema),
+                        "--input-file-type", "jsonschema",
+                        "--output-model-type", "pydantic_v2.BaseModel",
+                        "--output", str(Path(tmp) / f"dmcg{i}.py"),
+                    ]
+                )[0]
+            base.append(total)
+            _log(f"  generation run {i + 1}/{repeats}: ours {ours[-1]:.2f}s, dmcg x2 {total:.2f}s")
+    o, b = statistics.median(ours), statistics.median(base)
+    return [
+        Figure(
+            "generation (full, v1+v2) vs 2x datamodel-codegen",
+            o, b, "s", "<= 1.5x", o / b <= 1.5,
+        )
+    ]
+
+
+def bench_check(repeats: int) -> list[Figure]:
+    times, codes = [], set()
+    for _ in range(repeats):
+        t, rc = _wall([str(DEV_PY), "-m", "generator", "check"], ok_codes=(0, 1))
+        times.append(t)
+        codes.add(rc)
+    t = statistics.median(times)
+    note = "" if codes == {0} else f"check exited {sorted(codes)} (tree not up to date)"
+    return [Figure("staleness check (unchanged tree), absolute", t, None, "s", "< 1 s", t < 1.0, note)]
+
+
+# --------------------------------------------------------------------------- import
+
+_IMPORT_SNIPPET = """
+import time, sys
+t0 = time.perf_counter()
+{stmt}
+t1 = time.perf_counter()
+extra = None
+if {first!r}:
+    import json
+    from benchmarks.messages import CASES, WIRE
+    name, method, kind, payload = CASES[0]
+    data = json.loads(WIRE[name])
+    t2 = time.perf_counter()
+    {first_stmt}
+    extra = time.perf_counter() - t2
+print(t1 - t0, extra)
+"""
+
+_FIRST_OURS = "acp_types.v1.parse_params(method, data).to_json()"
+_FIRST_SDK = "acp.schema.SessionNotification.model_validate(data).model_dump_json(by_alias=True, exclude_none=True)"
+
+
+def _import_once(stmt: str, first_stmt: str | None) -> tuple[float, float | None]:
+    code = _IMPORT_SNIPPET.format(stmt=stmt, first=bool(first_stmt), first_stmt=first_stmt or "pass")
+    proc = _run([sys.executable, "-c", code])
+    if proc.returncode:
+        raise RuntimeError(proc.stderr)
+    a, b = proc.stdout.split()
+    return float(a), (None if b == "None" else float(b))
+
+
+def bench_import(repeats: int) -> list[Figure]:
+    ours, sdk, floor, first_ours, first_sdk = [], [], [], [], []
+    for _ in range(repeats):  # interleaved, so noise hits all sides alike
+        t, f = _import_once("import acp_types.v1", _FIRST_OURS)
+        ours.append(t)
+        first_ours.append(f)
+        t, f = _import_once("import acp, acp.schema", _FIRST_SDK)
+        sdk.append(t)
+        first_sdk.append(f)
+        floor.append(_import_once("from pydantic import BaseModel", None)[0])
+    o, s, p = (statistics.median(x) for x in (ours, sdk, floor))
+    fo, fs = statistics.median(first_ours), statistics.median(first_sdk)
+    return [
+        Figure("import acp_types.v1 vs import acp (SDK)", o, s, "s", "<= 0.25x", o / s <= 0.25),
+        Figure("import acp_types.v1 vs pydantic BaseModel (floor)", o, p, "s", "report", None),
+        Figure(
+            "first validation after import (agent_message_chunk) vs SDK",
+            fo, fs, "s", "report", None,
+            note="ours builds deferred validators on first use",
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- throughput
+
+
+def _rate(fn: Callable[[], Any], repeats: int, budget: float) -> float:
+    """Median messages per second over ``repeats`` batches of ~``budget`` seconds."""
+    fn()
+    # calibrate a batch size
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= budget / 4:
+            break
+        n *= 2
+    n = max(1, int(n * budget / dt))
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        rates.append(n / (time.perf_counter() - t0))
+    return statistics.median(rates)
+
+
+def bench_throughput(repeats: int, budget: float) -> list[Figure]:
+    import acp.schema as sdk  # noqa: PLC0415
+
+    import acp_types.v1 as v1  # noqa: PLC0415
+    from benchmarks.messages import CASES, WIRE  # noqa: PLC0415
+
+    loads = json.loads
+    sdk_models = {"session/update": sdk.SessionNotification, "initialize": sdk.InitializeResponse}
+    figures = []
+    for name, method, kind, payload in CASES:
+        text = WIRE[name]
+        parse = v1.parse_params if kind == "params" else v1.parse_result
+        model = sdk_models[method]
+
+        def ours(text: str = text, parse: Any = parse, method: str = method) -> str:
+            return parse(method, loads(text)).to_json()
+
+        def theirs(text: str = text, model: Any = model) -> str:
+            return model.model_validate(loads(text)).model_dump_json(by_alias=True, exclude_none=True)
+
+        # sanity: both sides accept the message and write back what came in
+        assert json.loads(ours()) == payload, name
+        model.model_validate(payload)
+        o_rates, s_rates = [], []
+        for _ in range(repeats):  # interleave the sides
+            o_rates.append(_rate(ours, 1, budget))
+            s_rates.append(_rate(theirs, 1, budget))
+        o, s = statistics.median(o_rates), statistics.median(s_rates)
+        figures.append(
+            Figure(
+                f"throughput {name} vs SDK", o, s, "msg/s", ">= 2x", o / s >= 2.0,
+            )
+        )
+    return figures
+
+
+# --------------------------------------------------------------------------- memory
+
+_RSS_SNIPPET = """
+import resource, sys
+{stmt}
+r = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(r * (1 if sys.platform != 'darwin' else 1 / 1024))
+"""
+
+
+def _rss_kib(stmt: str) -> float:
+    # Linux carries ru_maxrss across exec from the mm the child was forked
+    # with (a copy of this already-large process). Going through sh, which
+    # forks again from its own small image (``; exit`` keeps it from exec'ing
+    # in place), gives the measured interpreter a clean high-water mark.
+    code = _RSS_SNIPPET.format(stmt=stmt)
+    proc = _run(["/bin/sh", "-c", '"$0" -c "$1"; exit $?', sys.executable, code])
+    if proc.returncode:
+        raise RuntimeError(proc.stderr)
+    return float(proc.stdout.strip())
+
+
+def bench_memory(repeats: int) -> list[Figure]:
+    ours, sdk = [], []
+    for _ in range(repeats):
+        ours.append(_rss_kib("import acp_types.v1, acp_types.v2"))
+        sdk.append(_rss_kib("import acp, acp.schema"))
+    o, s = statistics.median(ours) / 1024, statistics.median(sdk) / 1024
+    return [Figure("peak RSS import v1+v2 vs import acp (SDK)", o, s, "MiB", "report", None)]
+
+
+# --------------------------------------------------------------------------- main
+
+
+def _table(figures: list[Figure]) -> str:
+    head = ("figure", "ours", "baseline", "ratio", "target", "result")
+    rows = [
+        (
+            f.name,
+            _fmt(f.ours, f.unit),
+            _fmt(f.baseline, f.unit),
+            f"{f.ratio:.2f}x" if f.ratio is not None else "-",
+            f.target,
+            f.verdict,
+        )
+        for f in figures
+    ]
+    widths = [max(len(r[i]) for r in (head, *rows)) for i in range(len(head))]
+    line = "  ".join("-" * w for w in widths)
+    out = ["  ".join(h.ljust(w) for h, w in zip(head, widths)), line]
+    out += ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    notes = [f"  note: {f.name}: {f.note}" for f in figures if f.note]
+    return "\n".join(out + notes)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    ap.add_argument("--quick", action="store_true", help="fewer repeats (rougher figures)")
+    ap.add_argument(
+        "--only", choices=["generation", "check", "import", "throughput", "memory"], action="append"
+    )
+    args = ap.parse_args(argv)
+    q = args.quick
+    groups: dict[str, Callable[[], list[Figure]]] = {
+        "generation": lambda: bench_generation(2 if q else 5),
+        "check": lambda: bench_check(2 if q else 5),
+        "import": lambda: bench_import(5 if q else 15),
+        "throughput": lambda: bench_throughput(3 if q else 7, 0.1 if q else 0.25),
+        "memory": lambda: bench_memory(3 if q else 5),
+    }
+    try:
+        import acp  # noqa: F401, PLC0415
+    except ImportError:
+        print("the SDK (agent-client-protocol) is not installed here: run `make bench`", file=sys.stderr)
+        return 2
+    figures: list[Figure] = []
+    t0 = time.perf_counter()
+    for name, fn in groups.items():
+        if args.only and name not in args.only:
+            continue
+        _log(f"[bench] {name} ...")
+        figures += fn()
+    print(_table(figures))
+    print(f"\n(medians of repeated runs; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})")
+    if args.json:
+        print(json.dumps([f.as_dict() for f in figures], indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
