@@ -43,6 +43,32 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("validate", help="check the schemas only (meta-schema and semantic checks)",
                    description="Load both versions and the cross-version map and report every problem "
                                "with its file and JSON pointer.")
+
+    d = sub.add_parser(
+        "diff", help="list what changed between two versions of the schemas, with a level for each change",
+        description="Compare two version folders of canonical schemas (schema/v1, or REV:schema/v1 read from "
+                    "git at a revision, without a checkout; FOLDER is relative to the current folder, and to the "
+                    "repository root after REV:). Methods, definitions, fields, unions, enums, capability gates, "
+                    "tolerance markers and stability are compared on the intermediate model; every change gets a "
+                    "rule id, a level (breaking, possibly-breaking, safe) and the axis it breaks (wire or "
+                    "generated source). Between different versions, renames are paired by the crossversion.json "
+                    "beside NEW (or OLD); otherwise they show as a removal plus an addition. The rules are listed "
+                    "in generated/docs/diff-rules.md. Exit codes: 0 done, 1 a change at the --fail-on level was "
+                    "found, 2 a side cannot be loaded or the arguments are wrong.")
+    d.add_argument("old", metavar="OLD", help="the old side: FOLDER or REV:FOLDER")
+    d.add_argument("new", metavar="NEW", help="the new side: FOLDER or REV:FOLDER")
+    d.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                   help="text for a terminal (colour only on a tty; NO_COLOR turns it off), markdown for a pull "
+                        "request, json for CI (default: text)")
+    d.add_argument("--fail-on", choices=("breaking", "possibly-breaking", "any"), default=None,
+                   help="exit 1 if a change at this level or worse is found (any: any change at all); "
+                        "without it the exit code is 0 whatever is found")
+    maps = d.add_mutually_exclusive_group()
+    maps.add_argument("--map", type=Path, default=None, metavar="FILE",
+                      help="the cross-version map to pair renames with (default: crossversion.json beside NEW, "
+                           "else beside OLD); only used when the two sides are different versions")
+    maps.add_argument("--no-map", action="store_true",
+                      help="pair by name only, even between different versions")
     return p
 
 
@@ -75,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     from generator import pipeline, writer
 
+    if args.command == "diff":
+        from generator.diff import command
+
+        return command.run(args)
     if args.command == "validate":
         inputs = pipeline.load_inputs(args.schema)
         for version, proto in inputs.protocols.items():

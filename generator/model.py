@@ -517,6 +517,16 @@ class _Builder:
                          "use a dotted path of wire names that exists in the capability types")
 
 
+# Definition names become module-level names; these would shadow what the generated
+# modules import or are not valid class names at all.
+RESERVED_NAMES = frozenset(n for n in __import__("keyword").kwlist if n[:1].isupper()) | frozenset({
+    "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "Callable", "Mapping", "Protocol",
+    "AcpModel", "TolerantField", "UnknownVariant", "MethodSpec", "FeatureSpec", "BaseModel", "ConfigDict",
+    "TypeAdapter", "ValidationError", "Discriminator", "Field", "ModelWrapValidatorHandler", "Tag",
+    "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES",
+})
+
+
 def build_protocol(loaded: LoadedVersion) -> Protocol:
     """Check a loaded version semantically and build its intermediate model."""
     b = _Builder(loaded)
@@ -532,6 +542,10 @@ def build_protocol(loaded: LoadedVersion) -> Protocol:
         if not isinstance(types.get(tname), ObjectType):
             b.problem(None, f"/initialize/{part}", f"initialize {part} type {tname!r} is not an object definition",
                       f"define {tname} as an object")
+    for name in types:
+        if name in RESERVED_NAMES:
+            b.problem(name, pointer("$defs", name), f"{name!r} is a Python keyword or a name the generated modules import",
+                      f"rename it (for example {name}Type); reserved: {', '.join(sorted(RESERVED_NAMES))}")
     lowered: dict[str, str] = {}
     for name in types:
         key = name.lower()

@@ -14,6 +14,7 @@ import black
 
 from generator import __version__
 from generator.crossversion import CrossMap, build_crossmap
+from generator.diff import report as diff_report
 from generator.errors import Problem, SchemaError
 from generator.loader import load_crossversion, load_version
 from generator.model import Protocol, build_protocol
@@ -102,19 +103,22 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
         "package/__init__.py.jinja2", header=pkg_header, versions=list(inputs.protocols), package_version=__version__
     )
     out[f"{PACKAGE}/_runtime.py"] = templated.render("package/_runtime.py.jinja2", header=pkg_header)
+    out[f"{PACKAGE}/_jsonrpc.py"] = templated.render("package/_jsonrpc.py.jinja2", header=pkg_header)
     out[f"{PACKAGE}/py.typed"] = ""
     for version, proto in inputs.protocols.items():
         hdr = header(proto.source, proto.digest)
         ctx = templated.version_context(proto)
         base = f"{PACKAGE}/{version}"
         out[f"{base}/models.py"] = render_models(proto, hdr)
-        for name in ("__init__", "methods", "interfaces", "capabilities"):
+        for name in ("__init__", "methods", "interfaces", "capabilities", "messages"):
             out[f"{base}/{name}.py"] = templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx)
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
     md_header = header("schema/", all_digest, comment="").replace("\n", " ").strip()
     out["docs/capabilities.md"] = templated.render(
         "docs/capabilities.md.jinja2", header_md=md_header, **capability_rows(inputs)
     )
+    out["docs/v1-to-v2.md"] = diff_report.markdown_report(inputs.protocols["v1"], inputs.protocols["v2"], inputs.crossmap)
+    out["docs/diff-rules.md"] = diff_report.rules_markdown()
     for path in list(out):
         if path.endswith(".py"):
             out[path] = _format(path, out[path])

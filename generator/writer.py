@@ -1,18 +1,29 @@
 """Write a rendered mapping to disk, or compare it with what is there.
 
-Only files whose bytes differ are written (each through a temporary file and
-an atomic rename), orphans are removed, and files that tools create beside the
-package (caches, build metadata) are left alone.
+``write_tree`` is atomic at the tree level: the complete new tree is built in a
+sibling folder (unchanged files are hard-linked, so they keep their mtime; files
+that tools create beside the package, such as caches and build metadata, are
+moved across), then the two folders are swapped in one step with Linux
+``renameat2(RENAME_EXCHANGE)``, and the old tree is deleted. Where that call is
+missing the old tree is first renamed aside; a run killed between the two
+renames leaves ``<out>.old-tree`` behind, and the next run puts it back before
+doing anything else. Either way the folder is always entirely the old tree or
+entirely the new one.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import errno
 import os
-import tempfile
+import shutil
 from pathlib import Path
 
 IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", "build"}
 IGNORED_SUFFIXES = (".egg-info", ".pyc")
+FAIL_ENV = "ACP_TYPES_FAIL_AFTER_WRITES"  # test hook: os._exit(70) after this many file operations
+_NEW, _OLD = ".new-tree", ".old-tree"
 
 
 def _ignored(rel: Path) -> bool:
@@ -45,31 +56,125 @@ def stale_files(out_dir: Path, mapping: dict[str, str]) -> list[tuple[str, str]]
     return sorted(stale)
 
 
+class _Ops:
+    """Counts file operations so tests can kill the writer between any two of them."""
+
+    def __init__(self) -> None:
+        raw = os.environ.get(FAIL_ENV, "")
+        self.left = int(raw) if raw.strip().isdigit() else None
+
+    def step(self) -> None:
+        if self.left is None:
+            return
+        if self.left <= 0:
+            os._exit(70)
+        self.left -= 1
+
+
+def _sibling(out_dir: Path, suffix: str) -> Path:
+    return out_dir.with_name(out_dir.name + suffix)
+
+
+def recover(out_dir: Path) -> None:
+    """Undo what a killed run left behind: put a renamed-aside old tree back, drop a half-built new one."""
+    old, new = _sibling(out_dir, _OLD), _sibling(out_dir, _NEW)
+    if old.exists():
+        if out_dir.exists():
+            shutil.rmtree(old)  # the swap happened; only the deletion of the old tree was missed
+        else:
+            os.rename(old, out_dir)
+    if new.exists():
+        shutil.rmtree(new)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), str(a))
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_tree(out_dir: Path, mapping: dict[str, str]) -> tuple[list[str], list[str]]:
-    """Make ``out_dir`` hold exactly ``mapping``; returns (written, removed)."""
+    """Make ``out_dir`` hold exactly ``mapping``, atomically; returns (written, removed)."""
+    out_dir = Path(out_dir)
+    recover(out_dir)
     have = existing_files(out_dir)
-    written, removed = [], []
-    for path, text in mapping.items():
-        data = text.encode("utf-8")
-        if have.get(path) == data:
-            continue
-        target = out_dir / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-        written.append(path)
-    for path in have:
-        if path not in mapping:
-            (out_dir / path).unlink()
-            removed.append(path)
-    for directory in sorted({p.parent for p in out_dir.rglob("*") if p.is_file()} | set(out_dir.rglob("*")), reverse=True):
-        if directory.is_dir() and directory != out_dir and not any(directory.iterdir()):
-            directory.rmdir()
+    written = [p for p, text in mapping.items() if have.get(p) != text.encode("utf-8")]
+    removed = [p for p in have if p not in mapping]
+    if not written and not removed and out_dir.is_dir():
+        return written, removed
+
+    ops = _Ops()
+    new, old = _sibling(out_dir, _NEW), _sibling(out_dir, _OLD)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    new.mkdir()
+    try:
+        for path, text in mapping.items():
+            target = new / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            ops.step()
+            if path in written:
+                with open(target, "wb") as fh:
+                    fh.write(text.encode("utf-8"))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+            else:
+                os.link(out_dir / path, target)  # same bytes: keep the file and its mtime
+        _fsync_dir(new)
+        exists = out_dir.is_dir()
+        ops.step()
+        if exists and _exchange(new, out_dir):
+            swapped_out = new  # now holds the old tree
+        else:
+            if exists:
+                os.rename(out_dir, old)
+                ops.step()
+            os.rename(new, out_dir)
+            swapped_out = old
+        _fsync_dir(out_dir.parent)
+    except BaseException:
+        if new.exists() and not (old.exists() and not out_dir.exists()):
+            shutil.rmtree(new, ignore_errors=True)
+        recover(out_dir)
+        raise
+    ops.step()
+    if swapped_out.exists():
+        _move_ignored(swapped_out, out_dir)
+        shutil.rmtree(swapped_out)
     return written, removed
+
+
+def _move_ignored(src: Path, dst: Path) -> None:
+    """Carry caches and build metadata from the old tree to the new one (they are not ours to delete)."""
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        top_ignored = _ignored(rel) and not _ignored(rel.parent) if rel.parent != Path(".") else _ignored(rel)
+        if not top_ignored or not path.exists():
+            continue
+        target = dst / rel
+        if target.exists() or not target.parent.is_dir():
+            continue
+        os.rename(path, target)

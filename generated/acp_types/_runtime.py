@@ -90,10 +90,10 @@ def tag_discriminator(
                 tag = _MISSING
         if tag is _MISSING:
             return default
-        if tag in known:
-            return tag
         if not isinstance(tag, str):
             return None
+        if tag in known:
+            return tag
         if open:
             return UNKNOWN_TAG
         return tag
@@ -115,6 +115,32 @@ def presence_discriminator(keys: Mapping[str, str]) -> Callable[[Any], str | Non
         return found[0] if len(found) == 1 else None
 
     return discriminate
+
+
+class _NotNull:
+    """Field marker: an optional property whose schema does not admit ``null``.
+
+    The attribute is typed ``X | None`` because it is ``None`` when the
+    property is omitted, but an explicit ``null`` on the wire is invalid, as
+    in the JSON Schema (and, on a tolerant ``omit`` field, treated as omitted).
+    The marker only removes ``None`` from what the validator accepts; it adds
+    no Python call at validation time.
+    """
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+        schema = handler(source)
+        if schema.get("type") != "nullable":
+            raise TypeError(
+                f"NOT_NULL applies to an optional (X | None) field, not {source!r}"
+            )
+        return schema["schema"]
+
+    def __repr__(self) -> str:
+        return "NOT_NULL"
+
+
+NOT_NULL = _NotNull()
+"""The one instance of the not-null field marker, used by the generated models."""
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from generator.model import AliasType, EnumType, Field, Method, ObjectType, Prot
 
 SCOPES = ("protocol", "method", "feature", "type")
 _STABILITY = {"proposal": 0, "draft": 1, "stable": 2}
+NO_TAG = "(no tag)"
 _TOLERANCE = (("on_error_omit", "x-acp-on-error"), ("skip_invalid_items", "x-acp-invalid-items"))
 
 
@@ -60,10 +61,18 @@ class _Pairs:
 
     forward: dict[str, str | None]
     added: list[str]
-    listed: set[str] = field(default_factory=set)  # old names the cross-version map paired explicitly
+    listed: set[str] = field(default_factory=set)  # old names the cross-version map lists
+    listed_new: set[str] = field(default_factory=set)  # new names the cross-version map lists
 
     def get(self, name: str | None) -> str | None:
         return None if name is None else self.forward.get(name)
+
+    def unlisted_removed(self) -> list[str]:
+        """Removed names the map says nothing about: the only ones a similarity hint may pair."""
+        return [a for a, b in sorted(self.forward.items()) if b is None and a not in self.listed]
+
+    def unlisted_added(self) -> list[str]:
+        return [b for b in self.added if b not in self.listed_new]
 
 
 def _oriented(crossmap: CrossMap | None, old: Protocol, new: Protocol, category: str) -> list[tuple[str | None, str | None]]:
@@ -92,7 +101,7 @@ def _pair(old_names: Iterable[str], new_names: Iterable[str], listed: list[tuple
         else:
             forward[name] = None
     taken = {v for v in forward.values() if v is not None}
-    return _Pairs(forward, sorted(new_set - taken), explicit)
+    return _Pairs(forward, sorted(new_set - taken), explicit, set(back_listed) & new_set)
 
 
 def _name_ratio(a: str, b: str) -> float:
@@ -251,6 +260,8 @@ class _Differ:
         self.field_map = _oriented(crossmap, old, new, "fields")
         self.cap_map = dict((a, b) for a, b in _oriented(crossmap, old, new, "capabilities") if a)
         self.old_flows, self.new_flows = flows(old), flows(new)
+        self.tag_fields = {(v.name, t.tag) for t in old.types if isinstance(t, UnionType) and t.tag
+                           for v in t.variants}
 
     # -- recording
 
@@ -289,8 +300,7 @@ class _Differ:
 
     def compare_methods(self) -> None:
         o, n = self.old, self.new
-        removed = [m for m, t in self.methods.forward.items() if t is None]
-        hints = _best_pairs(removed, self.methods.added, self._method_score, 0.6)
+        hints = _best_pairs(self.methods.unlisted_removed(), self.methods.unlisted_added(), self._method_score, 0.6)
         back = {b: a for a, b in hints.items()}
         for name, target in sorted(self.methods.forward.items()):
             m = o.method(name)
@@ -403,9 +413,8 @@ class _Differ:
     # -- definitions
 
     def compare_types(self) -> None:
-        removed = [t for t, target in self.types.forward.items() if target is None]
         hints = _best_pairs(
-            removed, self.types.added,
+            self.types.unlisted_removed(), self.types.unlisted_added(),
             lambda a, b: (_shape_score(_shape(self.old.type(a)), _shape(self.new.type(b)), a, b)
                           if self.old.type(a).kind == self.new.type(b).kind else 0.0),
             0.6)
@@ -441,8 +450,8 @@ class _Differ:
 
     # -- objects
 
-    def _field_pairs(self, o: ObjectType, n: ObjectType) -> tuple[dict[str, str | None], list[str], dict[str, str]]:
-        """Old wire name -> new wire name (None: gone), the new names left over, and fields moved elsewhere."""
+    def _field_pairs(self, o: ObjectType, n: ObjectType) -> tuple[_Pairs, dict[str, str]]:
+        """The pairing of wire names, and the old fields the map moves to another definition."""
         listed: list[tuple[str | None, str | None]] = []
         moved: dict[str, str] = {}
         prefix_o, prefix_n = o.name + ".", n.name + "."
@@ -457,23 +466,23 @@ class _Differ:
                     moved[a[len(prefix_o):]] = b
             elif b_here:
                 listed.append((None, b[len(prefix_n):]))
-        pairs = _pair((f.wire_name for f in o.fields), (f.wire_name for f in n.fields), listed)
-        return pairs.forward, pairs.added, moved
+        return _pair((f.wire_name for f in o.fields), (f.wire_name for f in n.fields), listed), moved
 
     def compare_object(self, o: ObjectType, n: ObjectType, fl: set[tuple[str, str]]) -> None:
-        forward, added, moved = self._field_pairs(o, n)
-        removed = [w for w, t in forward.items() if t is None and w not in moved]
+        pairs, moved = self._field_pairs(o, n)
+        forward, added = pairs.forward, pairs.added
+        removed, candidates = pairs.unlisted_removed(), pairs.unlisted_added()
 
         def score(a: str, b: str) -> float:
             fa, fb = o.field(a), n.field(b)
             assert fa is not None and fb is not None
             if fa.required != fb.required or not _same(fa.type, fb.type, self.types):
                 return 0.0
-            unique = len(removed) == 1 and len(added) == 1
+            unique = len(removed) == 1 and len(candidates) == 1
             ratio = _name_ratio(a, b)
             return max(ratio, 0.6 if unique else 0.0)
 
-        hints = _best_pairs(removed, added, score, 0.5)
+        hints = _best_pairs(removed, candidates, score, 0.5)
         back = {b: a for a, b in hints.items()}
         dirs = _directions(fl)
         for wire in sorted(forward):
@@ -521,15 +530,19 @@ class _Differ:
             for d in dirs:
                 self.emit(f"{d}-field-became-{change}", "type", loc, f"field {name} became {change}",
                           old="required" if f.required else "optional", new=change, direction=d, fl=fl)
+        if (o.name, f.wire_name) in self.tag_fields and f.type.kind == g.type.kind == "const":
+            # the union this object is a branch of reports a new tag value (union-variant-tag-changed)
+            retyped = True
+        else:
+            retyped = self.compare_expr(loc, f"field {name}", f.type, g.type, fl)
         fa, ga = _resolve(f.type, self.old), _resolve(g.type, self.new)
-        if fa.nullable != ga.nullable:
+        if fa.nullable != ga.nullable and not retyped:
             change = "nullable" if ga.nullable else "non-nullable"
             text = "now admits null" if ga.nullable else "no longer admits null"
             for d in dirs:
                 self.emit(f"{d}-field-became-{change}", "type", loc, f"field {name} {text}",
                           old=f.type.render(), new=g.type.render(), direction=d, fl=fl)
-        self.compare_expr(loc, f"field {name}", f.type, g.type, fl)
-        if (f.has_default, f.default) != (g.has_default, g.default):
+        if (f.has_default, f.default) != (g.has_default, g.default) and not retyped:
             self.emit("field-default-changed", "type", loc, f"default of field {name} changed",
                       old=json.dumps(f.default) if f.has_default else "none",
                       new=json.dumps(g.default) if g.has_default else "none", fl=fl)
@@ -546,20 +559,29 @@ class _Differ:
                               old=marker, direction=d, fl=fl)
 
     def compare_expr(self, loc: str, what: str, a: TypeExpr, b: TypeExpr, fl: set[tuple[str, str]],
-                     type_rule: str = "field-type-changed") -> None:
-        """Type and constraints of a field or an alias (nullability is judged by the caller)."""
-        if not _same(a, b, self.types):
-            if _same(_resolve(a, self.old), _resolve(b, self.new), self.types):
-                self.emit("type-annotation-changed", "type", loc,
-                          f"{what} is now written `{b.render()}` instead of `{a.render()}` (same wire type)",
-                          old=a.render(), new=b.render(), fl=fl)
-            else:
+                     type_rule: str = "field-type-changed") -> bool:
+        """Type and constraints of a field or an alias; True when the wire type changed.
+
+        Nullability is judged by the caller. When only the annotation changed
+        (a scalar now written through an alias, say), the constraints compared
+        are those of the resolved types, which is what the wire sees.
+        """
+        if _same(a, b, self.types):
+            ca, cb = a, b
+        else:
+            ca, cb = _resolve(a, self.old), _resolve(b, self.new)
+            if not _same(ca, cb, self.types):
                 self.emit(type_rule, "type", loc, f"type of {what} changed from `{a.render()}` to `{b.render()}`",
                           old=a.render(), new=b.render(), fl=fl)
-            return
-        if a.constraints != b.constraints:
-            self.emit("constraints-changed", "type", loc, f"constraints of {what} changed",
-                      old=_constraints(a), new=_constraints(b), fl=fl)
+                return True
+            self.emit("type-annotation-changed", "type", loc,
+                      f"{what} is now written `{b.render()}` instead of `{a.render()}` (same wire type)",
+                      old=a.render(), new=b.render(), fl=fl)
+        if ca.constraints != cb.constraints:
+            self.emit("constraints-changed", "type", loc,
+                      f"constraints of {what} changed from {_constraints(ca)} to {_constraints(cb)}",
+                      old=_constraints(ca), new=_constraints(cb), fl=fl)
+        return False
 
     # -- unions
 
@@ -573,9 +595,10 @@ class _Differ:
                       old=o_disc, new=n_disc, fl=fl)
             return
         if self.types.get(o.default) != n.default:
+            was = f"`{o.default}`" if o.default else "none (the tag was required)"
+            now = f"`{n.default}`" if n.default else "none (the tag is now required)"
             self.emit("union-default-changed", "type", loc,
-                      f"the branch of {name} used when the tag is absent changed from "
-                      f"`{o.default or 'none'}` to `{n.default or 'none'}`",
+                      f"the branch of {name} used when the tag is absent changed from {was} to {now}",
                       old=o.default, new=n.default, fl=fl)
         okeys, nkeys = _variant_keys(o), _variant_keys(n)
         paired: list[tuple[str, str]] = [(k, k) for k in sorted(set(okeys) & set(nkeys))]
@@ -591,7 +614,8 @@ class _Differ:
             ov, nv = okeys[ko], nkeys[kn]
             if ko != kn:
                 self.emit("union-variant-tag-changed", "type", loc,
-                          f"variant `{ov}` of {name} changed its tag from {ko} to {kn}", old=ko, new=kn, fl=fl)
+                          f"variant `{ov}` of {name} changed its tag from {ko} to {kn}",
+                          old=_raw_key(ko), new=_raw_key(kn), fl=fl)
             elif self.types.get(ov) != nv:
                 self.emit("union-variant-type-changed", "type", loc,
                           f"variant {ko} of {name} is now `{nv}` instead of `{ov}`, which do not correspond",
@@ -602,7 +626,7 @@ class _Differ:
                           old=okeys[ko], direction=d, fl=fl)
         for kn in left_n:
             for d in dirs:
-                rule_id = (f"request-union-variant-added" if d == REQUEST
+                rule_id = ("request-union-variant-added" if d == REQUEST
                            else f"response-{'open' if o.open else 'closed'}-union-variant-added")
                 self.emit(rule_id, "type", loc, f"variant {kn} (`{nkeys[kn]}`) added to {name}",
                           new=nkeys[kn], direction=d, fl=fl)
@@ -673,8 +697,15 @@ def _variant_keys(u: UnionType) -> dict[str, str]:
             out[f"`{key}`"] = branch
         return out
     for v in u.variants:
-        out[json.dumps(v.tag) if v.tag is not None else f"(untagged `{v.name}`)"] = v.name
+        out[json.dumps(v.tag) if v.tag is not None else NO_TAG] = v.name
     return out
+
+
+def _raw_key(key: str) -> str | None:
+    """The tag value or presence key behind a display key; None for the untagged default branch."""
+    if key == NO_TAG:
+        return None
+    return json.loads(key) if key.startswith('"') else key.strip("`")
 
 
 def compare(old: Protocol, new: Protocol, crossmap: CrossMap | None = None) -> list[Change]:

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from generator.model import EnumType, ObjectType, Protocol, UnionType
+from generator.model import AliasType, EnumType, ObjectType, Protocol, TypeExpr, UnionType
 from generator.render.templated import docstring
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates" / "dcg"
@@ -97,6 +97,17 @@ def _tag_attr(proto: Protocol, u: UnionType) -> str:
     return u.tag or ""
 
 
+def _admits_null(proto: Protocol, texpr: TypeExpr, seen: frozenset[str] = frozenset()) -> bool:
+    """Whether a property type accepts ``null`` (nullable, any JSON value, or an alias of such)."""
+    if texpr.nullable or texpr.kind in ("any", "null"):
+        return True
+    if texpr.kind == "ref" and texpr.name and texpr.name not in seen:
+        target = proto.type(texpr.name)
+        if isinstance(target, AliasType):
+            return _admits_null(proto, target.type, seen | {texpr.name})
+    return False
+
+
 def template_data(proto: Protocol) -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = {}
     for t in proto.types:
@@ -107,6 +118,9 @@ def template_data(proto: Protocol) -> dict[str, dict[str, Any]]:
         elif isinstance(t, EnumType) and t.open:
             data[t.name].update({"acp_open_enum": {"literals": ", ".join(repr(v) for v in t.values)}})
         elif isinstance(t, ObjectType):
+            not_null = [f.py_name for f in t.fields if not f.required and not _admits_null(proto, f.type)]
+            if not_null:
+                data[t.name]["acp_not_null"] = not_null
             tolerant = [f for f in t.fields if f.tolerant]
             if tolerant:
                 items = "".join(
@@ -127,9 +141,12 @@ def _imports(proto: Protocol) -> list[str]:
                 need.add(f"{RUNTIME}.UnknownVariant")
         elif isinstance(t, EnumType) and t.open:
             need |= {"typing.Union", "typing.Annotated", "typing.Literal", "pydantic.Field"}
-        elif isinstance(t, ObjectType) and any(f.tolerant for f in t.fields):
-            need |= {"typing.Any", "typing.ClassVar", "pydantic.model_validator",
-                     "pydantic.ModelWrapValidatorHandler", f"{RUNTIME}.TolerantField", f"{RUNTIME}.tolerant_receive"}
+        elif isinstance(t, ObjectType):
+            if any(f.tolerant for f in t.fields):
+                need |= {"typing.Any", "typing.ClassVar", "pydantic.model_validator",
+                         "pydantic.ModelWrapValidatorHandler", f"{RUNTIME}.TolerantField", f"{RUNTIME}.tolerant_receive"}
+            if any(not f.required and not _admits_null(proto, f.type) for f in t.fields):
+                need |= {"typing.Annotated", f"{RUNTIME}.NOT_NULL"}
     return sorted(need)
 
 

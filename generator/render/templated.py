@@ -32,6 +32,14 @@ def docstring(text: str, indent: int = 0) -> str:
     return repr(body)
 
 
+def docstring_body(text: str) -> str:
+    """``text`` escaped for use inside a larger triple-quoted (non-raw) docstring; it reads back exactly."""
+    out = []
+    for ch in (text or "").replace("\\", "\\\\").replace('"', '\\"'):
+        out.append(ch if ch.isprintable() or ch == "\n" else repr(ch)[1:-1])
+    return "".join(out)
+
+
 def _plain(text: str) -> bool:
     return (
         '"""' not in text and "\\" not in text and not text.endswith('"')
@@ -64,6 +72,7 @@ def environment() -> jinja2.Environment:
     )
     env.filters["py"] = repr
     env.filters["docstring"] = docstring
+    env.filters["docstring_body"] = docstring_body
     env.filters["method_name"] = method_name
     env.filters["constant_name"] = constant_name
     env.filters["md"] = md_cell

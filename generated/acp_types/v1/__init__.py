@@ -9,6 +9,8 @@ What is here:
 - the models, one class per schema definition (snake_case attributes,
   camelCase wire names as aliases);
 - ``METHODS``, ``parse_params`` and ``parse_result`` (see ``.methods``);
+- ``parse_message`` for whole JSON-RPC messages, with ``PendingRequests`` and
+  ``MessageError`` (see ``.messages``);
 - ``Agent`` and ``Client``, the method stubs each side implements;
 - ``method_allowed`` and ``feature_supported`` (see ``.capabilities``);
 - ``SCHEMA_PATH``: the bundled JSON Schema, for validating with jsonschema.
@@ -25,6 +27,7 @@ from acp_types._runtime import (
 )
 from acp_types.v1.capabilities import FEATURES, feature_supported, method_allowed
 from acp_types.v1.interfaces import Agent, Client
+from acp_types.v1.messages import MessageError, PendingRequests, parse_message
 from acp_types.v1.methods import METHODS, parse_params, parse_result
 from acp_types.v1.models import (
     AgentAuthCapabilities,
@@ -222,9 +225,11 @@ __all__ = [
     "FEATURES",
     "IS_DRAFT",
     "METHODS",
+    "MessageError",
     "MethodSpec",
     "NotARequestError",
     "PROTOCOL_VERSION",
+    "PendingRequests",
     "SCHEMA_PATH",
     "STATUS",
     "UnknownMethodError",
@@ -232,6 +237,7 @@ __all__ = [
     "VERSION",
     "feature_supported",
     "method_allowed",
+    "parse_message",
     "parse_params",
     "parse_result",
     "AgentAuthCapabilities",

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from acp_types._runtime import (
+    NOT_NULL,
     AcpModel,
     TolerantField,
     UnknownVariant,
@@ -125,9 +126,11 @@ class PromptCapabilities(AcpModel):
         TolerantField("audio", "audio", True, False),
         TolerantField("embeddedContext", "embedded_context", True, False),
     )
-    image: bool | None = False
-    audio: bool | None = False
-    embedded_context: Annotated[bool | None, Field(alias="embeddedContext")] = False
+    image: Annotated[bool | None, NOT_NULL] = False
+    audio: Annotated[bool | None, NOT_NULL] = False
+    embedded_context: Annotated[
+        bool | None, Field(alias="embeddedContext"), NOT_NULL
+    ] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -255,7 +258,7 @@ class SessionInfo(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: str
     additional_directories: Annotated[
-        list[str] | None, Field(alias="additionalDirectories")
+        list[str] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
     title: str | None = None
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
@@ -638,7 +641,7 @@ class AuthCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("terminal", "terminal", True, False),
     )
-    terminal: bool | None = False
+    terminal: Annotated[bool | None, NOT_NULL] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -657,7 +660,7 @@ class AuthMethodAgent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
     )
-    type: Literal["agent"] | None = None
+    type: Annotated[Literal["agent"] | None, NOT_NULL] = None
     id: AuthMethodId
     name: str
     description: str | None = None
@@ -685,8 +688,8 @@ class AuthMethodTerminal(AcpModel):
     id: AuthMethodId
     name: str
     description: str | None = None
-    args: list[str] | None = None
-    env: dict[str, str] | None = None
+    args: Annotated[list[str] | None, NOT_NULL] = None
+    env: Annotated[dict[str, str] | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -951,7 +954,7 @@ class ElicitationUrlMode(AcpModel):
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
     mode: Literal["url"]
-    session_id: Annotated[SessionId | None, Field(alias="sessionId")] = None
+    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
@@ -1038,8 +1041,12 @@ class FileSystemCapabilities(AcpModel):
         TolerantField("readTextFile", "read_text_file", True, False),
         TolerantField("writeTextFile", "write_text_file", True, False),
     )
-    read_text_file: Annotated[bool | None, Field(alias="readTextFile")] = False
-    write_text_file: Annotated[bool | None, Field(alias="writeTextFile")] = False
+    read_text_file: Annotated[bool | None, Field(alias="readTextFile"), NOT_NULL] = (
+        False
+    )
+    write_text_file: Annotated[bool | None, Field(alias="writeTextFile"), NOT_NULL] = (
+        False
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -1200,8 +1207,8 @@ class McpCapabilities(AcpModel):
         TolerantField("http", "http", True, False),
         TolerantField("sse", "sse", True, False),
     )
-    http: bool | None = False
-    sse: bool | None = False
+    http: Annotated[bool | None, NOT_NULL] = False
+    sse: Annotated[bool | None, NOT_NULL] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -1237,7 +1244,7 @@ class McpServerStdio(AcpModel):
     An MCP server the agent launches as a subprocess and talks to over stdio.
     """
 
-    type: Literal["stdio"] | None = None
+    type: Annotated[Literal["stdio"] | None, NOT_NULL] = None
     name: str
     command: str
     args: list[str]
@@ -1639,17 +1646,17 @@ class AgentCapabilities(AcpModel):
         TolerantField("sessionCapabilities", "session_capabilities", True, False),
         TolerantField("auth", "auth", True, False),
     )
-    load_session: Annotated[bool | None, Field(alias="loadSession")] = False
+    load_session: Annotated[bool | None, Field(alias="loadSession"), NOT_NULL] = False
     prompt_capabilities: Annotated[
-        PromptCapabilities | None, Field(alias="promptCapabilities")
+        PromptCapabilities | None, Field(alias="promptCapabilities"), NOT_NULL
     ] = None
     mcp_capabilities: Annotated[
-        McpCapabilities | None, Field(alias="mcpCapabilities")
+        McpCapabilities | None, Field(alias="mcpCapabilities"), NOT_NULL
     ] = None
     session_capabilities: Annotated[
-        SessionCapabilities | None, Field(alias="sessionCapabilities")
+        SessionCapabilities | None, Field(alias="sessionCapabilities"), NOT_NULL
     ] = None
-    auth: AgentAuthCapabilities | None = None
+    auth: Annotated[AgentAuthCapabilities | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -1785,8 +1792,8 @@ class CreateTerminalRequest(AcpModel):
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     command: str
-    args: list[str] | None = None
-    env: list[EnvVariable] | None = None
+    args: Annotated[list[str] | None, NOT_NULL] = None
+    env: Annotated[list[EnvVariable] | None, NOT_NULL] = None
     cwd: str | None = None
     output_byte_limit: Annotated[
         int | None, Field(alias="outputByteLimit", ge=0, le=18446744073709551615)
@@ -1855,10 +1862,12 @@ class InitializeResponse(AcpModel):
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     agent_capabilities: Annotated[
-        AgentCapabilities | None, Field(alias="agentCapabilities")
+        AgentCapabilities | None, Field(alias="agentCapabilities"), NOT_NULL
     ] = None
     auth_methods: Annotated[
-        list[AuthMethod] | None, Field(alias="authMethods", validate_default=True)
+        list[AuthMethod] | None,
+        Field(alias="authMethods", validate_default=True),
+        NOT_NULL,
     ] = []
     agent_info: Annotated[Implementation | None, Field(alias="agentInfo")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1961,7 +1970,7 @@ class NewSessionRequest(AcpModel):
     )
     cwd: str
     additional_directories: Annotated[
-        list[str] | None, Field(alias="additionalDirectories")
+        list[str] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
     mcp_servers: Annotated[list[McpServer], Field(alias="mcpServers")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2006,9 +2015,11 @@ class ResumeSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: str
     additional_directories: Annotated[
-        list[str] | None, Field(alias="additionalDirectories")
+        list[str] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
-    mcp_servers: Annotated[list[McpServer] | None, Field(alias="mcpServers")] = None
+    mcp_servers: Annotated[
+        list[McpServer] | None, Field(alias="mcpServers"), NOT_NULL
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -2080,10 +2091,10 @@ class ClientCapabilities(AcpModel):
         TolerantField("auth", "auth", True, False),
         TolerantField("elicitation", "elicitation", True, False),
     )
-    fs: FileSystemCapabilities | None = None
-    terminal: bool | None = False
+    fs: Annotated[FileSystemCapabilities | None, NOT_NULL] = None
+    terminal: Annotated[bool | None, NOT_NULL] = False
     session: ClientSessionCapabilities | None = None
-    auth: AuthCapabilities | None = None
+    auth: Annotated[AuthCapabilities | None, NOT_NULL] = None
     elicitation: ElicitationCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -2158,10 +2169,12 @@ class ElicitationSchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
     )
-    type: ElicitationSchemaType | None = "object"
+    type: Annotated[ElicitationSchemaType | None, NOT_NULL] = "object"
     title: str | None = None
     properties: Annotated[
-        dict[str, ElicitationPropertySchema] | None, Field(validate_default=True)
+        dict[str, ElicitationPropertySchema] | None,
+        Field(validate_default=True),
+        NOT_NULL,
     ] = {}
     required: list[str] | None = None
     description: str | None = None
@@ -2186,7 +2199,7 @@ class InitializeRequest(AcpModel):
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     client_capabilities: Annotated[
-        ClientCapabilities | None, Field(alias="clientCapabilities")
+        ClientCapabilities | None, Field(alias="clientCapabilities"), NOT_NULL
     ] = None
     client_info: Annotated[Implementation | None, Field(alias="clientInfo")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2211,7 +2224,7 @@ class LoadSessionRequest(AcpModel):
     mcp_servers: Annotated[list[McpServer], Field(alias="mcpServers")]
     cwd: str
     additional_directories: Annotated[
-        list[str] | None, Field(alias="additionalDirectories")
+        list[str] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2340,7 +2353,7 @@ class ElicitationFormMode(AcpModel):
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
     mode: Literal["form"]
-    session_id: Annotated[SessionId | None, Field(alias="sessionId")] = None
+    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
     message: str
@@ -2619,10 +2632,10 @@ class ToolCall(AcpModel):
     session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")]
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str
-    kind: ToolKind | None = None
-    status: ToolCallStatus | None = None
-    content: list[ToolCallContent] | None = None
-    locations: list[ToolCallLocation] | None = None
+    kind: Annotated[ToolKind | None, NOT_NULL] = None
+    status: Annotated[ToolCallStatus | None, NOT_NULL] = None
+    content: Annotated[list[ToolCallContent] | None, NOT_NULL] = None
+    locations: Annotated[list[ToolCallLocation] | None, NOT_NULL] = None
     raw_input: Annotated[Any | None, Field(alias="rawInput")] = None
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None

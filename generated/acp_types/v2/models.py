@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from acp_types._runtime import (
+    NOT_NULL,
     AcpModel,
     TolerantField,
     UnknownVariant,
@@ -330,7 +331,7 @@ class SessionInfo(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: AbsolutePath
     additional_directories: Annotated[
-        list[AbsolutePath] | None, Field(alias="additionalDirectories")
+        list[AbsolutePath] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
     title: str | None = None
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
@@ -1073,7 +1074,7 @@ class ElicitationUrlMode(AcpModel):
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
     mode: Literal["url"]
-    session_id: Annotated[SessionId | None, Field(alias="sessionId")] = None
+    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
@@ -1347,7 +1348,7 @@ class McpServerHttp(AcpModel):
     type: Literal["http"]
     name: str
     url: str
-    headers: list[HttpHeader] | None = None
+    headers: Annotated[list[HttpHeader] | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1359,8 +1360,8 @@ class McpServerStdio(AcpModel):
     type: Literal["stdio"]
     name: str
     command: AbsolutePath
-    args: list[str] | None = None
-    env: list[EnvVariable] | None = None
+    args: Annotated[list[str] | None, NOT_NULL] = None
+    env: Annotated[list[EnvVariable] | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1734,8 +1735,8 @@ class AuthMethodTerminal(AcpModel):
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     name: str
     description: str | None = None
-    args: list[str] | None = None
-    env: list[EnvVariable] | None = None
+    args: Annotated[list[str] | None, NOT_NULL] = None
+    env: Annotated[list[EnvVariable] | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -1988,9 +1989,11 @@ class NewSessionRequest(AcpModel):
     )
     cwd: AbsolutePath
     additional_directories: Annotated[
-        list[AbsolutePath] | None, Field(alias="additionalDirectories")
+        list[AbsolutePath] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
-    mcp_servers: Annotated[list[McpServer] | None, Field(alias="mcpServers")] = None
+    mcp_servers: Annotated[
+        list[McpServer] | None, Field(alias="mcpServers"), NOT_NULL
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -2024,9 +2027,11 @@ class ResumeSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: AbsolutePath
     additional_directories: Annotated[
-        list[AbsolutePath] | None, Field(alias="additionalDirectories")
+        list[AbsolutePath] | None, Field(alias="additionalDirectories"), NOT_NULL
     ] = None
-    mcp_servers: Annotated[list[McpServer] | None, Field(alias="mcpServers")] = None
+    mcp_servers: Annotated[
+        list[McpServer] | None, Field(alias="mcpServers"), NOT_NULL
+    ] = None
     replay_from: Annotated[ReplayFrom | None, Field(alias="replayFrom")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -2271,10 +2276,12 @@ class ElicitationSchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
     )
-    type: ElicitationSchemaType | None = "object"
+    type: Annotated[ElicitationSchemaType | None, NOT_NULL] = "object"
     title: str | None = None
     properties: Annotated[
-        dict[str, ElicitationPropertySchema] | None, Field(validate_default=True)
+        dict[str, ElicitationPropertySchema] | None,
+        Field(validate_default=True),
+        NOT_NULL,
     ] = {}
     required: list[str] | None = None
     description: str | None = None
@@ -2298,7 +2305,7 @@ class InitializeRequest(AcpModel):
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     info: Implementation
-    capabilities: ClientCapabilities | None = None
+    capabilities: Annotated[ClientCapabilities | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -2320,8 +2327,10 @@ class InitializeResponse(AcpModel):
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     info: Implementation
-    capabilities: AgentCapabilities | None = None
-    auth_methods: Annotated[list[AuthMethod] | None, Field(alias="authMethods")] = None
+    capabilities: Annotated[AgentCapabilities | None, NOT_NULL] = None
+    auth_methods: Annotated[
+        list[AuthMethod] | None, Field(alias="authMethods"), NOT_NULL
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
     @model_validator(mode="wrap")
@@ -2481,7 +2490,7 @@ class ElicitationFormMode(AcpModel):
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
     mode: Literal["form"]
-    session_id: Annotated[SessionId | None, Field(alias="sessionId")] = None
+    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
     message: str
@@ -2693,10 +2702,10 @@ class NewSessionResponse(AcpModel):
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_options: Annotated[
-        list[SessionConfigOption] | None, Field(alias="configOptions")
+        list[SessionConfigOption] | None, Field(alias="configOptions"), NOT_NULL
     ] = None
     available_commands: Annotated[
-        list[AvailableCommand] | None, Field(alias="availableCommands")
+        list[AvailableCommand] | None, Field(alias="availableCommands"), NOT_NULL
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -2718,10 +2727,10 @@ class ResumeSessionResponse(AcpModel):
         TolerantField("availableCommands", "available_commands", True, True),
     )
     config_options: Annotated[
-        list[SessionConfigOption] | None, Field(alias="configOptions")
+        list[SessionConfigOption] | None, Field(alias="configOptions"), NOT_NULL
     ] = None
     available_commands: Annotated[
-        list[AvailableCommand] | None, Field(alias="availableCommands")
+        list[AvailableCommand] | None, Field(alias="availableCommands"), NOT_NULL
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 

@@ -1,0 +1,114 @@
+"""The ``diff`` subcommand: load both sides, find the cross-version map, print, pick the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from generator.crossversion import CATEGORIES, CrossMap
+from generator.diff import report
+from generator.diff.compare import Change, compare
+from generator.diff.rules import BREAKING, POSSIBLY
+from generator.errors import SchemaError, UsageError
+from generator.loader import load_version, meta_problems, parse_json
+from generator.model import Protocol, build_protocol
+from generator.sources import DirSource, GitSource, open_source
+
+MAP_FILE = "crossversion.json"
+FAIL_LEVELS = {"breaking": {BREAKING}, "possibly-breaking": {BREAKING, POSSIBLY}, "any": None}
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=False)
+    except FileNotFoundError as exc:
+        raise UsageError("git is not installed, so REV:FOLDER cannot be read") from exc
+
+
+def _check_revision(source: GitSource) -> None:
+    """Say clearly what is wrong before git's own terse errors would."""
+    if _git(source.repo, "rev-parse", "--git-dir").returncode != 0:
+        raise UsageError(f"{source.label}: the current folder is not inside a git repository")
+    if _git(source.repo, "rev-parse", "--verify", "--quiet", f"{source.rev}^{{commit}}").returncode != 0:
+        raise UsageError(f"{source.label}: unknown revision {source.rev!r} (git cannot resolve it to a commit)")
+    if _git(source.repo, "cat-file", "-e", f"{source.rev}:{source.folder}").returncode != 0:
+        raise UsageError(f"{source.label}: there is no folder {source.folder!r} at revision {source.rev!r}")
+
+
+def load_side(spec: str, root: Path) -> tuple[Protocol, DirSource | GitSource]:
+    source = open_source(spec, root)
+    if isinstance(source, GitSource):
+        _check_revision(source)
+    return build_protocol(load_version(source)), source
+
+
+def crossmap_from_doc(doc: dict) -> CrossMap:
+    """The map as written, without checking it against the two versions.
+
+    ``validate`` checks the map strictly against the current schemas; the diff
+    also compares older revisions, where some listed names do not exist yet, so
+    such entries simply pair nothing.
+    """
+    return CrossMap(**{c: tuple((e["v1"], e["v2"]) for e in doc[c]) for c in CATEGORIES})
+
+
+def _parse_map(data: bytes, label: str) -> CrossMap:
+    doc = parse_json(data, label)
+    problems = meta_problems(doc, "crossversion", label)
+    if problems:
+        raise SchemaError(problems)
+    return crossmap_from_doc(doc)
+
+
+def _find_map(sources: list[DirSource | GitSource]) -> CrossMap | None:
+    """The crossversion.json beside the new side's folder, else beside the old side's, else none."""
+    for source in sources:
+        if isinstance(source, DirSource):
+            path = source.path.parent / MAP_FILE
+            if path.is_file():
+                label = str(Path(source.label).parent / MAP_FILE)
+                return _parse_map(path.read_bytes(), label)
+        else:
+            parent = str(Path(source.folder).parent)
+            inner = MAP_FILE if parent in ("", ".") else f"{parent}/{MAP_FILE}"
+            done = _git(source.repo, "show", f"{source.rev}:{inner}")
+            if done.returncode == 0:
+                return _parse_map(done.stdout, f"{source.rev}:{inner}")
+    return None
+
+
+def failed(changes: list[Change], fail_on: str | None) -> bool:
+    if fail_on is None:
+        return False
+    levels = FAIL_LEVELS[fail_on]
+    return any(levels is None or c.level in levels for c in changes)
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Exit code 0, or 1 when a change at the --fail-on level is found; errors raise (exit 2)."""
+    out = out or sys.stdout
+    root = Path.cwd()
+    old, old_src = load_side(args.old, root)
+    new, new_src = load_side(args.new, root)
+    crossmap: CrossMap | None = None
+    if old.version != new.version and not args.no_map:
+        if args.map is not None:
+            if not args.map.is_file():
+                raise UsageError(f"{args.map}: no such cross-version map")
+            crossmap = _parse_map(args.map.read_bytes(), str(args.map))
+        else:
+            crossmap = _find_map([new_src, old_src])
+    changes = compare(old, new, crossmap)
+    if args.format == "json":
+        text = report.json_report(old, new, changes, crossmap)
+    elif args.format == "markdown":
+        text = report.markdown_changes(old, new, changes, crossmap)
+    else:
+        colour = out.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+        text = report.text_report(old, new, changes, crossmap, colour=colour)
+    out.write(text)
+    return 1 if failed(changes, args.fail_on) else 0

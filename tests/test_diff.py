@@ -1,0 +1,757 @@
+"""`python -m generator diff`: one case per rule, the v1 -> v2 report, git revisions, bad input.
+
+Each rule case edits a small but complete version folder (base) into a revision
+and checks that the diff reports the rule with the level and axis written here,
+independently of `generator/diff/rules.py`. Rules whose level depends on the
+direction have one case per direction (the `request-*` and `response-*` ids),
+with the payload under test attached to a method's params or to its result.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from conftest import ROOT
+from generator import cli
+from generator.crossversion import CrossMap
+from generator.diff import report
+from generator.diff.compare import compare, flows
+from generator.diff.rules import BY_ID, RULES
+from generator.loader import load_version
+from generator.model import Protocol, build_protocol
+from generator.sources import DirSource
+
+B, P, S = "breaking", "possibly-breaking", "safe"
+W, SRC = "wire", "source"
+REQ, RESP = "request", "response"
+
+# ---------------------------------------------------------------- a minimal version folder
+
+
+def obj(props: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "description": "An object.", "properties": props}
+    if required:
+        out["required"] = list(required)
+    return out
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def method(side: str, params: str, result: str | None, capability: str | None = None,
+           kind: str = "request", stability: str = "stable", errors: list[int] | None = None) -> dict[str, Any]:
+    return {"side": side, "kind": kind, "params": params, "result": result, "capability": capability,
+            "errors": errors or [], "stability": stability, "description": "A method."}
+
+
+def base_doc(direction: str = REQ) -> dict[str, Any]:
+    """A valid version: initialize, one gated agent method `run`, and a `Payload` reachable from its
+    params (direction request) or its result (direction response)."""
+    defs: dict[str, Any] = {
+        "InitializeRequest": obj({"protocolVersion": {"type": "integer"},
+                                  "clientCapabilities": ref("ClientCapabilities")}, ("protocolVersion",)),
+        "InitializeResponse": obj({"protocolVersion": {"type": "integer"},
+                                   "agentCapabilities": ref("AgentCapabilities")}, ("protocolVersion",)),
+        "ClientCapabilities": obj({"fs": {"type": "boolean"}}),
+        "AgentCapabilities": obj({"run": {"type": "boolean"}, "extra": {"type": "boolean"},
+                                  "feat": {"type": "boolean"}}),
+        "RunRequest": obj({"sessionId": {"type": "string"}}, ("sessionId",)),
+        "RunResponse": obj({"done": {"type": "boolean"}}, ("done",)),
+        "Payload": obj({"name": {"type": "string"}, "count": {"type": "integer"}, "shape": ref("Shape"),
+                        "color": ref("Color"), "id": ref("PayloadId")}, ("name",)),
+        "PayloadId": {"type": "string", "description": "An alias."},
+        "Shape": {"description": "A union.", "oneOf": [ref("Circle"), ref("Square")], "x-acp-union": {"tag": "kind"}},
+        "Circle": obj({"kind": {"type": "string", "const": "circle"}, "r": {"type": "number"}}, ("kind",)),
+        "Square": obj({"kind": {"type": "string", "const": "square"}, "side": {"type": "number"}}, ("kind",)),
+        "Color": {"type": "string", "enum": ["red", "green"], "description": "An enum."},
+        "Unused": {"type": "string", "description": "Reached by no method."},
+    }
+    holder = "RunRequest" if direction == REQ else "RunResponse"
+    defs[holder]["properties"]["payload"] = ref("Payload")
+    protocol = {
+        "version": "v1", "protocolVersion": 1, "status": "stable", "description": "A test version.",
+        "initialize": {"request": "InitializeRequest", "response": "InitializeResponse"},
+        "errors": {"-32002": {"name": "resource_not_found", "description": "Not found."}},
+        "methods": {
+            "initialize": method("agent", "InitializeRequest", "InitializeResponse"),
+            "run": method("agent", "RunRequest", "RunResponse", "agentCapabilities.run"),
+        },
+        "features": {"feat": {"side": "agent", "capability": "agentCapabilities.feat", "description": "A feature."}},
+    }
+    return {"protocol": protocol, "defs": defs}
+
+
+def write_version(doc: dict[str, Any], folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "protocol.json").write_text(json.dumps(doc["protocol"], indent=2), "utf-8")
+    area = {"$schema": "https://json-schema.org/draft/2020-12/schema", "description": "All definitions.",
+            "$defs": doc["defs"]}
+    (folder / "types.json").write_text(json.dumps(area, indent=2), "utf-8")
+    return folder
+
+
+def load(folder: Path, label: str) -> Protocol:
+    return build_protocol(load_version(DirSource(folder, label)))
+
+
+def protocols(tmp_path: Path, base: dict[str, Any], rev: dict[str, Any]) -> tuple[Protocol, Protocol]:
+    old = load(write_version(base, tmp_path / "old" / "v"), "old")
+    new = load(write_version(rev, tmp_path / "new" / "v"), "new")
+    return old, new
+
+
+# ---------------------------------------------------------------- edits
+
+
+def field(doc: dict[str, Any], type_name: str, wire: str) -> dict[str, Any]:
+    return doc["defs"][type_name]["properties"][wire]
+
+
+def set_required(doc: dict[str, Any], type_name: str, wire: str, required: bool) -> None:
+    req = doc["defs"][type_name].setdefault("required", [])
+    if required and wire not in req:
+        req.append(wire)
+    if not required and wire in req:
+        req.remove(wire)
+
+
+def run_method(doc: dict[str, Any]) -> dict[str, Any]:
+    return doc["protocol"]["methods"]["run"]
+
+
+def add_square_variant(doc: dict[str, Any], name: str = "Triangle", tag: str = "triangle") -> None:
+    doc["defs"][name] = obj({"kind": {"type": "string", "const": tag}}, ("kind",))
+    doc["defs"]["Shape"]["oneOf"].append(ref(name))
+
+
+def drop_square(doc: dict[str, Any]) -> None:
+    doc["defs"]["Shape"]["oneOf"] = [ref("Circle")]
+
+
+def nullable_count(doc: dict[str, Any]) -> None:
+    field(doc, "Payload", "count")["type"] = ["integer", "null"]
+
+
+def retag(doc: dict[str, Any], prop: str) -> None:
+    for name in ("Circle", "Square"):
+        props = doc["defs"][name]["properties"]
+        props[prop] = props.pop("kind")
+        doc["defs"][name]["required"] = [prop]
+    doc["defs"]["Shape"]["x-acp-union"] = {"tag": prop}
+
+
+def default_branch(doc: dict[str, Any], branch: str) -> None:
+    doc["defs"]["Shape"]["x-acp-union"]["default"] = branch
+    doc["defs"][branch]["required"] = []
+
+
+def box_for_square(doc: dict[str, Any]) -> None:
+    doc["defs"]["Box"] = obj({"kind": {"type": "string", "const": "square"}, "w": {"type": "number"},
+                              "h": {"type": "number"}}, ("kind",))
+    doc["defs"]["Shape"]["oneOf"] = [ref("Circle"), ref("Box")]
+
+
+Edit = Callable[[dict[str, Any]], None]
+
+
+def nothing(doc: dict[str, Any]) -> None:
+    pass
+
+
+def both(*edits: Edit) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        for e in edits:
+            e(doc)
+    return run
+
+
+@dataclass(frozen=True)
+class Case:
+    rule: str
+    level: str
+    axis: str
+    rev: Edit
+    base: Edit = nothing  # both sides start from base_doc(); base edits the old side, rev the new
+    direction: str = REQ  # where Payload is attached
+    crossmap: CrossMap | None = None
+
+
+def _map(methods=(), types=(), fields=(), capabilities=()) -> CrossMap:
+    return CrossMap(tuple(methods), tuple(types), tuple(fields), tuple(capabilities))
+
+
+def _rename_method(doc: dict[str, Any]) -> None:
+    doc["protocol"]["methods"]["run/go"] = doc["protocol"]["methods"].pop("run")
+
+
+def _rename_type(doc: dict[str, Any]) -> None:
+    doc["defs"]["Ident"] = doc["defs"].pop("PayloadId")
+    field(doc, "Payload", "id")["$ref"] = "#/$defs/Ident"
+
+
+def _rename_field(doc: dict[str, Any]) -> None:
+    props = doc["defs"]["Payload"]["properties"]
+    props["total"] = props.pop("count")
+
+
+def _add_method(capability: str | None) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["protocol"]["methods"]["run/again"] = method("agent", "RunRequest", "RunResponse", capability)
+    return run
+
+
+def _method(**changes: Any) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        run_method(doc).update(changes)
+    return run
+
+
+def _feature(**changes: Any) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["protocol"]["features"]["feat"].update(changes)
+    return run
+
+
+def _count(**changes: Any) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        field(doc, "Payload", "count").update(changes)
+    return run
+
+
+def _require(wire: str, required: bool) -> Edit:
+    return lambda doc: set_required(doc, "Payload", wire, required)
+
+
+def _add_field(required: bool) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["defs"]["Payload"]["properties"]["note"] = {"type": "string"}
+        set_required(doc, "Payload", "note", required)
+    return run
+
+
+def _remove_field(wire: str) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        del doc["defs"]["Payload"]["properties"][wire]
+        set_required(doc, "Payload", wire, False)
+    return run
+
+
+def _open(name: str) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["defs"][name]["x-acp-open"] = True
+    return run
+
+
+def _enum(values: list[str]) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["defs"]["Color"]["enum"] = values
+    return run
+
+
+def _doc(**changes: Any) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["protocol"].update(changes)
+    return run
+
+
+CASES: list[Case] = [
+    # protocol
+    Case("protocol-version-changed", B, W, _doc(protocolVersion=2)),
+    Case("protocol-status-changed", S, W, _doc(status="draft")),
+    # methods
+    Case("method-added", S, W, _add_method("agentCapabilities.extra")),
+    Case("ungated-method-added", P, W, _add_method(None)),
+    Case("method-removed", B, W, nothing, base=_add_method(None)),
+    Case("method-renamed", B, W, both(_rename_method, _doc(version="v2")), crossmap=_map(methods=[("run", "run/go")])),
+    Case("method-kind-changed", B, W, _method(kind="notification", result=None)),
+    Case("method-side-changed", B, W, _method(side="client", capability="clientCapabilities.fs")),
+    Case("method-params-type-changed", B, W, _method(params="Payload")),
+    Case("method-result-type-changed", B, W, _method(result="Payload")),
+    Case("method-gate-added", B, W, nothing, base=_method(capability=None)),
+    Case("method-gate-removed", P, W, _method(capability=None)),
+    Case("method-gate-moved", B, W, _method(capability="agentCapabilities.extra")),
+    Case("method-error-added", P, W, _method(errors=[-32002])),
+    Case("method-error-removed", S, W, nothing, base=_method(errors=[-32002])),
+    Case("stability-promoted", S, W, nothing, base=_method(stability="draft")),
+    Case("stability-demoted", P, W, _method(stability="proposal")),
+    # features
+    Case("feature-added", S, W, nothing, base=lambda d: d["protocol"]["features"].clear()),
+    Case("feature-removed", B, W, lambda d: d["protocol"]["features"].clear()),
+    Case("feature-gate-moved", B, W, _feature(capability="agentCapabilities.extra")),
+    Case("feature-side-changed", B, W, _feature(side="client", capability="clientCapabilities.fs")),
+    # definitions
+    Case("type-added", S, SRC, lambda d: d["defs"].update(Extra={"type": "string", "description": "New."})),
+    Case("type-removed", B, SRC, lambda d: d["defs"].pop("Unused")),
+    Case("type-renamed", B, SRC, both(_rename_type, _doc(version="v2")), crossmap=_map(types=[("PayloadId", "Ident")])),
+    Case("type-kind-changed", B, W, lambda d: d["defs"]["PayloadId"].update(enum=["a"])),
+    # fields
+    Case("optional-field-added", S, W, _add_field(False)),
+    Case("request-required-field-added", B, W, _add_field(True)),
+    Case("response-required-field-added", B, SRC, _add_field(True), direction=RESP),
+    Case("request-field-removed", B, SRC, _remove_field("count")),
+    Case("response-required-field-removed", B, W, _remove_field("name"), direction=RESP),
+    Case("response-optional-field-removed", B, SRC, _remove_field("count"), direction=RESP),
+    Case("field-renamed", B, W, both(_rename_field, _doc(version="v2")),
+         crossmap=_map(fields=[("Payload.count", "Payload.total")])),
+    Case("request-field-became-required", B, W, _require("count", True)),
+    Case("response-field-became-required", B, SRC, _require("count", True), direction=RESP),
+    Case("request-field-became-optional", P, SRC, _require("name", False)),
+    Case("response-field-became-optional", B, W, _require("name", False), direction=RESP),
+    Case("request-field-became-nullable", P, SRC, nullable_count),
+    Case("response-field-became-nullable", B, W, nullable_count, direction=RESP),
+    Case("request-field-became-non-nullable", B, W, nothing, base=nullable_count),
+    Case("response-field-became-non-nullable", S, W, nothing, base=nullable_count, direction=RESP),
+    Case("field-type-changed", B, W, _count(type="string")),
+    Case("type-annotation-changed", S, SRC, both(
+        lambda d: d["defs"].update(Count={"type": "integer", "description": "An alias."}),
+        lambda d: d["defs"]["Payload"]["properties"].update(count=ref("Count")))),
+    Case("constraints-changed", P, W, _count(minimum=0)),
+    Case("field-default-changed", P, W, _count(default=1)),
+    Case("field-patch-changed", P, W, both(nullable_count, _count(**{"x-acp-patch": True})), base=nullable_count,
+         direction=RESP),
+    Case("tolerance-added", S, W, _count(**{"x-acp-on-error": "omit"})),
+    Case("request-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"})),
+    Case("response-tolerance-removed", S, W, nothing, base=_count(**{"x-acp-on-error": "omit"}), direction=RESP),
+    # unions
+    Case("request-union-variant-added", S, W, add_square_variant),
+    Case("response-closed-union-variant-added", B, W, add_square_variant, direction=RESP),
+    Case("response-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape"),
+         direction=RESP),
+    Case("request-union-variant-removed", B, W, drop_square),
+    Case("response-union-variant-removed", S, W, drop_square, direction=RESP),
+    Case("union-variant-tag-changed", B, W, lambda d: field(d, "Square", "kind").update(const="box")),
+    Case("union-variant-type-changed", P, W, box_for_square),
+    Case("union-discriminator-changed", B, W, lambda d: retag(d, "type")),
+    Case("union-default-changed", B, W, lambda d: default_branch(d, "Square"), base=lambda d: default_branch(d, "Circle")),
+    Case("union-became-open", P, SRC, _open("Shape")),
+    Case("request-union-became-closed", B, W, nothing, base=_open("Shape")),
+    Case("response-union-became-closed", P, SRC, nothing, base=_open("Shape"), direction=RESP),
+    # enums
+    Case("request-enum-value-added", S, W, _enum(["red", "green", "blue"])),
+    Case("response-closed-enum-value-added", B, W, _enum(["red", "green", "blue"]), direction=RESP),
+    Case("response-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
+         base=_open("Color"), direction=RESP),
+    Case("request-enum-value-removed", B, W, _enum(["red"])),
+    Case("response-enum-value-removed", S, W, _enum(["red"]), direction=RESP),
+    Case("enum-became-open", P, SRC, _open("Color")),
+    Case("request-enum-became-closed", B, W, nothing, base=_open("Color")),
+    Case("response-enum-became-closed", P, SRC, nothing, base=_open("Color"), direction=RESP),
+    # aliases
+    Case("alias-type-changed", B, W, lambda d: d["defs"]["PayloadId"].update(type="integer")),
+]
+
+# The request/response twin of each direction-dependent rule: the same edit in the
+# other direction must not report it.
+TWINS = {
+    "request-required-field-added": "response-required-field-added",
+    "request-field-became-required": "response-field-became-required",
+    "request-field-became-optional": "response-field-became-optional",
+    "request-field-became-nullable": "response-field-became-nullable",
+    "request-field-became-non-nullable": "response-field-became-non-nullable",
+    "request-tolerance-removed": "response-tolerance-removed",
+    "request-union-variant-added": "response-closed-union-variant-added",
+    "request-union-variant-removed": "response-union-variant-removed",
+    "request-union-became-closed": "response-union-became-closed",
+    "request-enum-value-added": "response-closed-enum-value-added",
+    "request-enum-value-removed": "response-enum-value-removed",
+    "request-enum-became-closed": "response-enum-became-closed",
+    "request-field-removed": "response-optional-field-removed",
+}
+
+
+def run_case(case: Case, tmp_path: Path, direction: str | None = None):
+    base = base_doc(direction or case.direction)
+    case.base(base)
+    rev = base_doc(direction or case.direction)
+    case.rev(rev)
+    old, new = protocols(tmp_path, base, rev)
+    return old, new, compare(old, new, case.crossmap)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.rule for c in CASES])
+def test_rule(case: Case, tmp_path: Path) -> None:
+    _, _, changes = run_case(case, tmp_path)
+    hits = [c for c in changes if c.rule_id == case.rule]
+    assert hits, f"{case.rule} not reported; got {[c.rule_id for c in changes]}"
+    for c in hits:
+        assert (c.level, c.axis) == (case.level, case.axis), c
+        assert (c.level, c.axis) == (BY_ID[case.rule].level, BY_ID[case.rule].axis)
+        rule_dir = BY_ID[case.rule].direction
+        assert c.direction == (None if rule_dir == "any" else rule_dir)
+        if rule_dir != "any":
+            assert c.direction == case.direction
+            assert c.sent_by == ("client" if case.direction == REQ else "agent")
+    twin = TWINS.get(case.rule) or {v: k for k, v in TWINS.items()}.get(case.rule)
+    if twin is not None:
+        assert twin not in {c.rule_id for c in changes}, f"{twin} reported in the {case.direction} direction"
+
+
+@pytest.mark.parametrize("request_rule", sorted(TWINS), ids=sorted(TWINS))
+def test_direction_decides_the_rule(request_rule: str, tmp_path: Path) -> None:
+    """The same edit, with the payload in the params and then in the result, gives the two twins."""
+    case = next(c for c in CASES if c.rule == request_rule)
+    _, _, as_request = run_case(case, tmp_path / "req", REQ)
+    _, _, as_response = run_case(case, tmp_path / "resp", RESP)
+    assert request_rule in {c.rule_id for c in as_request}
+    assert TWINS[request_rule] in {c.rule_id for c in as_response}
+
+
+def test_every_rule_has_a_case() -> None:
+    assert sorted(c.rule for c in CASES) == sorted(r.id for r in RULES)
+
+
+def test_rules_are_well_formed() -> None:
+    for r in RULES:
+        assert r.level in (B, P, S) and r.axis in (W, SRC), r
+        assert r.direction in ("any", REQ, RESP), r
+        if r.direction != "any":
+            assert r.id.startswith(r.direction + "-"), r
+        assert r.rationale.endswith(".") and r.rationale.count(". ") == 0, f"one sentence: {r.id}"
+
+
+def test_a_type_reached_both_ways_is_judged_both_ways(tmp_path: Path) -> None:
+    def attach_to_result(doc: dict[str, Any]) -> None:
+        doc["defs"]["RunResponse"]["properties"]["payload"] = ref("Payload")
+
+    base = base_doc(REQ)
+    attach_to_result(base)
+    rev = copy.deepcopy(base)
+    set_required(rev, "Payload", "name", False)
+    old, new = protocols(tmp_path, base, rev)
+    assert flows(old)["Payload"] == {(REQ, "client"), (RESP, "agent")}
+    got = {(c.rule_id, c.direction) for c in compare(old, new)}
+    assert got == {("request-field-became-optional", REQ), ("response-field-became-optional", RESP)}
+
+
+def test_client_side_method_flips_the_sender(tmp_path: Path) -> None:
+    base = base_doc(REQ)
+    base["protocol"]["methods"]["run"] = method("client", "RunRequest", "RunResponse")
+    rev = copy.deepcopy(base)
+    set_required(rev, "Payload", "count", True)
+    old, new = protocols(tmp_path, base, rev)
+    (change,) = compare(old, new)
+    assert (change.rule_id, change.sent_by) == ("request-field-became-required", "agent")
+
+
+# ---------------------------------------------------------------- pairing
+
+
+def test_without_the_map_a_rename_is_a_removal_and_an_addition_with_a_hint(tmp_path: Path) -> None:
+    base = base_doc()
+    base["defs"]["Sizes"] = obj({"small": {"type": "integer"}, "large": {"type": "integer"}})
+    field(base, "Payload", "count").clear()
+    field(base, "Payload", "count").update(ref("Sizes"))
+    rev = copy.deepcopy(base)
+    rev["defs"]["SizeTable"] = rev["defs"].pop("Sizes")
+    field(rev, "Payload", "count")["$ref"] = "#/$defs/SizeTable"
+    old, new = protocols(tmp_path, base, rev)
+    changes = {c.rule_id: c for c in compare(old, new)}
+    assert changes["type-removed"].hint == "possibly renamed to `SizeTable`"
+    assert changes["type-added"].hint == "possibly renamed from `Sizes`"
+    assert changes["field-type-changed"].location == "Payload.count"
+
+
+def test_field_rename_hint_within_a_type(tmp_path: Path) -> None:
+    base = base_doc()
+    rev = copy.deepcopy(base)
+    _rename_field(rev)
+    old, new = protocols(tmp_path, base, rev)
+    hints = {c.rule_id: c.hint for c in compare(old, new)}
+    assert hints["request-field-removed"] == "possibly renamed to `total`"
+    assert hints["optional-field-added"] == "possibly renamed from `count`"
+
+
+def test_map_is_ignored_between_revisions_of_one_version(tmp_path: Path) -> None:
+    base = base_doc()
+    rev = copy.deepcopy(base)
+    _rename_method(rev)
+    old, new = protocols(tmp_path, base, rev)
+    rules = {c.rule_id for c in compare(old, new, _map(methods=[("run", "run/go")]))}
+    assert "method-renamed" not in rules and {"method-removed", "method-added"} <= rules
+
+
+def test_map_works_in_both_orders(tmp_path: Path) -> None:
+    base = base_doc()
+    rev = copy.deepcopy(base)
+    _rename_method(rev)
+    rev["protocol"]["version"] = "v2"
+    old, new = protocols(tmp_path, base, rev)
+    cm = _map(methods=[("run", "run/go")])
+    forward = [c for c in compare(old, new, cm) if c.rule_id == "method-renamed"]
+    backward = [c for c in compare(new, old, cm) if c.rule_id == "method-renamed"]
+    assert (forward[0].old, forward[0].new) == ("run", "run/go")
+    assert (backward[0].old, backward[0].new) == ("run/go", "run")
+
+
+def test_a_new_tag_value_is_reported_once_by_the_union(tmp_path: Path) -> None:
+    case = next(c for c in CASES if c.rule == "union-variant-tag-changed")
+    _, _, changes = run_case(case, tmp_path)
+    assert [c.rule_id for c in changes] == ["union-variant-tag-changed"]
+
+
+# ---------------------------------------------------------------- the real schemas
+
+
+@pytest.fixture(scope="module")
+def v1_to_v2(inputs) -> tuple[Protocol, Protocol, list]:
+    old, new = inputs.protocols["v1"], inputs.protocols["v2"]
+    return old, new, compare(old, new, inputs.crossmap)
+
+
+def _find(changes, rule: str, location: str):
+    return [c for c in changes if c.rule_id == rule and c.location == location]
+
+
+def test_v1_to_v2_agrees_with_the_protocol_notes(v1_to_v2) -> None:
+    _, _, changes = v1_to_v2
+    expected = [
+        ("method-removed", "session/load"),
+        ("method-removed", "session/set_mode"),
+        ("method-removed", "fs/read_text_file"),
+        ("method-removed", "terminal/create"),
+        ("method-renamed", "authenticate"),
+        ("method-renamed", "logout"),
+        ("field-renamed", "InitializeResponse.agentInfo"),
+        ("field-renamed", "InitializeRequest.clientInfo"),
+        ("field-renamed", "AuthMethodAgent.id"),
+        ("field-renamed", "SessionConfigSelect.id"),
+        ("field-renamed", "SessionConfigSelectGroup.group"),
+        ("request-field-became-required", "AgentMessageChunk.messageId"),
+        ("request-field-became-required", "UserMessageChunk.messageId"),
+        ("response-required-field-removed", "PromptResponse.stopReason"),
+        ("request-field-removed", "RequestPermissionRequest.toolCall"),
+        ("type-renamed", "SessionNotification"),
+        ("type-renamed", "CancelNotification"),
+        ("union-variant-tag-changed", "SessionUpdate"),
+        ("request-union-variant-removed", "SessionUpdate"),
+        ("field-renamed", "Diff.path"),
+        ("field-renamed", "Diff.newText"),
+        ("protocol-version-changed", "protocol"),
+    ]
+    missing = [e for e in expected if not _find(changes, *e)]
+    assert not missing, missing
+    renamed = {c.location: c.new for c in changes if c.rule_id in ("method-renamed", "type-renamed", "field-renamed")}
+    assert renamed["authenticate"] == "auth/login"
+    assert renamed["logout"] == "auth/logout"
+    assert renamed["InitializeResponse.agentInfo"] == "info"
+    assert renamed["InitializeRequest.clientInfo"] == "info"
+    assert renamed["AuthMethodAgent.id"] == "methodId"
+    assert renamed["SessionConfigSelect.id"] == "configId"
+    assert renamed["SessionConfigSelectGroup.group"] == "groupId"
+    assert renamed["SessionNotification"] == "UpdateSessionNotification"
+    assert renamed["CancelNotification"] == "CancelSessionNotification"
+    assert renamed["Plan"] == "PlanUpdate"
+    tags = {(c.old, c.new) for c in _find(changes, "union-variant-tag-changed", "SessionUpdate")}
+    assert ("plan", "plan_update") in tags
+    removed_variants = {c.old for c in _find(changes, "request-union-variant-removed", "SessionUpdate")}
+    assert "ToolCall" in removed_variants
+    added_variants = {c.new for c in changes if c.location == "SessionUpdate" and c.rule_id.endswith("variant-added")}
+    assert {"UserMessage", "AgentMessage", "AgentThought", "StateUpdate", "ToolCallContentChunk",
+            "TerminalUpdate", "TerminalOutputChunk"} <= added_variants
+
+
+def test_v1_to_v2_report_is_in_generated_docs(v1_to_v2, rendered: dict[str, str]) -> None:
+    old, new, changes = v1_to_v2
+    text = rendered["docs/v1-to-v2.md"]
+    assert text.startswith("# Changes from v1 to v2\n")
+    for c in changes:
+        assert f"`{c.rule_id}`" in text
+    assert "method `authenticate` renamed to `auth/login`" in text
+    assert rendered["docs/diff-rules.md"] == report.rules_markdown()
+
+
+def test_a_version_against_itself_is_empty(inputs) -> None:
+    for proto in inputs.protocols.values():
+        assert compare(proto, proto) == []
+        assert compare(proto, proto, inputs.crossmap) == []
+
+
+def test_rule_table_lists_every_rule() -> None:
+    text = report.rules_markdown()
+    for r in RULES:
+        line = next(line for line in text.splitlines() if line.startswith(f"| `{r.id}` |"))
+        assert f"| {r.level} | {r.axis} |" in line
+    assert "oasdiff" in text and "buf" in text
+
+
+# ---------------------------------------------------------------- the command
+
+
+def run_cli(args: list[str], cwd: Path, capsys, monkeypatch) -> tuple[int, str, str]:
+    monkeypatch.chdir(cwd)
+    code = cli.main(["diff", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> Path:
+    """tmp/old/v1 and tmp/new/v1: the rule case for a required field added to a request."""
+    base = base_doc()
+    rev = copy.deepcopy(base)
+    _add_field(True)(rev)
+    _add_method("agentCapabilities.extra")(rev)
+    write_version(base, tmp_path / "old" / "v1")
+    write_version(rev, tmp_path / "new" / "v1")
+    return tmp_path
+
+
+def test_cli_exit_codes_follow_fail_on(pair: Path, capsys, monkeypatch) -> None:
+    assert run_cli(["old/v1", "new/v1"], pair, capsys, monkeypatch)[0] == 0
+    assert run_cli(["old/v1", "new/v1", "--fail-on", "breaking"], pair, capsys, monkeypatch)[0] == 1
+    assert run_cli(["old/v1", "new/v1", "--fail-on", "any"], pair, capsys, monkeypatch)[0] == 1
+    assert run_cli(["old/v1", "old/v1", "--fail-on", "any"], pair, capsys, monkeypatch)[0] == 0
+    # only a safe change: fails on any, not on possibly-breaking
+    base = base_doc()
+    rev = copy.deepcopy(base)
+    _add_method("agentCapabilities.extra")(rev)
+    write_version(rev, pair / "safe" / "v1")
+    assert run_cli(["old/v1", "safe/v1", "--fail-on", "possibly-breaking"], pair, capsys, monkeypatch)[0] == 0
+    assert run_cli(["old/v1", "safe/v1", "--fail-on", "any"], pair, capsys, monkeypatch)[0] == 1
+
+
+def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
+    code, text, _ = run_cli(["old/v1", "new/v1"], pair, capsys, monkeypatch)
+    assert code == 0
+    assert "BREAKING (1)" in text and "[request-required-field-added; request, sent by the client]" in text
+    assert "\033[" not in text  # not a terminal: no colour
+    code, md, _ = run_cli(["old/v1", "new/v1", "--format", "markdown"], pair, capsys, monkeypatch)
+    assert "| `Payload.note` | required field `note` added to `Payload` | wire | request, sent by the client " \
+           "| `request-required-field-added` |" in md
+    code, js, _ = run_cli(["old/v1", "new/v1", "--format", "json"], pair, capsys, monkeypatch)
+    doc = json.loads(js)
+    assert set(doc) == {"format", "old", "new", "crossVersionMap", "summary", "changes"}
+    assert doc["summary"] == {"breaking": 1, "possibly-breaking": 0, "safe": 1}
+    assert doc["old"]["source"] == "old/v1"
+    first = doc["changes"][0]
+    assert set(first) == {"rule", "level", "axis", "scope", "location", "message", "old", "new", "direction",
+                          "sentBy", "hint"}
+    assert (first["rule"], first["scope"], first["location"]) == ("method-added", "method", "run/again")
+    for text_out in (text, md, js):
+        assert str(pair) not in text_out
+
+
+def test_text_report_colours_only_when_asked(inputs) -> None:
+    old, new = inputs.protocols["v1"], inputs.protocols["v2"]
+    changes = compare(old, new, inputs.crossmap)
+    assert "\033[31m" in report.text_report(old, new, changes, inputs.crossmap, colour=True)
+    assert "\033[" not in report.text_report(old, new, changes, inputs.crossmap, colour=False)
+
+
+def test_cli_finds_the_map_beside_new(inputs, capsys, monkeypatch) -> None:
+    code, js, _ = run_cli(["schema/v1", "schema/v2", "--format", "json"], ROOT, capsys, monkeypatch)
+    doc = json.loads(js)
+    assert code == 0 and doc["crossVersionMap"] is True
+    assert any(c["rule"] == "method-renamed" for c in doc["changes"])
+    code, js, _ = run_cli(["schema/v1", "schema/v2", "--format", "json", "--no-map"], ROOT, capsys, monkeypatch)
+    doc = json.loads(js)
+    assert doc["crossVersionMap"] is False
+    assert not any(c["rule"] == "method-renamed" for c in doc["changes"])
+
+
+def test_cli_output_is_deterministic(tmp_path: Path) -> None:
+    outputs = []
+    for seed in ("1", "977"):
+        done = subprocess.run([sys.executable, "-m", "generator", "diff", "schema/v1", "schema/v2", "--format", "json"],
+                              cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        outputs.append(done.stdout)
+    assert outputs[0] == outputs[1]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd,
+                   check=True, capture_output=True)
+
+
+def test_cli_against_a_git_revision(tmp_path: Path, capsys, monkeypatch) -> None:
+    repo = tmp_path / "clone"
+    base = base_doc()
+    write_version(base, repo / "schema" / "v1")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    rev = copy.deepcopy(base)
+    _require("count", True)(rev)
+    write_version(rev, repo / "schema" / "v1")
+    code, js, err = run_cli(["HEAD:schema/v1", "schema/v1", "--format", "json", "--fail-on", "breaking"],
+                            repo, capsys, monkeypatch)
+    assert code == 1, err
+    doc = json.loads(js)
+    assert doc["old"]["source"] == "HEAD:schema/v1"
+    assert [c["rule"] for c in doc["changes"]] == ["request-field-became-required"]
+    code, out, _ = run_cli(["HEAD:schema/v1", "HEAD:schema/v1"], repo, capsys, monkeypatch)
+    assert code == 0 and "no changes" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nowhere/v1", "schema/v1"], "nowhere/v1: no such schema folder"),
+    (["schema/v1", "bad/v1"], "bad/v1/protocol.json"),
+    (["nosuchrev:schema/v1", "schema/v1"], "unknown revision 'nosuchrev'"),
+    (["HEAD:schema/v9", "schema/v1"], "no folder 'schema/v9' at revision 'HEAD'"),
+])
+def test_cli_bad_input_exits_2(args: list[str], message: str, tmp_path: Path, capsys, monkeypatch) -> None:
+    repo = tmp_path / "clone"
+    write_version(base_doc(), repo / "schema" / "v1")
+    broken = base_doc()
+    broken["protocol"]["methods"]["run"]["params"] = "NoSuchType"
+    write_version(broken, repo / "bad" / "v1")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "base")
+    code, out, err = run_cli(args, repo, capsys, monkeypatch)
+    assert code == 2
+    assert message in err, err
+    assert out == ""
+
+
+def test_cli_git_revision_outside_a_repository(tmp_path: Path, capsys, monkeypatch) -> None:
+    write_version(base_doc(), tmp_path / "schema" / "v1")
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    code, _, err = run_cli(["HEAD:schema/v1", "schema/v1"], tmp_path, capsys, monkeypatch)
+    assert code == 2 and "not inside a git repository" in err
+
+
+def test_cli_usage_error_exits_2(capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diff", "schema/v1"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["diff", "schema/v1", "schema/v2", "--fail-on", "sometimes"])
+    assert exc.value.code == 2
+
+
+def test_cli_map_option(tmp_path: Path, capsys, monkeypatch) -> None:
+    base = base_doc()
+    rev = base_doc()
+    _rename_method(rev)
+    rev["protocol"]["version"] = "v2"
+    write_version(base, tmp_path / "old" / "v1")
+    write_version(rev, tmp_path / "new" / "v2")
+    args = ["old/v1", "new/v2", "--format", "json"]
+    code, js, _ = run_cli(args, tmp_path, capsys, monkeypatch)
+    rules = {c["rule"] for c in json.loads(js)["changes"]}
+    assert json.loads(js)["crossVersionMap"] is False and {"method-removed", "method-added"} <= rules
+    (tmp_path / "map.json").write_text(json.dumps(
+        {"methods": [{"v1": "run", "v2": "run/go"}], "types": [], "fields": [], "capabilities": []}), "utf-8")
+    code, js, _ = run_cli([*args, "--map", "map.json"], tmp_path, capsys, monkeypatch)
+    assert "method-renamed" in {c["rule"] for c in json.loads(js)["changes"]}
+    # found on its own when it sits beside the new folder
+    (tmp_path / "new" / "crossversion.json").write_text((tmp_path / "map.json").read_text("utf-8"), "utf-8")
+    code, js, _ = run_cli(args, tmp_path, capsys, monkeypatch)
+    assert "method-renamed" in {c["rule"] for c in json.loads(js)["changes"]}
+    code, _, err = run_cli([*args, "--map", "missing.json"], tmp_path, capsys, monkeypatch)
+    assert code == 2 and "missing.json: no such cross-version map" in err
+    (tmp_path / "bad.json").write_text('{"methods": 3}', "utf-8")
+    code, _, err = run_cli([*args, "--map", "bad.json"], tmp_path, capsys, monkeypatch)
+    assert code == 2 and "bad.json" in err
