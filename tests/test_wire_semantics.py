@@ -565,3 +565,13 @@ def test_meta_survives_everywhere_it_appears(version: str) -> None:
     parsed = m.ListSessionsResponse.model_validate(listing)
     assert parsed.sessions[0].meta == meta
     assert parsed.to_wire() == listing
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known limitation: models validate by name and by alias, so a wire key spelled like a snake_case "
+    "attribute (updated_at, session_id, meta) is read as that field and written back under its wire "
+    "name; validating by alias only is no cure, as pydantic then counts the extra key as a set field "
+    "and to_wire() adds the field as null"))
+def test_a_wire_key_spelled_like_an_attribute_stays_an_unknown_key() -> None:
+    data = {"sessionId": "s", "cwd": "/p", "updated_at": "2025-01-01T00:00:00Z"}
+    assert v2.SessionInfo.model_validate(data).to_wire() == data

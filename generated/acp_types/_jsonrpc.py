@@ -46,9 +46,11 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import count
+from types import MappingProxyType
 from typing import Any, ClassVar, Union
 
 from pydantic import ValidationError
+from pydantic_core import from_json
 
 from acp_types._runtime import AcpModel, MethodSpec, UnknownMethodError, is_extension
 
@@ -65,6 +67,7 @@ RequestId = Union[int, str, None]
 
 _ENVELOPE = frozenset({"jsonrpc", "id", "method", "params", "result", "error"})
 _NO_ID = object()
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class MessageError(ValueError):
@@ -356,10 +359,6 @@ class PendingRequests:
         return iter(list(self._methods))
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _decode(data: Any) -> Any:
     if isinstance(data, (bytes, bytearray, memoryview)):
         try:
@@ -368,7 +367,7 @@ def _decode(data: Any) -> Any:
             raise ParseError(f"the message is not UTF-8: {exc}") from exc
     if isinstance(data, str):
         try:
-            return json.loads(data, parse_constant=_reject_constant)
+            return from_json(data, allow_inf_nan=False)
         except ValueError as exc:
             raise ParseError(f"the message is not JSON: {exc}") from exc
     return data
@@ -447,7 +446,7 @@ def _parse_one(
     *,
     in_batch: bool,
 ) -> Message:
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):
         what = "a batch entry" if in_batch else "a message"
         raise InvalidRequest(
             f"{what} must be a JSON object, not {type(value).__name__}", data=value
@@ -475,7 +474,11 @@ def _parse_one(
         raise bad(
             f'"id" must be a string, an integer or null, not {type(rid).__name__}'
         )
-    extra = {k: v for k, v in value.items() if k not in _ENVELOPE}
+    extra = (
+        _EMPTY
+        if value.keys() <= _ENVELOPE
+        else {k: v for k, v in value.items() if k not in _ENVELOPE}
+    )
     if "method" in value:
         if "result" in value or "error" in value:
             raise bad(
