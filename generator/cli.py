@@ -37,8 +37,13 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
 
     c = sub.add_parser("check", help="exit 1 and list stale files if generated/ is not what the schemas produce",
-                       description="Render in memory and compare with the output folder; writes nothing.")
+                       description="Confirm the output folder is what the schemas produce; writes nothing. "
+                                   "When generated/manifest.json shows the same inputs (schemas, templates, "
+                                   "generator source, tool versions) and the same file hashes, that is enough; "
+                                   "otherwise everything is rendered in memory and compared file by file.")
     c.add_argument("--out", type=Path, default=ROOT / "generated", help="folder to compare (default: generated/)")
+    c.add_argument("--full", action="store_true",
+                   help="always regenerate in memory and compare, even when the manifest confirms the tree")
 
     sub.add_parser("validate", help="check the schemas only (meta-schema and semantic checks)",
                    description="Load both versions and the cross-version map and report every problem "
@@ -99,6 +104,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "check" and not args.full:
+        from generator import manifest
+
+        if manifest.up_to_date(args.out, args.schema):
+            print(f"{args.out.name}/ is up to date (confirmed by {args.out.name}/{manifest.MANIFEST}: "
+                  "same inputs, same files)")
+            return EXIT_OK
     from generator import pipeline, writer
 
     if args.command == "diff":

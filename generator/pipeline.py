@@ -12,7 +12,7 @@ from pathlib import Path
 
 import black
 
-from generator import __version__
+from generator import __version__, manifest
 from generator.crossversion import CrossMap, build_crossmap
 from generator.diff import report as diff_report
 from generator.errors import Problem, SchemaError
@@ -36,6 +36,7 @@ class RenderBug(Exception):
 class Inputs:
     protocols: dict[str, Protocol]
     crossmap: CrossMap
+    schema_root: Path = ROOT / "schema"
 
 
 def load_protocol(folder: Path, label: str) -> Protocol:
@@ -64,7 +65,7 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
     cv_label = f"{prefix}/crossversion.json"
     doc = load_crossversion(root / "crossversion.json", cv_label)
     crossmap = build_crossmap(doc, protocols["v1"], protocols["v2"], cv_label)
-    return Inputs(protocols, crossmap)
+    return Inputs(protocols, crossmap, root)
 
 
 def _display(path: Path) -> str:
@@ -122,6 +123,7 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     for path in list(out):
         if path.endswith(".py"):
             out[path] = _format(path, out[path])
+    out[manifest.MANIFEST] = manifest.render(out, manifest.input_digest(inputs.schema_root))
     return dict(sorted(out.items()))
 
 
