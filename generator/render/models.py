@@ -78,6 +78,12 @@ def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
         if u.default is not None and not any(v.name == u.default and v.tag is None for v in u.variants):
             pass
         tag_field = _tag_attr(proto, u)
+        nested = any(not isinstance(proto.type(v.name), ObjectType) for v in u.variants)
+        if not u.open and u.default is None and not nested:
+            # A closed union whose branches all carry their tag: pydantic-core
+            # looks the tag up itself, with no Python call per message.
+            plain = [{"cls": v.name} for v in u.variants]
+            return {"acp_union": {"variants": plain, "native": repr(tag_field)}}
         if u.open:
             variants.append({"cls": "UnknownVariant", "tag": repr("__acp_unknown__")})
         disc = (
@@ -190,6 +196,7 @@ def render_models(proto: Protocol, header: str) -> str:
             skip_root_model=True,
             disable_timestamp=True,
             custom_file_header=header,
+            disable_future_imports=True,
             formatters=[Formatter.ISORT],
         )
     assert isinstance(out, str)
