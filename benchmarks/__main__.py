@@ -267,6 +267,25 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
                 f"throughput {name} vs SDK", o, s, "msg/s", ">= 2x", o / s >= 2.0,
             )
         )
+        if method == "session/update" and "agent_message_chunk" in name:
+            from benchmarks import plain  # noqa: PLC0415
+
+            def bound(text: str = text) -> str:
+                return plain.SessionNotification.model_validate(loads(text)).model_dump_json(
+                    by_alias=True, exclude_unset=True
+                )
+
+            assert json.loads(bound()) == payload
+            p_rates, s2_rates = [], []
+            for _ in range(repeats):
+                p_rates.append(_rate(bound, 1, budget))
+                s2_rates.append(_rate(theirs, 1, budget))
+            figures.append(
+                Figure(
+                    f"  bound: plain pydantic model, no ACP rules ({name}) vs SDK",
+                    statistics.median(p_rates), statistics.median(s2_rates), "msg/s", "report", None,
+                )
+            )
     return figures
 
 

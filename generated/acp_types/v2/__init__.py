@@ -16,7 +16,7 @@ What is here:
 - ``SCHEMA_PATH``: the bundled JSON Schema, for validating with jsonschema.
 """
 
-from importlib.resources import files as _files
+from pathlib import Path as _Path
 
 from acp_types._runtime import (
     AcpModel,
@@ -222,7 +222,7 @@ STATUS = "draft"
 IS_DRAFT = True
 """True when this version is a draft that may still change."""
 
-SCHEMA_PATH = _files(__name__).joinpath("schema.json")
+SCHEMA_PATH = _Path(__file__).with_name("schema.json")
 """The bundled canonical schema of this version (JSON Schema 2020-12)."""
 
 __all__ = [
