@@ -7,7 +7,11 @@ no file; writing, checking and golden tests all work on that mapping.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import black
@@ -106,11 +110,11 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     out[f"{PACKAGE}/_runtime.py"] = templated.render("package/_runtime.py.jinja2", header=pkg_header)
     out[f"{PACKAGE}/_jsonrpc.py"] = templated.render("package/_jsonrpc.py.jinja2", header=pkg_header)
     out[f"{PACKAGE}/py.typed"] = ""
+    models = _render_all_models(inputs)
     for version, proto in inputs.protocols.items():
         hdr = header(proto.source, proto.digest)
         ctx = templated.version_context(proto)
         base = f"{PACKAGE}/{version}"
-        out[f"{base}/models.py"] = render_models(proto, hdr)
         for name in ("__init__", "methods", "interfaces", "capabilities", "messages"):
             out[f"{base}/{name}.py"] = templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx)
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
@@ -123,8 +127,49 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     for path in list(out):
         if path.endswith(".py"):
             out[path] = _format(path, out[path])
+    out.update(models.result())
     out[manifest.MANIFEST] = manifest.render(out, manifest.input_digest(inputs.schema_root))
     return dict(sorted(out.items()))
+
+
+def _models_of(proto: Protocol) -> tuple[str, str]:
+    path = f"{PACKAGE}/{proto.version}/models.py"
+    return path, _format(path, render_models(proto, header(proto.source, proto.digest)))
+
+
+class _Done:
+    def __init__(self, value: dict[str, str]):
+        self.value = value
+
+    def result(self) -> dict[str, str]:
+        return self.value
+
+
+class _Pending:
+    def __init__(self, pool: Any, futures: list[Any]):
+        self.pool, self.futures = pool, futures
+
+    def result(self) -> dict[str, str]:
+        try:
+            return dict(f.result() for f in self.futures)
+        finally:
+            self.pool.shutdown()
+
+
+def _render_all_models(inputs: Inputs) -> _Done | _Pending:
+    """Render (datamodel-code-generator + black) each version's models, one process per version.
+
+    This is most of the generation time and the versions are independent, so
+    with more than one core they run side by side while this process renders
+    everything else. ``ACP_TYPES_JOBS=1`` forces one process. The result does
+    not depend on it: each file is rendered by the same code from the same model.
+    """
+    protos = list(inputs.protocols.values())
+    jobs = int(os.environ.get("ACP_TYPES_JOBS", "0") or 0) or min(len(protos), os.cpu_count() or 1)
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return _Done(dict(_models_of(p) for p in protos))
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
+    return _Pending(pool, [pool.submit(_models_of, p) for p in protos])
 
 
 def capability_rows(inputs: Inputs) -> dict[str, object]:

@@ -35,17 +35,17 @@ def test_generated_tree_matches_schemas(rendered: dict[str, str]) -> None:
         pytest.fail(f"generated/ is stale ({len(stale)} files). Refresh with:\n    {REFRESH}\n\n" + "\n".join(report))
 
 
-def _generate(out: Path, seed: str) -> dict[str, bytes]:
-    env = {**os.environ, "PYTHONHASHSEED": seed}
+def _generate(out: Path, seed: str, jobs: str = "") -> dict[str, bytes]:
+    env = {**os.environ, "PYTHONHASHSEED": seed, "ACP_TYPES_JOBS": jobs}
     done = subprocess.run([sys.executable, "-m", "generator", "generate", "--out", str(out)],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return writer.existing_files(out)
 
 
-def test_output_is_identical_under_different_hash_seeds(tmp_path: Path) -> None:
-    first = _generate(tmp_path / "a", "1")
-    second = _generate(tmp_path / "b", "4242")
+def test_output_is_identical_under_different_hash_seeds_and_process_counts(tmp_path: Path) -> None:
+    first = _generate(tmp_path / "a", "1")  # one process per version
+    second = _generate(tmp_path / "b", "4242", jobs="1")  # everything in one process
     assert first.keys() == second.keys()
     differing = [p for p in first if first[p] != second[p]]
     assert not differing, f"output depends on hash order: {differing}"
