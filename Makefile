@@ -48,7 +48,8 @@ $(BENCH_STAMP): benchmarks/requirements.txt
 	touch $(BENCH_STAMP)
 
 bench: $(STAMP) $(BENCH_STAMP)
-	PYTHONPATH=generated:. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
+	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall .
+	PYTHONPATH=. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-bench build generated/*.egg-info

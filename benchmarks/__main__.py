@@ -1,7 +1,8 @@
 """``python -m benchmarks``: every figure as a ratio against a baseline measured in the same run.
 
 Run with the benchmark interpreter (``.venv-bench``, which has the official
-SDK ``agent-client-protocol`` installed) and with ``generated/`` and the repo
+SDK ``agent-client-protocol`` installed and ``acp_types`` installed from this
+checkout with pip, byte-compiled like any installed package) and with the repo
 root on ``PYTHONPATH``; ``make bench`` does all of that. Generation and the
 staleness check run the dev venv's generator (``.venv/bin/python``).
 
@@ -32,7 +33,7 @@ SCHEMAS = [ROOT / "generated" / "acp_types" / v / "schema.json" for v in ("v1", 
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    paths = [str(ROOT / "generated"), str(ROOT)]
+    paths = [str(ROOT)]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -183,6 +184,18 @@ def _import_once(stmt: str, first_stmt: str | None) -> tuple[float, float | None
         raise RuntimeError(proc.stderr)
     a, b = proc.stdout.split()
     return float(a), (None if b == "None" else float(b))
+
+
+def _installed_matches_checkout() -> None:
+    """The benchmarks measure acp_types as pip installed it; make sure that copy is this checkout's."""
+    import acp_types.v1.models as installed  # noqa: PLC0415
+
+    here = ROOT / "generated" / "acp_types" / "v1" / "models.py"
+    there = Path(installed.__file__)
+    if there.resolve() == here.resolve():
+        raise SystemExit("acp_types is imported from generated/, not from an installed copy: run `make bench`")
+    if there.read_bytes() != here.read_bytes():
+        raise SystemExit(f"the installed acp_types ({there}) is stale: run `make bench`, which reinstalls it")
 
 
 def bench_import(repeats: int) -> list[Figure]:
@@ -352,6 +365,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", choices=["generation", "check", "import", "throughput", "memory"], action="append"
     )
     args = ap.parse_args(argv)
+    _installed_matches_checkout()
     q = args.quick
     groups: dict[str, Callable[[], list[Figure]]] = {
         "generation": lambda: bench_generation(2 if q else 5),

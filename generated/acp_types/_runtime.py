@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 UNKNOWN_TAG = "__acp_unknown__"
 """The pydantic tag under which an open union keeps a branch it does not know."""
@@ -267,6 +267,10 @@ class MethodSpec:
 def _validator(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return tp.model_validate
+    from pydantic import (
+        TypeAdapter,
+    )  # only the few union payloads need one; keep it off the import path
+
     return TypeAdapter(tp).validate_python
 
 

@@ -17,6 +17,7 @@ What is here:
 """
 
 from pathlib import Path as _Path
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from acp_types._runtime import (
     AcpModel,
@@ -27,7 +28,6 @@ from acp_types._runtime import (
 )
 from acp_types.v2.capabilities import FEATURES, feature_supported, method_allowed
 from acp_types.v2.interfaces import Agent, Client
-from acp_types.v2.messages import MessageError, PendingRequests, parse_message
 from acp_types.v2.methods import METHODS, parse_params, parse_result
 from acp_types.v2.models import (
     AbsolutePath,
@@ -432,3 +432,18 @@ __all__ = [
     "UserMessage",
     "UserMessageChunk",
 ]
+
+if _TYPE_CHECKING:
+    from acp_types.v2.messages import MessageError, PendingRequests, parse_message
+
+_LAZY = {"MessageError", "PendingRequests", "parse_message"}
+
+
+def __getattr__(name: str):
+    # The JSON-RPC layer (acp_types.v2.messages) loads on first use, so code that
+    # only needs the models does not pay for it at import.
+    if name in _LAZY:
+        from acp_types.v2 import messages
+
+        return getattr(messages, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
