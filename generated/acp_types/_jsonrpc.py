@@ -131,36 +131,30 @@ class MethodNotFound(MessageError, UnknownMethodError):
         self.version = version
 
 
-class InvalidParams(MessageError):
+class _PayloadMismatch(MessageError):
+    """A payload that does not fit its method's type; ``validation_error`` says where."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        validation_error: ValidationError | None = None,
+        **kw: Any,
+    ):
+        super().__init__(message, **kw)
+        self.validation_error = validation_error
+
+
+class InvalidParams(_PayloadMismatch):
     """The params do not fit the method's params type; ``validation_error`` says where."""
 
     code = INVALID_PARAMS
 
-    def __init__(
-        self,
-        message: str,
-        *,
-        validation_error: ValidationError | None = None,
-        **kw: Any,
-    ):
-        super().__init__(message, **kw)
-        self.validation_error = validation_error
 
-
-class InvalidResult(MessageError):
+class InvalidResult(_PayloadMismatch):
     """The result does not fit the method's result type; ``validation_error`` says where."""
 
     code = INTERNAL_ERROR
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        validation_error: ValidationError | None = None,
-        **kw: Any,
-    ):
-        super().__init__(message, **kw)
-        self.validation_error = validation_error
 
 
 def _payload_wire(value: Any) -> Any:
