@@ -579,11 +579,21 @@ def test_meta_survives_everywhere_it_appears(version: str) -> None:
     assert parsed.to_wire() == listing
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known limitation: models validate by name and by alias, so a wire key spelled like a snake_case "
-    "attribute (updated_at, session_id, meta) is read as that field and written back under its wire "
-    "name; validating by alias only is no cure, as pydantic then counts the extra key as a set field "
-    "and to_wire() adds the field as null"))
-def test_a_wire_key_spelled_like_an_attribute_stays_an_unknown_key() -> None:
-    data = {"sessionId": "s", "cwd": "/p", "updated_at": "2025-01-01T00:00:00Z"}
-    assert v2.SessionInfo.model_validate(data).to_wire() == data
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_wire_key_spelled_like_an_attribute_stays_an_unknown_key(version: str) -> None:
+    m = api(version)
+    data = {"sessionId": "s", "cwd": "/p", "updated_at": "2025-01-01T00:00:00Z", "meta": 5}
+    parsed = m.parse_result("session/list", {"sessions": [data]})
+    info = parsed.sessions[0]
+    assert info.updated_at is None and info.meta is None
+    assert info.model_extra == {"updated_at": "2025-01-01T00:00:00Z", "meta": 5}
+    assert parsed.to_wire() == {"sessions": [data]}
+    both = {**data, "_meta": None}
+    assert m.SessionInfo.model_validate(both, by_name=False).to_wire() == both
+    with pytest.raises(ValidationError):  # the required wire name is sessionId, not session_id
+        m.parse_params("session/archive", {"session_id": "s"})
+    # a tolerant array drops the item that lacks its wire name, as it drops any invalid item
+    assert m.parse_result("session/list", {"sessions": [{"session_id": "s", "cwd": "/p"}]}).sessions == []
+    message = {"jsonrpc": "2.0", "method": "session/update", "params": {
+        "sessionId": "s", "update": {"sessionUpdate": "session_info_update", "updated_at": "x"}}}
+    assert m.parse_message(message).to_wire() == message

@@ -12,10 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Literal
+from functools import lru_cache, partial
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    model_validator,
+)
 
 UNKNOWN_TAG = "__acp_unknown__"
 """The pydantic tag under which an open union keeps a branch it does not know."""
@@ -30,8 +36,14 @@ class AcpModel(BaseModel):
     """Base of every generated model.
 
     Validation is strict, as JSON Schema is: ``"1"`` is not an integer and
-    ``1`` is not a string. Unknown keys are kept (and written back), attributes are snake_case while
-    the wire names are the aliases, and either name works on construction.
+    ``1`` is not a string. Attributes are snake_case while the wire names are
+    the aliases. Constructing a model in code accepts either name:
+    ``SessionInfo(session_id=..., cwd=...)`` or ``SessionInfo(sessionId=...)``.
+    The wire entry points (``parse_params``, ``parse_result``,
+    ``parse_message``) read wire names only, so a key spelled like an
+    attribute (``meta``, ``updated_at``) is an unknown key like any other:
+    kept, and written back unchanged. To do the same with pydantic's own
+    methods, pass ``by_name=False`` (``Model.model_validate(data, by_name=False)``).
     Use :meth:`to_wire` / :meth:`to_json` to write a message back: they keep
     omitted fields omitted, so an omitted patch field and an explicit ``null``
     stay different.
@@ -45,6 +57,32 @@ class AcpModel(BaseModel):
         strict=True,
         defer_build=True,
     )
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = ()
+    """The properties the schema marks tolerant (x-acp-on-error, x-acp-invalid-items); set per class."""
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _acp_receive(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
+        # The one Python step per model: the tolerant receiver where the
+        # schema asks for it, then a fix for pydantic counting every unknown
+        # key as "set": one spelled like an attribute (wire "meta" beside the
+        # field "_meta") would make that field look set and be written back
+        # as null.
+        fields = cls._acp_tolerant_fields
+        model = tolerant_receive(data, handler, fields) if fields else handler(data)
+        extra = model.__pydantic_extra__
+        if extra and isinstance(data, Mapping):
+            known = cls.__pydantic_fields__
+            for key in extra:
+                field = known.get(key)
+                if (
+                    field is not None
+                    and field.alias not in (None, key)
+                    and field.alias not in data
+                ):
+                    model.__pydantic_fields_set__.discard(key)
+        return model
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready wire form: wire names, unset fields left out."""
@@ -266,12 +304,12 @@ class MethodSpec:
 @lru_cache(maxsize=None)
 def _validator(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return tp.model_validate
+        return partial(tp.model_validate, by_name=False)
     from pydantic import (
         TypeAdapter,
     )  # only the few union payloads need one; keep it off the import path
 
-    return TypeAdapter(tp).validate_python
+    return partial(TypeAdapter(tp).validate_python, by_name=False)
 
 
 @dataclass(frozen=True)

@@ -149,8 +149,7 @@ def _imports(proto: Protocol) -> list[str]:
             need |= {"typing.Union", "typing.Annotated", "typing.Literal", "pydantic.Field"}
         elif isinstance(t, ObjectType):
             if any(f.tolerant for f in t.fields):
-                need |= {"typing.Any", "typing.ClassVar", "pydantic.model_validator",
-                         "pydantic.ModelWrapValidatorHandler", f"{RUNTIME}.TolerantField", f"{RUNTIME}.tolerant_receive"}
+                need |= {"typing.ClassVar", f"{RUNTIME}.TolerantField"}
             if any(not f.required and not _admits_null(proto, f.type) for f in t.fields):
                 need |= {"typing.Annotated", f"{RUNTIME}.NOT_NULL"}
     return sorted(need)

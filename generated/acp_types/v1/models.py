@@ -10,15 +10,8 @@ from acp_types._runtime import (
     UnknownVariant,
     presence_discriminator,
     tag_discriminator,
-    tolerant_receive,
 )
-from pydantic import (
-    Discriminator,
-    Field,
-    ModelWrapValidatorHandler,
-    Tag,
-    model_validator,
-)
+from pydantic import Discriminator, Field, Tag
 from typing_extensions import TypeAliasType
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
@@ -85,13 +78,6 @@ class NumberPropertySchema(AcpModel):
     default: int | float | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
 """Identifier of a permission option within its request."""
@@ -130,13 +116,6 @@ class PromptCapabilities(AcpModel):
         bool | None, Field(alias="embeddedContext"), NOT_NULL
     ] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ProtocolVersion = TypeAliasType(
@@ -263,13 +242,6 @@ class SessionInfo(AcpModel):
     archived: bool | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionInfoUpdate(AcpModel):
     """
@@ -287,13 +259,6 @@ class SessionInfoUpdate(AcpModel):
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
     archived: bool | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class SessionListCapabilities(AcpModel):
@@ -385,13 +350,6 @@ class TerminalExitStatus(AcpModel):
     signal: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 TerminalId = TypeAliasType("TerminalId", str)
 """Identifier of a terminal created with `terminal/create`."""
@@ -418,13 +376,6 @@ class TerminalOutputResponse(AcpModel):
     exit_status: Annotated[TerminalExitStatus | None, Field(alias="exitStatus")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class TextResourceContents(AcpModel):
     """Contents of a text resource."""
@@ -436,13 +387,6 @@ class TextResourceContents(AcpModel):
     uri: str
     mime_type: Annotated[str | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ToolCallId = TypeAliasType("ToolCallId", str)
@@ -460,13 +404,6 @@ class ToolCallLocation(AcpModel):
     path: str
     line: Annotated[int | None, Field(ge=0, le=4294967295)] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ToolCallStatus = TypeAliasType(
@@ -544,13 +481,6 @@ class WaitForTerminalExitResponse(AcpModel):
     signal: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class WriteTextFileRequest(AcpModel):
     """
@@ -584,13 +514,6 @@ class Annotations(AcpModel):
     priority: int | float | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ArchiveSessionRequest(AcpModel):
     """
@@ -623,13 +546,6 @@ class AudioContent(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AuthCapabilities(AcpModel):
     """
@@ -641,13 +557,6 @@ class AuthCapabilities(AcpModel):
     )
     terminal: Annotated[bool | None, NOT_NULL] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AuthMethodAgent(AcpModel):
@@ -663,13 +572,6 @@ class AuthMethodAgent(AcpModel):
     name: str
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AuthMethodTerminal(AcpModel):
@@ -689,13 +591,6 @@ class AuthMethodTerminal(AcpModel):
     args: Annotated[list[str] | None, NOT_NULL] = None
     env: Annotated[dict[str, str] | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AuthenticateRequest(AcpModel):
@@ -732,13 +627,6 @@ class BlobResourceContents(AcpModel):
     mime_type: Annotated[str | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class BooleanConfigOptionCapabilities(AcpModel):
     """
@@ -761,13 +649,6 @@ class BooleanPropertySchema(AcpModel):
     description: str | None = None
     default: bool | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class CancelNotification(AcpModel):
@@ -870,13 +751,6 @@ class Diff(AcpModel):
     new_text: Annotated[str, Field(alias="newText")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ElicitationAcceptAction(AcpModel):
     """
@@ -929,13 +803,6 @@ class ElicitationSessionScope(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
@@ -959,13 +826,6 @@ class ElicitationUrlMode(AcpModel):
     url: str
     message: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -998,13 +858,6 @@ class EnumOption(AcpModel):
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class EnvVariable(AcpModel):
     """One environment variable given to a launched process."""
@@ -1024,13 +877,6 @@ class Error(AcpModel):
     message: str
     data: Any | None = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class FileSystemCapabilities(AcpModel):
     """File-system requests the client accepts from the agent."""
@@ -1046,13 +892,6 @@ class FileSystemCapabilities(AcpModel):
         False
     )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class HttpHeader(AcpModel):
@@ -1079,13 +918,6 @@ class ImageContent(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class Implementation(AcpModel):
     """
@@ -1099,13 +931,6 @@ class Implementation(AcpModel):
     title: str | None = None
     version: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class IntegerPropertySchema(AcpModel):
@@ -1123,13 +948,6 @@ class IntegerPropertySchema(AcpModel):
     maximum: int | None = None
     default: int | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class KillTerminalRequest(AcpModel):
@@ -1170,13 +988,6 @@ class ListSessionsResponse(AcpModel):
     next_cursor: Annotated[str | None, Field(alias="nextCursor")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class LogoutCapabilities(AcpModel):
     """Present when the agent implements `logout`."""
@@ -1208,13 +1019,6 @@ class McpCapabilities(AcpModel):
     http: Annotated[bool | None, NOT_NULL] = False
     sse: Annotated[bool | None, NOT_NULL] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class McpServerHttp(AcpModel):
@@ -1290,13 +1094,6 @@ class ReadTextFileRequest(AcpModel):
     limit: Annotated[int | None, Field(ge=0, le=4294967295)] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ReleaseTerminalRequest(AcpModel):
     """
@@ -1350,13 +1147,6 @@ class ResourceLink(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionCapabilities(AcpModel):
     """
@@ -1382,13 +1172,6 @@ class SessionCapabilities(AcpModel):
     archive: SessionArchiveCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigBoolean(AcpModel):
     """
@@ -1407,13 +1190,6 @@ class SessionConfigBoolean(AcpModel):
     current_value: Annotated[bool, Field(alias="currentValue")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigOptionsCapabilities(AcpModel):
     """
@@ -1426,13 +1202,6 @@ class SessionConfigOptionsCapabilities(AcpModel):
     boolean: BooleanConfigOptionCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigSelectOption(AcpModel):
     """One value a select option can take."""
@@ -1444,13 +1213,6 @@ class SessionConfigSelectOption(AcpModel):
     name: str
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class SessionMode(AcpModel):
@@ -1466,13 +1228,6 @@ class SessionMode(AcpModel):
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionModeState(AcpModel):
     """The modes a session offers and the one in effect."""
@@ -1483,13 +1238,6 @@ class SessionModeState(AcpModel):
     current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
     available_modes: Annotated[list[SessionMode], Field(alias="availableModes")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SetSessionConfigOptionRequest = TypeAliasType(
@@ -1541,13 +1289,6 @@ class StringPropertySchema(AcpModel):
     one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class Terminal(AcpModel):
     """
@@ -1572,13 +1313,6 @@ class TextContent(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class TitledMultiSelectItems(AcpModel):
     """Choices given as labelled options; this shape has no `type` field."""
@@ -1601,13 +1335,6 @@ class UsageUpdate(AcpModel):
     cost: Cost | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AgentAuthCapabilities(AcpModel):
     """Authentication features of a v1 agent."""
@@ -1617,13 +1344,6 @@ class AgentAuthCapabilities(AcpModel):
     )
     logout: LogoutCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AgentCapabilities(AcpModel):
@@ -1648,13 +1368,6 @@ class AgentCapabilities(AcpModel):
     ] = None
     auth: Annotated[AgentAuthCapabilities | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 AuthMethod = TypeAliasType(
@@ -1693,13 +1406,6 @@ class AvailableCommand(AcpModel):
     input: AvailableCommandInput | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AvailableCommandsUpdate(AcpModel):
     """
@@ -1717,13 +1423,6 @@ class AvailableCommandsUpdate(AcpModel):
     ]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ClientSessionCapabilities(AcpModel):
     """Session-related extensions supported by the client."""
@@ -1735,13 +1434,6 @@ class ClientSessionCapabilities(AcpModel):
         SessionConfigOptionsCapabilities | None, Field(alias="configOptions")
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -1790,13 +1482,6 @@ class CreateTerminalRequest(AcpModel):
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ElicitationCapabilities(AcpModel):
     """
@@ -1811,13 +1496,6 @@ class ElicitationCapabilities(AcpModel):
     url: ElicitationUrlCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class EmbeddedResource(AcpModel):
     """
@@ -1831,13 +1509,6 @@ class EmbeddedResource(AcpModel):
     resource: EmbeddedResourceResource
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class InitializeResponse(AcpModel):
@@ -1861,13 +1532,6 @@ class InitializeResponse(AcpModel):
     ] = []
     agent_info: Annotated[Implementation | None, Field(alias="agentInfo")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 McpServer = TypeAliasType(
@@ -1941,13 +1605,6 @@ class MultiSelectPropertySchema(AcpModel):
     default: list[str] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class NewSessionRequest(AcpModel):
     """
@@ -1965,13 +1622,6 @@ class NewSessionRequest(AcpModel):
     mcp_servers: Annotated[list[McpServer], Field(alias="mcpServers")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class Plan(AcpModel):
     """
@@ -1984,13 +1634,6 @@ class Plan(AcpModel):
     session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
     entries: list[PlanEntry]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class ResumeSessionRequest(AcpModel):
@@ -2012,13 +1655,6 @@ class ResumeSessionRequest(AcpModel):
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigSelectGroup(AcpModel):
     """
@@ -2032,13 +1668,6 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     options: list[SessionConfigSelectOption]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -2087,13 +1716,6 @@ class ClientCapabilities(AcpModel):
     auth: Annotated[AuthCapabilities | None, NOT_NULL] = None
     elicitation: ElicitationCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ContentBlock = TypeAliasType(
@@ -2162,13 +1784,6 @@ class ElicitationSchema(AcpModel):
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class InitializeRequest(AcpModel):
     """
@@ -2185,13 +1800,6 @@ class InitializeRequest(AcpModel):
     ] = None
     client_info: Annotated[Implementation | None, Field(alias="clientInfo")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class LoadSessionRequest(AcpModel):
@@ -2210,13 +1818,6 @@ class LoadSessionRequest(AcpModel):
     ] = None
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class PromptRequest(AcpModel):
@@ -2245,13 +1846,6 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class UserMessageChunk(AcpModel):
     """Branch `user_message_chunk`: a streamed piece of a user message."""
@@ -2266,13 +1860,6 @@ class UserMessageChunk(AcpModel):
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AgentMessageChunk(AcpModel):
     """Branch `agent_message_chunk`: a streamed piece of the agent's reply."""
@@ -2286,13 +1873,6 @@ class AgentMessageChunk(AcpModel):
     message_id: Annotated[MessageId | None, Field(alias="messageId")] = None
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AgentThoughtChunk(AcpModel):
@@ -2309,13 +1889,6 @@ class AgentThoughtChunk(AcpModel):
     message_id: Annotated[MessageId | None, Field(alias="messageId")] = None
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class Content(AcpModel):
@@ -2341,13 +1914,6 @@ class ElicitationFormMode(AcpModel):
     message: str
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SessionConfigOption = TypeAliasType(
@@ -2375,13 +1941,6 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ToolCallContent = TypeAliasType(
@@ -2425,13 +1984,6 @@ class ToolCallProgress(AcpModel):
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ToolCallUpdate(AcpModel):
     """
@@ -2457,13 +2009,6 @@ class ToolCallUpdate(AcpModel):
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ConfigOptionUpdate(AcpModel):
     """
@@ -2478,13 +2023,6 @@ class ConfigOptionUpdate(AcpModel):
     ]
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2520,13 +2058,6 @@ class LoadSessionResponse(AcpModel):
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class NewSessionResponse(AcpModel):
     """Result of `session/new`: the new session's id and its initial state."""
@@ -2541,13 +2072,6 @@ class NewSessionResponse(AcpModel):
         list[SessionConfigOption] | None, Field(alias="configOptions")
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class RequestPermissionRequest(AcpModel):
@@ -2574,13 +2098,6 @@ class ResumeSessionResponse(AcpModel):
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ToolCall(AcpModel):
     """
@@ -2605,13 +2122,6 @@ class ToolCall(AcpModel):
     raw_input: Annotated[Any | None, Field(alias="rawInput")] = None
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SessionUpdate = TypeAliasType(

@@ -10,15 +10,8 @@ from acp_types._runtime import (
     UnknownVariant,
     presence_discriminator,
     tag_discriminator,
-    tolerant_receive,
 )
-from pydantic import (
-    Discriminator,
-    Field,
-    ModelWrapValidatorHandler,
-    Tag,
-    model_validator,
-)
+from pydantic import Discriminator, Field, Tag
 from typing_extensions import TypeAliasType
 
 AbsolutePath = TypeAliasType("AbsolutePath", str)
@@ -121,13 +114,6 @@ class NumberPropertySchema(AcpModel):
     maximum: int | float | None = None
     default: int | float | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
@@ -336,13 +322,6 @@ class SessionInfo(AcpModel):
     archived: bool | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionInfoUpdate(AcpModel):
     """
@@ -360,13 +339,6 @@ class SessionInfoUpdate(AcpModel):
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
     archived: bool | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SessionListCursor = TypeAliasType("SessionListCursor", str)
@@ -453,13 +425,6 @@ class TerminalExitStatus(AcpModel):
     signal: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 TerminalId = TypeAliasType("TerminalId", str)
 """
@@ -506,13 +471,6 @@ class TerminalUpdate(AcpModel):
     exit_status: Annotated[TerminalExitStatus | None, Field(alias="exitStatus")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class TextCommandInput(AcpModel):
     """
@@ -535,13 +493,6 @@ class TextResourceContents(AcpModel):
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 ToolCallId = TypeAliasType("ToolCallId", str)
 """Identifier of a tool call, unique within its session."""
@@ -558,13 +509,6 @@ class ToolCallLocation(AcpModel):
     path: AbsolutePath
     line: Annotated[int | None, Field(ge=0, le=4294967295)] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ToolCallStatus = TypeAliasType(
@@ -645,13 +589,6 @@ class Annotations(AcpModel):
     priority: Annotated[int | float | None, Field(ge=0.0, le=1.0)] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ArchiveSessionRequest(AcpModel):
     """
@@ -684,13 +621,6 @@ class AudioContent(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AuthCapabilities(AcpModel):
     """
@@ -702,13 +632,6 @@ class AuthCapabilities(AcpModel):
     )
     terminal: TerminalAuthCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AuthMethodAgent(AcpModel):
@@ -724,13 +647,6 @@ class AuthMethodAgent(AcpModel):
     name: str
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 AvailableCommandInput = TypeAliasType(
@@ -763,13 +679,6 @@ class BlobResourceContents(AcpModel):
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class BooleanPropertySchema(AcpModel):
     """A yes/no field (`type: "boolean"`)."""
@@ -784,13 +693,6 @@ class BooleanPropertySchema(AcpModel):
     description: str | None = None
     default: bool | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class CancelRequestNotification(AcpModel):
@@ -842,13 +744,6 @@ class CommandPermissionSubject(AcpModel):
     terminal_id: Annotated[TerminalId | None, Field(alias="terminalId")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class CompleteElicitationNotification(AcpModel):
     """
@@ -897,13 +792,6 @@ class DiffAddChange(AcpModel):
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class DiffCopyChange(AcpModel):
     """Operation `copy`: a file was copied."""
@@ -919,13 +807,6 @@ class DiffCopyChange(AcpModel):
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class DiffDeleteChange(AcpModel):
     """Operation `delete`: a file was removed."""
@@ -939,13 +820,6 @@ class DiffDeleteChange(AcpModel):
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class DiffModifyChange(AcpModel):
@@ -961,13 +835,6 @@ class DiffModifyChange(AcpModel):
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class DiffMoveChange(AcpModel):
     """Operation `move`: a file was moved or renamed."""
@@ -982,13 +849,6 @@ class DiffMoveChange(AcpModel):
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class DiffPatch(AcpModel):
@@ -1049,13 +909,6 @@ class ElicitationSessionScope(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
@@ -1079,13 +932,6 @@ class ElicitationUrlMode(AcpModel):
     url: str
     message: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -1118,13 +964,6 @@ class EnumOption(AcpModel):
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class EnvVariable(AcpModel):
     """One environment variable given to a launched process."""
@@ -1143,13 +982,6 @@ class Error(AcpModel):
     code: ErrorCode
     message: str
     data: Any | None = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class HttpHeader(AcpModel):
@@ -1175,13 +1007,6 @@ class Icon(AcpModel):
     sizes: list[str] | None = None
     theme: IconTheme | None = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class IdleStateUpdate(AcpModel):
     """State `idle`: the agent can take a new prompt."""
@@ -1193,13 +1018,6 @@ class IdleStateUpdate(AcpModel):
     state: Literal["idle"]
     stop_reason: Annotated[StopReason | None, Field(alias="stopReason")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class ImageContent(AcpModel):
@@ -1218,13 +1036,6 @@ class ImageContent(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class Implementation(AcpModel):
     """
@@ -1238,13 +1049,6 @@ class Implementation(AcpModel):
     title: str | None = None
     version: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class IntegerPropertySchema(AcpModel):
@@ -1262,13 +1066,6 @@ class IntegerPropertySchema(AcpModel):
     maximum: int | None = None
     default: int | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class ListSessionsRequest(AcpModel):
@@ -1292,13 +1089,6 @@ class ListSessionsResponse(AcpModel):
     sessions: list[SessionInfo]
     next_cursor: Annotated[SessionListCursor | None, Field(alias="nextCursor")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class LoginAuthRequest(AcpModel):
@@ -1400,13 +1190,6 @@ class PlanItems(AcpModel):
     entries: list[PlanEntry]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 PlanUpdateContent = TypeAliasType(
     "PlanUpdateContent",
@@ -1443,13 +1226,6 @@ class PromptCapabilities(AcpModel):
         PromptEmbeddedContextCapabilities | None, Field(alias="embeddedContext")
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ReplayFrom = TypeAliasType(
@@ -1526,13 +1302,6 @@ class ResourceLink(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigBoolean(AcpModel):
     """
@@ -1551,13 +1320,6 @@ class SessionConfigBoolean(AcpModel):
     current_value: Annotated[bool, Field(alias="currentValue")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigSelectOption(AcpModel):
     """One value a select option can take."""
@@ -1569,13 +1331,6 @@ class SessionConfigSelectOption(AcpModel):
     name: str
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SetSessionConfigOptionRequest = TypeAliasType(
@@ -1651,13 +1406,6 @@ class StringPropertySchema(AcpModel):
     )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class Terminal(AcpModel):
     """
@@ -1682,13 +1430,6 @@ class TextContent(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class TitledMultiSelectItems(AcpModel):
     """Choices given as labelled options; this shape has no `type` field."""
@@ -1711,13 +1452,6 @@ class UsageUpdate(AcpModel):
     cost: Cost | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AuthMethodTerminal(AcpModel):
     """
@@ -1737,13 +1471,6 @@ class AuthMethodTerminal(AcpModel):
     env: Annotated[list[EnvVariable] | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AvailableCommand(AcpModel):
     """
@@ -1757,13 +1484,6 @@ class AvailableCommand(AcpModel):
     description: str
     input: AvailableCommandInput | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -1781,13 +1501,6 @@ class AvailableCommandsUpdate(AcpModel):
         list[AvailableCommand], Field(alias="availableCommands")
     ]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -1853,13 +1566,6 @@ class ElicitationCapabilities(AcpModel):
     url: ElicitationUrlCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class EmbeddedResource(AcpModel):
     """
@@ -1874,13 +1580,6 @@ class EmbeddedResource(AcpModel):
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class McpCapabilities(AcpModel):
     """MCP transports the agent can use for servers passed on session setup."""
@@ -1892,13 +1591,6 @@ class McpCapabilities(AcpModel):
     stdio: McpStdioCapabilities | None = None
     http: McpHttpCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 McpServer = TypeAliasType(
@@ -1968,13 +1660,6 @@ class MultiSelectPropertySchema(AcpModel):
     default: list[str] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class NewSessionRequest(AcpModel):
     """
@@ -1993,13 +1678,6 @@ class NewSessionRequest(AcpModel):
         list[McpServer] | None, Field(alias="mcpServers"), NOT_NULL
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class PlanUpdate(AcpModel):
@@ -2033,13 +1711,6 @@ class ResumeSessionRequest(AcpModel):
     replay_from: Annotated[ReplayFrom | None, Field(alias="replayFrom")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionCapabilities(AcpModel):
     """
@@ -2063,13 +1734,6 @@ class SessionCapabilities(AcpModel):
     archive: SessionArchiveCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class SessionConfigSelectGroup(AcpModel):
     """
@@ -2083,13 +1747,6 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     options: list[SessionConfigSelectOption]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -2135,13 +1792,6 @@ class AgentCapabilities(AcpModel):
     auth: AgentAuthCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 AuthMethod = TypeAliasType(
     "AuthMethod",
@@ -2179,13 +1829,6 @@ class ClientCapabilities(AcpModel):
     auth: AuthCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ContentBlock = TypeAliasType(
@@ -2228,13 +1871,6 @@ class Diff(AcpModel):
     changes: list[DiffChange]
     patch: DiffPatch | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ElicitationPropertySchema = TypeAliasType(
@@ -2285,13 +1921,6 @@ class ElicitationSchema(AcpModel):
     description: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class InitializeRequest(AcpModel):
     """
@@ -2305,13 +1934,6 @@ class InitializeRequest(AcpModel):
     info: Implementation
     capabilities: Annotated[ClientCapabilities | None, NOT_NULL] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class InitializeResponse(AcpModel):
@@ -2330,13 +1952,6 @@ class InitializeResponse(AcpModel):
         list[AuthMethod] | None, Field(alias="authMethods"), NOT_NULL
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class PromptRequest(AcpModel):
@@ -2365,13 +1980,6 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class UserMessage(AcpModel):
     """
@@ -2385,13 +1993,6 @@ class UserMessage(AcpModel):
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: list[ContentBlock] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class UserMessageChunk(AcpModel):
@@ -2418,13 +2019,6 @@ class AgentMessage(AcpModel):
     content: list[ContentBlock] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class AgentMessageChunk(AcpModel):
     """Branch `agent_message_chunk`: a streamed piece of the agent's reply."""
@@ -2449,13 +2043,6 @@ class AgentThought(AcpModel):
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: list[ContentBlock] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 class AgentThoughtChunk(AcpModel):
@@ -2495,13 +2082,6 @@ class ElicitationFormMode(AcpModel):
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 SessionConfigOption = TypeAliasType(
     "SessionConfigOption",
@@ -2537,13 +2117,6 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 ToolCallContent = TypeAliasType(
@@ -2609,13 +2182,6 @@ class ToolCallProgress(AcpModel):
     raw_output: Annotated[Any, Field(alias="rawOutput")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ToolCallUpdate(AcpModel):
     """
@@ -2641,13 +2207,6 @@ class ToolCallUpdate(AcpModel):
     raw_output: Annotated[Any, Field(alias="rawOutput")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ConfigOptionUpdate(AcpModel):
     """
@@ -2662,13 +2221,6 @@ class ConfigOptionUpdate(AcpModel):
     ]
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2707,13 +2259,6 @@ class NewSessionResponse(AcpModel):
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
-
 
 class ResumeSessionResponse(AcpModel):
     """
@@ -2731,13 +2276,6 @@ class ResumeSessionResponse(AcpModel):
         list[AvailableCommand] | None, Field(alias="availableCommands"), NOT_NULL
     ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
 
 
 SessionUpdate = TypeAliasType(
@@ -2852,10 +2390,3 @@ class RequestPermissionRequest(AcpModel):
     subject: RequestPermissionSubject | None = None
     options: Annotated[list[PermissionOption], Field(min_length=1)]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _acp_tolerant_receiver(
-        cls, data: Any, handler: ModelWrapValidatorHandler[Any]
-    ) -> Any:
-        return tolerant_receive(data, handler, cls._acp_tolerant_fields)
