@@ -6,6 +6,7 @@ no file; writing, checking and golden tests all work on that mapping.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
@@ -100,8 +101,6 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     inputs = inputs or load_inputs()
     out: dict[str, str] = {}
     combined = "".join(p.digest for p in inputs.protocols.values())
-    import hashlib
-
     all_digest = hashlib.sha256(combined.encode()).hexdigest()
     pkg_header = header("schema/", all_digest)
     out[f"{PACKAGE}/__init__.py"] = templated.render(

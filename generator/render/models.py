@@ -75,8 +75,6 @@ def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
                 default_tag = ptag
             variants.append({"cls": v.name, "tag": repr(ptag)})
         known = sorted(v.tag for v in u.variants if v.tag is not None)
-        if u.default is not None and not any(v.name == u.default and v.tag is None for v in u.variants):
-            pass
         tag_field = _tag_attr(proto, u)
         nested = any(not isinstance(proto.type(v.name), ObjectType) for v in u.variants)
         if not u.open and u.default is None and not nested:

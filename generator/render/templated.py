@@ -7,13 +7,13 @@ stays data whatever characters it holds.
 
 from __future__ import annotations
 
-import json
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from generator.model import ObjectType, Protocol
+from generator.model import Protocol
 from generator.naming import constant_name, method_name
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -53,14 +53,7 @@ def md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def first_sentence(text: str) -> str:
-    text = " ".join((text or "").split())
-    for end in (". ", "; "):
-        if end in text:
-            return text.split(end, 1)[0] + "."
-    return text
-
-
+@lru_cache(maxsize=None)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
@@ -76,8 +69,6 @@ def environment() -> jinja2.Environment:
     env.filters["method_name"] = method_name
     env.filters["constant_name"] = constant_name
     env.filters["md"] = md_cell
-    env.filters["first_sentence"] = first_sentence
-    env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
     return env
 
 
@@ -98,5 +89,4 @@ def version_context(proto: Protocol) -> dict[str, Any]:
         "agent_methods": sides["agent"],
         "client_methods": sides["client"],
         "model_names": model_names,
-        "object_names": [t.name for t in proto.types if isinstance(t, ObjectType)],
     }
