@@ -13,6 +13,7 @@ from generator.crossversion import CrossMap
 from generator.diff.compare import Change, compare
 from generator.diff.rules import ANY, AXES, LEVEL_TITLES, LEVELS, RULES, SUBJECTS, level_rank
 from generator.model import Protocol
+from generator.render.templated import md_cell
 
 JSON_FORMAT = 1
 _COLOURS = {"breaking": "\033[31m", "possibly-breaking": "\033[33m", "safe": "\033[32m"}
@@ -86,10 +87,6 @@ def text_report(old: Protocol, new: Protocol, changes: list[Change], crossmap: C
 # ---------------------------------------------------------------- Markdown
 
 
-def _cell(text: str | None) -> str:
-    return (text or "").replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
-
-
 def markdown_changes(old: Protocol, new: Protocol, changes: list[Change], crossmap: CrossMap | None = None,
                      generated_doc: bool = False) -> str:
     """A Markdown report, for a pull request, or for docs/ in generated/ (``generated_doc``)."""
@@ -125,7 +122,7 @@ def markdown_changes(old: Protocol, new: Protocol, changes: list[Change], crossm
         out.append("| --- | --- | --- | --- | --- |")
         for c in group:
             message = c.message + (f" (hint: {c.hint})" if c.hint else "")
-            out.append(f"| `{_cell(c.location)}` | {_cell(message)} | {c.axis} | {_cell(_context(c)) or '—'} "
+            out.append(f"| `{md_cell(c.location)}` | {md_cell(message)} | {c.axis} | {md_cell(_context(c)) or '—'} "
                        f"| `{c.rule_id}` |")
     return "\n".join(out) + "\n"
 
@@ -182,5 +179,5 @@ def rules_markdown() -> str:
         out.append("| --- | --- | --- | --- | --- | --- |")
         for r in sorted(group, key=lambda r: (level_rank(r.level), r.id)):
             direction = "any" if r.direction == ANY else r.direction
-            out.append(f"| `{r.id}` | {r.level} | {r.axis} | {direction} | {_cell(r.summary)} | {_cell(r.rationale)} |")
+            out.append(f"| `{r.id}` | {r.level} | {r.axis} | {direction} | {md_cell(r.summary)} | {md_cell(r.rationale)} |")
     return "\n".join(out) + "\n"

@@ -47,10 +47,10 @@ def _plain(text: str) -> bool:
     )
 
 
-def md_cell(text: str) -> str:
-    """Text safe inside one Markdown table cell."""
+def md_cell(text: str | None) -> str:
+    """Text safe inside one Markdown table cell: one line, backslashes and pipes escaped."""
     text = " ".join((text or "").split())
-    return text.replace("|", "\\|")
+    return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
 @lru_cache(maxsize=None)
