@@ -173,6 +173,7 @@ class Protocol:
     version: str
     protocol_version: int
     status: str
+    batches: bool
     description: str
     source: str
     digest: str
@@ -555,6 +556,7 @@ def build_protocol(loaded: LoadedVersion) -> Protocol:
         lowered[key] = name
     proto = Protocol(
         version=doc["version"], protocol_version=doc["protocolVersion"], status=doc["status"],
+        batches=doc.get("batches", False),
         description=doc["description"], source=loaded.label, digest=loaded.digest,
         init_request=doc["initialize"]["request"], init_response=doc["initialize"]["response"],
         errors=tuple(sorted((ErrorCode(int(c), e["name"], e["description"]) for c, e in doc["errors"].items()),
@@ -591,7 +593,7 @@ def bundle_schema(loaded: LoadedVersion, proto: Protocol) -> dict[str, Any]:
         "$id": f"urn:acp-types:schema:{proto.version}",
         "description": doc["description"],
         "x-acp-version": {"version": proto.version, "protocolVersion": proto.protocol_version,
-                          "status": proto.status, "initialize": doc["initialize"]},
+                          "status": proto.status, "batches": proto.batches, "initialize": doc["initialize"]},
         "x-acp-errors": doc["errors"],
         "x-acp-methods": {m: doc["methods"][m] for m in sorted(doc["methods"])},
         "x-acp-features": {f: doc["features"][f] for f in sorted(doc["features"])},
