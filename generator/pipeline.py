@@ -10,7 +10,7 @@ import hashlib
 import json
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from pathlib import Path
@@ -97,8 +97,24 @@ def _format(path: str, text: str) -> str:
 
 
 def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
-    """Render every file of generated/ in memory."""
+    """Render every file of generated/ in memory.
+
+    Each version's models (datamodel-code-generator plus black, most of the
+    time) render in a process of their own while this one renders the rest;
+    ``ACP_TYPES_JOBS=1`` keeps everything in one process. The bytes do not
+    depend on it: every file is rendered by the same code from the same model.
+    """
     inputs = inputs or load_inputs()
+    with _model_workers(len(inputs.protocols)) as workers:
+        models = [workers.submit(_models_of, proto) for proto in inputs.protocols.values()]
+        out = _render_templated(inputs)
+        out.update(future.result() for future in models)
+    out[manifest.MANIFEST] = manifest.render(out, manifest.input_digest(inputs.schema_root))
+    return dict(sorted(out.items()))
+
+
+def _render_templated(inputs: Inputs) -> dict[str, str]:
+    """Everything but the models: our Jinja templates, the bundled schemas and the docs."""
     out: dict[str, str] = {}
     combined = "".join(p.digest for p in inputs.protocols.values())
     all_digest = hashlib.sha256(combined.encode()).hexdigest()
@@ -109,7 +125,6 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     out[f"{PACKAGE}/_runtime.py"] = templated.render("package/_runtime.py.jinja2", header=pkg_header)
     out[f"{PACKAGE}/_jsonrpc.py"] = templated.render("package/_jsonrpc.py.jinja2", header=pkg_header)
     out[f"{PACKAGE}/py.typed"] = ""
-    models = _render_all_models(inputs)
     for version, proto in inputs.protocols.items():
         hdr = header(proto.source, proto.digest)
         ctx = templated.version_context(proto)
@@ -126,9 +141,7 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     for path in list(out):
         if path.endswith(".py"):
             out[path] = _format(path, out[path])
-    out.update(models.result())
-    out[manifest.MANIFEST] = manifest.render(out, manifest.input_digest(inputs.schema_root))
-    return dict(sorted(out.items()))
+    return out
 
 
 def _models_of(proto: Protocol) -> tuple[str, str]:
@@ -136,39 +149,23 @@ def _models_of(proto: Protocol) -> tuple[str, str]:
     return path, _format(path, render_models(proto, header(proto.source, proto.digest)))
 
 
-class _Done:
-    def __init__(self, value: dict[str, str]):
-        self.value = value
+class _InProcess(Executor):
+    """An executor that runs each call at once, in this process (one job, or no fork)."""
 
-    def result(self) -> dict[str, str]:
-        return self.value
-
-
-class _Pending:
-    def __init__(self, pool: Any, futures: list[Any]):
-        self.pool, self.futures = pool, futures
-
-    def result(self) -> dict[str, str]:
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
         try:
-            return dict(f.result() for f in self.futures)
-        finally:
-            self.pool.shutdown()
+            future.set_result(fn(*args, **kwargs))
+        except BaseException as exc:
+            future.set_exception(exc)
+        return future
 
 
-def _render_all_models(inputs: Inputs) -> _Done | _Pending:
-    """Render (datamodel-code-generator + black) each version's models, one process per version.
-
-    This is most of the generation time and the versions are independent, so
-    with more than one core they run side by side while this process renders
-    everything else. ``ACP_TYPES_JOBS=1`` forces one process. The result does
-    not depend on it: each file is rendered by the same code from the same model.
-    """
-    protos = list(inputs.protocols.values())
-    jobs = int(os.environ.get("ACP_TYPES_JOBS", "0") or 0) or min(len(protos), os.cpu_count() or 1)
+def _model_workers(versions: int) -> Executor:
+    jobs = int(os.environ.get("ACP_TYPES_JOBS", "0") or 0) or min(versions, os.cpu_count() or 1)
     if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
-        return _Done(dict(_models_of(p) for p in protos))
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
-    return _Pending(pool, [pool.submit(_models_of, p) for p in protos])
+        return _InProcess()
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork"))
 
 
 def capability_rows(inputs: Inputs) -> dict[str, object]:
