@@ -127,6 +127,7 @@ def write_tree(out_dir: Path, mapping: dict[str, str]) -> tuple[list[str], list[
     if not written and not removed and out_dir.is_dir():
         return written, removed
 
+    changed = set(written)
     ops = _Ops()
     new, old = _sibling(out_dir, _NEW), _sibling(out_dir, _OLD)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -136,7 +137,7 @@ def write_tree(out_dir: Path, mapping: dict[str, str]) -> tuple[list[str], list[
             target = new / path
             target.parent.mkdir(parents=True, exist_ok=True)
             ops.step()
-            if path in written:
+            if path in changed:
                 with open(target, "wb") as fh:
                     fh.write(text.encode("utf-8"))
                     fh.flush()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from conftest import FIXTURES, ROOT, api, fixture_cases, fixture_files, load_fixture, payload_of, validator_for
+from conftest import FIXTURES, ROOT, api, bundled_schema, fixture_cases, fixture_files, load_fixture, payload_of, validator_for
 
 SEED_DOCS = ROOT / "tests" / "seed_docs"
 
@@ -21,8 +21,7 @@ SEED_DOCS = ROOT / "tests" / "seed_docs"
 def _definition(version: str, method: str, part: str) -> str:
     if part == "error":
         return "Error"
-    schema = json.loads((ROOT / "generated" / "acp_types" / version / "schema.json").read_text("utf-8"))
-    return schema["x-acp-methods"][method][part]
+    return bundled_schema(version)["x-acp-methods"][method][part]
 
 
 def _parser(version: str, part: str):
