@@ -23,15 +23,6 @@ class CrossMap:
     def pairs(self, category: str) -> tuple[tuple[str | None, str | None], ...]:
         return getattr(self, category)
 
-    def counterpart(self, category: str, name: str, from_left: bool = True) -> tuple[bool, str | None]:
-        """(listed, other-side name) for ``name``; unlisted names keep their name implicitly."""
-        for left, right in self.pairs(category):
-            if from_left and left == name:
-                return True, right
-            if not from_left and right == name:
-                return True, left
-        return False, name
-
 
 def _exists(category: str, proto: Protocol, name: str) -> bool:
     if category == "methods":

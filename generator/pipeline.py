@@ -20,6 +20,7 @@ import black
 from generator import __version__, manifest
 from generator.crossversion import CrossMap, build_crossmap
 from generator.diff import report as diff_report
+from generator.diff.compare import pair_names
 from generator.errors import Problem, SchemaError
 from generator.loader import load_crossversion, load_version
 from generator.model import Protocol, build_protocol
@@ -178,21 +179,19 @@ def capability_rows(inputs: Inputs) -> dict[str, object]:
         return f"`{'.'.join(m.capability)}`" if m.capability else "baseline"
 
     rows = []
-    done_right = set()
+    pairs = pair_names((m.name for m in left.methods), (m.name for m in right.methods), list(cm.methods))
     for m in left.methods:
-        listed, other = cm.counterpart("methods", m.name)
+        other = pairs.get(m.name)
         rm = right.method(other) if other else None
-        if rm:
-            done_right.add(rm.name)
         rows.append({
             "left_name": f"`{m.name}`", "right_name": f"`{rm.name}`" if rm else "—",
             "side": m.side, "left_cap": cap(m), "right_cap": cap(rm),
             "stability": f"{m.stability} / {rm.stability if rm else '—'}",
         })
-    for rm in right.methods:
-        if rm.name not in done_right:
-            rows.append({"left_name": "—", "right_name": f"`{rm.name}`", "side": rm.side,
-                         "left_cap": "—", "right_cap": cap(rm), "stability": f"— / {rm.stability}"})
+    for name in pairs.added:
+        rm = right.method(name)
+        rows.append({"left_name": "—", "right_name": f"`{rm.name}`", "side": rm.side,
+                     "left_cap": "—", "right_cap": cap(rm), "stability": f"— / {rm.stability}"})
     feats = []
     lf = {f.name: f for f in left.features}
     rf = {f.name: f for f in right.features}

@@ -56,7 +56,7 @@ class Change:
 
 
 @dataclass
-class _Pairs:
+class NamePairs:
     """Old name -> new name (None: removed) and the new names left unpaired (added)."""
 
     forward: dict[str, str | None]
@@ -85,7 +85,8 @@ def _oriented(crossmap: CrossMap | None, old: Protocol, new: Protocol, category:
     return pairs
 
 
-def _pair(old_names: Iterable[str], new_names: Iterable[str], listed: list[tuple[str | None, str | None]]) -> _Pairs:
+def pair_names(old_names: Iterable[str], new_names: Iterable[str], listed: list[tuple[str | None, str | None]]) -> NamePairs:
+    """Pair old names with new ones: through ``listed`` (the cross-version map's pairs) first, else by name."""
     old_set, new_set = set(old_names), set(new_names)
     fwd_listed = {a: b for a, b in listed if a is not None}
     back_listed = {b: a for a, b in listed if b is not None}
@@ -101,7 +102,7 @@ def _pair(old_names: Iterable[str], new_names: Iterable[str], listed: list[tuple
         else:
             forward[name] = None
     taken = {v for v in forward.values() if v is not None}
-    return _Pairs(forward, sorted(new_set - taken), explicit, set(back_listed) & new_set)
+    return NamePairs(forward, sorted(new_set - taken), explicit, set(back_listed) & new_set)
 
 
 def _name_ratio(a: str, b: str) -> float:
@@ -228,7 +229,7 @@ def _resolve(expr: TypeExpr, proto: Protocol, depth: int = 0) -> TypeExpr:
     return expr
 
 
-def _same(a: TypeExpr | None, b: TypeExpr | None, tmap: _Pairs, top: bool = True) -> bool:
+def _same(a: TypeExpr | None, b: TypeExpr | None, tmap: NamePairs, top: bool = True) -> bool:
     """Structural equality; references compare through the type pairing; top-level null and constraints aside."""
     if a is None or b is None:
         return a is b
@@ -253,9 +254,9 @@ class _Differ:
         self.old, self.new = old, new
         self.crossmap = crossmap if old.version != new.version else None
         self.changes: list[Change] = []
-        self.types = _pair((t.name for t in old.types), (t.name for t in new.types),
+        self.types = pair_names((t.name for t in old.types), (t.name for t in new.types),
                            _oriented(crossmap, old, new, "types"))
-        self.methods = _pair((m.name for m in old.methods), (m.name for m in new.methods),
+        self.methods = pair_names((m.name for m in old.methods), (m.name for m in new.methods),
                              _oriented(crossmap, old, new, "methods"))
         self.field_map = _oriented(crossmap, old, new, "fields")
         self.cap_map = dict((a, b) for a, b in _oriented(crossmap, old, new, "capabilities") if a)
@@ -450,7 +451,7 @@ class _Differ:
 
     # -- objects
 
-    def _field_pairs(self, o: ObjectType, n: ObjectType) -> tuple[_Pairs, dict[str, str]]:
+    def _field_pairs(self, o: ObjectType, n: ObjectType) -> tuple[NamePairs, dict[str, str]]:
         """The pairing of wire names, and the old fields the map moves to another definition."""
         listed: list[tuple[str | None, str | None]] = []
         moved: dict[str, str] = {}
@@ -466,7 +467,7 @@ class _Differ:
                     moved[a[len(prefix_o):]] = b
             elif b_here:
                 listed.append((None, b[len(prefix_n):]))
-        return _pair((f.wire_name for f in o.fields), (f.wire_name for f in n.fields), listed), moved
+        return pair_names((f.wire_name for f in o.fields), (f.wire_name for f in n.fields), listed), moved
 
     def compare_object(self, o: ObjectType, n: ObjectType, fl: set[tuple[str, str]]) -> None:
         pairs, moved = self._field_pairs(o, n)
