@@ -9,7 +9,6 @@ literal in that data is made with ``repr``, so schema text never becomes code.
 
 from __future__ import annotations
 
-import copy
 import json
 import warnings
 from pathlib import Path
@@ -26,7 +25,7 @@ def _dcg_input(proto: Protocol) -> dict[str, Any]:
     """The definitions as datamodel-code-generator should see them."""
     defs = {}
     for t in proto.types:
-        schema = copy.deepcopy(proto.bundle["$defs"][t.name])
+        schema = proto.bundle["$defs"][t.name]
         if isinstance(t, UnionType):
             schema = {"description": t.description, "oneOf": [{"$ref": f"#/$defs/{v.name}"} for v in t.variants]}
         defs[t.name] = _strip_markers(schema)
