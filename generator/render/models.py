@@ -67,12 +67,12 @@ def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
     else:
         assert u.tag is not None
         variants = []
-        default_tag: str | None = None
+        default_tag = "None"  # Python source of the pydantic tag used when the tag is absent
         for v in u.variants:
-            ptag = v.tag if v.tag is not None else "__acp_default__"
+            ptag = repr(v.tag) if v.tag is not None else "DEFAULT_TAG"
             if v.name == u.default:
                 default_tag = ptag
-            variants.append({"cls": v.name, "tag": repr(ptag)})
+            variants.append({"cls": v.name, "tag": ptag})
         known = sorted(v.tag for v in u.variants if v.tag is not None)
         tag_field = _tag_attr(proto, u)
         nested = any(not isinstance(proto.type(v.name), ObjectType) for v in u.variants)
@@ -82,10 +82,10 @@ def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
             plain = [{"cls": v.name} for v in u.variants]
             return {"acp_union": {"variants": plain, "native": repr(tag_field)}}
         if u.open:
-            variants.append({"cls": "UnknownVariant", "tag": repr("__acp_unknown__")})
+            variants.append({"cls": "UnknownVariant", "tag": "UNKNOWN_TAG"})
         disc = (
             f"tag_discriminator({u.tag!r}, {tag_field!r}, frozenset({known!r}), "
-            f"open={u.open!r}, default={default_tag!r})"
+            f"open={u.open!r}, default={default_tag})"
         )
     return {"acp_union": {"variants": variants, "discriminator": disc}}
 
@@ -141,7 +141,9 @@ def _imports(proto: Protocol) -> list[str]:
             need |= {"typing.Union", "typing.Annotated", "pydantic.Tag", "pydantic.Discriminator"}
             need.add(f"{RUNTIME}.presence_discriminator" if t.presence is not None else f"{RUNTIME}.tag_discriminator")
             if t.open:
-                need.add(f"{RUNTIME}.UnknownVariant")
+                need |= {f"{RUNTIME}.UnknownVariant", f"{RUNTIME}.UNKNOWN_TAG"}
+            if any(v.tag is None for v in t.variants) and t.presence is None:
+                need.add(f"{RUNTIME}.DEFAULT_TAG")
         elif isinstance(t, EnumType) and t.open:
             need |= {"typing.Union", "typing.Annotated", "typing.Literal", "pydantic.Field"}
         elif isinstance(t, ObjectType):

@@ -4,7 +4,9 @@
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from acp_types._runtime import (
+    DEFAULT_TAG,
     NOT_NULL,
+    UNKNOWN_TAG,
     AcpModel,
     TolerantField,
     UnknownVariant,
@@ -1244,16 +1246,12 @@ SetSessionConfigOptionRequest = TypeAliasType(
     "SetSessionConfigOptionRequest",
     Annotated[
         Union[
-            Annotated[SetSessionConfigOptionValueIdRequest, Tag("__acp_default__")],
+            Annotated[SetSessionConfigOptionValueIdRequest, Tag(DEFAULT_TAG)],
             Annotated[SetSessionConfigOptionBooleanRequest, Tag("boolean")],
         ],
         Discriminator(
             tag_discriminator(
-                "type",
-                "type",
-                frozenset(["boolean"]),
-                open=False,
-                default="__acp_default__",
+                "type", "type", frozenset(["boolean"]), open=False, default=DEFAULT_TAG
             )
         ),
     ],
@@ -1443,7 +1441,7 @@ CreateElicitationResponse = TypeAliasType(
             Annotated[ElicitationAcceptAction, Tag("accept")],
             Annotated[ElicitationDeclineAction, Tag("decline")],
             Annotated[ElicitationCancelAction, Tag("cancel")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1563,16 +1561,12 @@ MultiSelectItems = TypeAliasType(
     Annotated[
         Union[
             Annotated[StringMultiSelectItems, Tag("string")],
-            Annotated[TitledMultiSelectItems, Tag("__acp_default__")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[TitledMultiSelectItems, Tag(DEFAULT_TAG)],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
-                "type",
-                "type",
-                frozenset(["string"]),
-                open=True,
-                default="__acp_default__",
+                "type", "type", frozenset(["string"]), open=True, default=DEFAULT_TAG
             )
         ),
     ],
@@ -1745,7 +1739,7 @@ ElicitationPropertySchema = TypeAliasType(
             Annotated[IntegerPropertySchema, Tag("integer")],
             Annotated[BooleanPropertySchema, Tag("boolean")],
             Annotated[MultiSelectPropertySchema, Tag("array")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -2031,7 +2025,7 @@ CreateElicitationRequest = TypeAliasType(
         Union[
             Annotated[ElicitationFormMode, Tag("form")],
             Annotated[ElicitationUrlMode, Tag("url")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(

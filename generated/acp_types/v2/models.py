@@ -4,7 +4,9 @@
 from typing import Annotated, Any, ClassVar, Literal, Union
 
 from acp_types._runtime import (
+    DEFAULT_TAG,
     NOT_NULL,
+    UNKNOWN_TAG,
     AcpModel,
     TolerantField,
     UnknownVariant,
@@ -654,7 +656,7 @@ AvailableCommandInput = TypeAliasType(
     Annotated[
         Union[
             Annotated[TextCommandInput, Tag("text")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1196,7 +1198,7 @@ PlanUpdateContent = TypeAliasType(
     Annotated[
         Union[
             Annotated[PlanItems, Tag("items")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1233,7 +1235,7 @@ ReplayFrom = TypeAliasType(
     Annotated[
         Union[
             Annotated[ReplayFromStart, Tag("start")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1253,7 +1255,7 @@ RequestPermissionOutcome = TypeAliasType(
         Union[
             Annotated[CancelledPermissionOutcome, Tag("cancelled")],
             Annotated[SelectedPermissionOutcome, Tag("selected")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1339,7 +1341,7 @@ SetSessionConfigOptionRequest = TypeAliasType(
         Union[
             Annotated[SetSessionConfigOptionValueIdRequest, Tag("id")],
             Annotated[SetSessionConfigOptionBooleanRequest, Tag("boolean")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1360,7 +1362,7 @@ StateUpdate = TypeAliasType(
             Annotated[RunningStateUpdate, Tag("running")],
             Annotated[IdleStateUpdate, Tag("idle")],
             Annotated[RequiresActionStateUpdate, Tag("requires_action")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1510,7 +1512,7 @@ CreateElicitationResponse = TypeAliasType(
             Annotated[ElicitationAcceptAction, Tag("accept")],
             Annotated[ElicitationDeclineAction, Tag("decline")],
             Annotated[ElicitationCancelAction, Tag("cancel")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1537,7 +1539,7 @@ DiffChange = TypeAliasType(
             Annotated[DiffModifyChange, Tag("modify")],
             Annotated[DiffMoveChange, Tag("move")],
             Annotated[DiffCopyChange, Tag("copy")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1599,7 +1601,7 @@ McpServer = TypeAliasType(
         Union[
             Annotated[McpServerHttp, Tag("http")],
             Annotated[McpServerStdio, Tag("stdio")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1618,16 +1620,12 @@ MultiSelectItems = TypeAliasType(
     Annotated[
         Union[
             Annotated[StringMultiSelectItems, Tag("string")],
-            Annotated[TitledMultiSelectItems, Tag("__acp_default__")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[TitledMultiSelectItems, Tag(DEFAULT_TAG)],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
-                "type",
-                "type",
-                frozenset(["string"]),
-                open=True,
-                default="__acp_default__",
+                "type", "type", frozenset(["string"]), open=True, default=DEFAULT_TAG
             )
         ),
     ],
@@ -1799,7 +1797,7 @@ AuthMethod = TypeAliasType(
         Union[
             Annotated[AuthMethodTerminal, Tag("terminal")],
             Annotated[AuthMethodAgent, Tag("agent")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1840,7 +1838,7 @@ ContentBlock = TypeAliasType(
             Annotated[AudioContent, Tag("audio")],
             Annotated[ResourceLink, Tag("resource_link")],
             Annotated[EmbeddedResource, Tag("resource")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -1882,7 +1880,7 @@ ElicitationPropertySchema = TypeAliasType(
             Annotated[IntegerPropertySchema, Tag("integer")],
             Annotated[BooleanPropertySchema, Tag("boolean")],
             Annotated[MultiSelectPropertySchema, Tag("array")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -2089,7 +2087,7 @@ SessionConfigOption = TypeAliasType(
         Union[
             Annotated[SessionConfigSelect, Tag("select")],
             Annotated[SessionConfigBoolean, Tag("boolean")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -2126,7 +2124,7 @@ ToolCallContent = TypeAliasType(
             Annotated[Content, Tag("content")],
             Annotated[Diff, Tag("diff")],
             Annotated[Terminal, Tag("terminal")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -2229,7 +2227,7 @@ CreateElicitationRequest = TypeAliasType(
         Union[
             Annotated[ElicitationFormMode, Tag("form")],
             Annotated[ElicitationUrlMode, Tag("url")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -2298,7 +2296,7 @@ SessionUpdate = TypeAliasType(
             Annotated[ConfigOptionUpdate, Tag("config_option_update")],
             Annotated[SessionInfoUpdate, Tag("session_info_update")],
             Annotated[UsageUpdate, Tag("usage_update")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
@@ -2360,7 +2358,7 @@ RequestPermissionSubject = TypeAliasType(
         Union[
             Annotated[ToolCallPermissionSubject, Tag("tool_call")],
             Annotated[CommandPermissionSubject, Tag("command")],
-            Annotated[UnknownVariant, Tag("__acp_unknown__")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
