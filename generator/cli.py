@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("check", help="exit 1 and list stale files if generated/ is not what the schemas produce",
                        description="Confirm the output folder is what the schemas produce; writes nothing. "
-                                   "When generated/manifest.json shows the same inputs (schemas, templates, "
+                                   "When the local check cache (.cache/check/, written by generate) shows the same inputs (schemas, templates, "
                                    "generator source, tool versions) and the same file hashes, that is enough; "
                                    "otherwise everything is rendered in memory and compared file by file.")
     c.add_argument("--out", type=Path, default=ROOT / "generated", help="folder to compare (default: generated/)")
@@ -108,10 +108,9 @@ def _run(args: argparse.Namespace) -> int:
         from generator import manifest
 
         if manifest.up_to_date(args.out, args.schema):
-            print(f"{args.out.name}/ is up to date (confirmed by {args.out.name}/{manifest.MANIFEST}: "
-                  "same inputs, same files)")
+            print(f"{args.out.name}/ is up to date (confirmed by the check cache: same inputs, same files)")
             return EXIT_OK
-    from generator import pipeline, writer
+    from generator import manifest, pipeline, writer
 
     if args.command == "diff":
         from generator.diff import command
@@ -131,9 +130,11 @@ def _run(args: argparse.Namespace) -> int:
             for path, why in stale:
                 print(f"  {args.out.name}/{path}: {why}", file=sys.stderr)
             return EXIT_FINDINGS
+        manifest.record(args.out, mapping, args.schema)
         print(f"{args.out.name}/ is up to date ({len(mapping)} files)")
         return EXIT_OK
     written, removed = writer.write_tree(args.out, mapping)
+    manifest.record(args.out, mapping, args.schema)
     print(f"{args.out.name}/: {len(written)} written, {len(removed)} removed, "
           f"{len(mapping) - len(written)} unchanged")
     return EXIT_OK

@@ -1,4 +1,3 @@
-{{ header }}
 """JSON-RPC 2.0 envelopes of ACP messages, shared by every version of acp_types.
 
 Each version binds :func:`parse_message` to its own method table in
@@ -36,7 +35,8 @@ Members the envelope does not define are kept in ``extra`` and written back.
 Extension methods (``_``-prefixed) pass through: their params and results stay
 plain JSON.
 
-This module is rendered from templates/package/_jsonrpc.py.jinja2.
+Hand-written: the source is runtime/_jsonrpc.py, which the generator copies
+into the package unchanged.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from typing import Any, ClassVar, Union
 from pydantic import ValidationError
 from pydantic_core import from_json
 
-from acp_types._runtime import AcpModel, MethodSpec, UnknownMethodError, is_extension
+from ._runtime import AcpModel, MethodSpec, UnknownMethodError, is_extension
 
 JSONRPC_VERSION = "2.0"
 
@@ -81,7 +81,14 @@ class MessageError(ValueError):
 
     code: int = INVALID_REQUEST
 
-    def __init__(self, message: str, *, id: RequestId = None, method: str | None = None, data: Any = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        id: RequestId = None,
+        method: str | None = None,
+        data: Any = None,
+    ):
         super().__init__(message)
         self.message = message
         self.id = id
@@ -110,15 +117,29 @@ class MethodNotFound(MessageError, UnknownMethodError):
 
     code = METHOD_NOT_FOUND
 
-    def __init__(self, method: str, version: str, *, id: RequestId = None, data: Any = None):
-        MessageError.__init__(self, f"{method!r} is not a method of ACP {version}", id=id, method=method, data=data)
+    def __init__(
+        self, method: str, version: str, *, id: RequestId = None, data: Any = None
+    ):
+        MessageError.__init__(
+            self,
+            f"{method!r} is not a method of ACP {version}",
+            id=id,
+            method=method,
+            data=data,
+        )
         self.version = version
 
 
 class _PayloadMismatch(MessageError):
     """A payload that does not fit its method's type; ``validation_error`` says where."""
 
-    def __init__(self, message: str, *, validation_error: ValidationError | None = None, **kw: Any):
+    def __init__(
+        self,
+        message: str,
+        *,
+        validation_error: ValidationError | None = None,
+        **kw: Any,
+    ):
         super().__init__(message, **kw)
         self.validation_error = validation_error
 
@@ -261,7 +282,9 @@ class Batch:
 
     def to_wire(self) -> list[Any]:
         """The JSON-ready array; an invalid entry is written back as it came."""
-        return [e.data if isinstance(e, MessageError) else e.to_wire() for e in self.entries]
+        return [
+            e.data if isinstance(e, MessageError) else e.to_wire() for e in self.entries
+        ]
 
     def to_json(self) -> str:
         return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
@@ -287,7 +310,9 @@ class PendingRequests:
     def add(self, id: RequestId, method: str) -> None:
         """Record that request ``id`` for ``method`` was sent; an id may be pending only once."""
         if not _check_id(id):
-            raise TypeError(f"a request id is a string, an integer or None, not {type(id).__name__}")
+            raise TypeError(
+                f"a request id is a string, an integer or None, not {type(id).__name__}"
+            )
         if id in self._methods:
             raise ValueError(f"request id {id!r} is already pending")
         self._methods[id] = method
@@ -376,18 +401,32 @@ def parse_message(
     value = _decode(data)
     if isinstance(value, list):
         if not batches:
-            raise InvalidRequest(f"ACP {version} does not define JSON-RPC batches; send one message at a time",
-                                 data=value)
+            raise InvalidRequest(
+                f"ACP {version} does not define JSON-RPC batches; send one message at a time",
+                data=value,
+            )
         if not value:
             raise InvalidRequest("an empty array is not a batch", data=value)
         entries: list[Message | MessageError] = []
         for entry in value:
             try:
-                entries.append(_parse_one(entry, table, version, error_model, method, pending, in_batch=True))
+                entries.append(
+                    _parse_one(
+                        entry,
+                        table,
+                        version,
+                        error_model,
+                        method,
+                        pending,
+                        in_batch=True,
+                    )
+                )
             except MessageError as exc:
                 entries.append(exc)
         return Batch(tuple(entries))
-    return _parse_one(value, table, version, error_model, method, pending, in_batch=False)
+    return _parse_one(
+        value, table, version, error_model, method, pending, in_batch=False
+    )
 
 
 def _parse_one(
@@ -402,24 +441,42 @@ def _parse_one(
 ) -> Message:
     if type(value) is not dict and not isinstance(value, Mapping):
         what = "a batch entry" if in_batch else "a message"
-        raise InvalidRequest(f"{what} must be a JSON object, not {type(value).__name__}", data=value)
+        raise InvalidRequest(
+            f"{what} must be a JSON object, not {type(value).__name__}", data=value
+        )
     rid = value.get("id", _NO_ID)
     name = value.get("method")
     id_ok = rid is _NO_ID or _check_id(rid)
     known_id = rid if (rid is not _NO_ID and id_ok) else None
 
     def bad(message: str) -> InvalidRequest:
-        return InvalidRequest(message, id=known_id, method=name if isinstance(name, str) else None, data=value)
+        return InvalidRequest(
+            message,
+            id=known_id,
+            method=name if isinstance(name, str) else None,
+            data=value,
+        )
 
     tag = value.get("jsonrpc", _NO_ID)
     if type(tag) is not str or tag != JSONRPC_VERSION:
-        raise bad('"jsonrpc" must be "2.0", not ' + ("missing" if tag is _NO_ID else repr(tag)))
+        raise bad(
+            '"jsonrpc" must be "2.0", not '
+            + ("missing" if tag is _NO_ID else repr(tag))
+        )
     if not id_ok:
-        raise bad(f'"id" must be a string, an integer or null, not {type(rid).__name__}')
-    extra = _EMPTY if value.keys() <= _ENVELOPE else {k: v for k, v in value.items() if k not in _ENVELOPE}
+        raise bad(
+            f'"id" must be a string, an integer or null, not {type(rid).__name__}'
+        )
+    extra = (
+        _EMPTY
+        if value.keys() <= _ENVELOPE
+        else {k: v for k, v in value.items() if k not in _ENVELOPE}
+    )
     if "method" in value:
         if "result" in value or "error" in value:
-            raise bad("a message cannot be both a request (it has a method) and a response (it has a result or error)")
+            raise bad(
+                "a message cannot be both a request (it has a method) and a response (it has a result or error)"
+            )
         if not isinstance(name, str):
             raise bad(f'"method" must be a string, not {type(name).__name__}')
         return _parse_call(value, name, rid, table, version, extra, bad)
@@ -438,8 +495,12 @@ def _parse_one(
             raise bad(f"malformed error object: {_describe(exc)}") from exc
         return ErrorResponse(rid, error, resolved, extra)
     if resolved is None:
-        raise InvalidRequest(f"response to request {rid!r}, whose method is unknown: pass method= or track the "
-                             "request in PendingRequests", id=rid, data=value)
+        raise InvalidRequest(
+            f"response to request {rid!r}, whose method is unknown: pass method= or track the "
+            "request in PendingRequests",
+            id=rid,
+            data=value,
+        )
     result = value["result"]
     spec = table.get(resolved)
     if spec is None:
@@ -447,13 +508,22 @@ def _parse_one(
             raise MethodNotFound(resolved, version, id=rid, data=value)
         return Response(rid, resolved, result, extra)
     if spec.result is None:
-        raise InvalidRequest(f"{resolved!r} is a notification; no response answers it", id=rid, method=resolved,
-                             data=value)
+        raise InvalidRequest(
+            f"{resolved!r} is a notification; no response answers it",
+            id=rid,
+            method=resolved,
+            data=value,
+        )
     try:
         typed = spec.validate_result(result)
     except ValidationError as exc:
-        raise InvalidResult(f"invalid result of {resolved!r}: {_describe(exc)}", validation_error=exc, id=rid,
-                            method=resolved, data=value) from exc
+        raise InvalidResult(
+            f"invalid result of {resolved!r}: {_describe(exc)}",
+            validation_error=exc,
+            id=rid,
+            method=resolved,
+            data=value,
+        ) from exc
     return Response(rid, resolved, typed, extra)
 
 
@@ -471,7 +541,9 @@ def _parse_call(
     has_params = "params" in value
     params = value.get("params")
     if has_params and not isinstance(params, (Mapping, list)):
-        raise bad(f'"params" must be an object or an array, not {type(params).__name__}')
+        raise bad(
+            f'"params" must be an object or an array, not {type(params).__name__}'
+        )
     spec = table.get(name)
     if spec is None:
         if not is_extension(name):
@@ -484,12 +556,22 @@ def _parse_call(
     if not is_request and spec.kind == "request":
         raise bad(f'{name!r} is a request; it needs an "id"')
     if not has_params:
-        raise InvalidParams(f"{name!r} needs params ({_type_name(spec.params)})", id=the_id, method=name, data=value)
+        raise InvalidParams(
+            f"{name!r} needs params ({_type_name(spec.params)})",
+            id=the_id,
+            method=name,
+            data=value,
+        )
     try:
         typed = spec.validate_params(params)
     except ValidationError as exc:
-        raise InvalidParams(f"invalid params of {name!r}: {_describe(exc)}", validation_error=exc, id=the_id,
-                            method=name, data=value) from exc
+        raise InvalidParams(
+            f"invalid params of {name!r}: {_describe(exc)}",
+            validation_error=exc,
+            id=the_id,
+            method=name,
+            data=value,
+        ) from exc
     if is_request:
         return Request(rid, name, typed, extra)
     return Notification(name, typed, extra)

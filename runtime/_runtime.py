@@ -1,10 +1,11 @@
-{{ header }}
 """Runtime support shared by every version of acp_types.
 
 The generated models build on what is here: the common base class, the
 discriminators that pick a union branch by its tag, the tolerant-receiver
-validator and the method table types. This module is rendered from
-templates/package/_runtime.py.jinja2 like the rest of the package.
+validator and the method table types.
+
+Hand-written: the source is runtime/_runtime.py, which the generator copies
+into the package unchanged.
 """
 
 from __future__ import annotations
@@ -14,7 +15,13 @@ from dataclasses import dataclass
 from functools import lru_cache, partial
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ModelWrapValidatorHandler, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    ValidationError,
+    model_validator,
+)
 
 UNKNOWN_TAG = "__acp_unknown__"
 """The pydantic tag under which an open union keeps a branch it does not know."""
@@ -69,7 +76,11 @@ class AcpModel(BaseModel):
             known = cls.__pydantic_fields__
             for key in extra:
                 field = known.get(key)
-                if field is not None and field.alias not in (None, key) and field.alias not in data:
+                if (
+                    field is not None
+                    and field.alias not in (None, key)
+                    and field.alias not in data
+                ):
                     model.__pydantic_fields_set__.discard(key)
         return model
 
@@ -157,7 +168,9 @@ class _NotNull:
     def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
         schema = handler(source)
         if schema.get("type") != "nullable":
-            raise TypeError(f"NOT_NULL applies to an optional (X | None) field, not {source!r}")
+            raise TypeError(
+                f"NOT_NULL applies to an optional (X | None) field, not {source!r}"
+            )
         return schema["schema"]
 
     def __repr__(self) -> str:
@@ -178,7 +191,9 @@ class TolerantField:
     skip_invalid_items: bool
 
 
-def tolerant_receive(data: Any, handler: Callable[[Any], Any], fields: tuple[TolerantField, ...]) -> Any:
+def tolerant_receive(
+    data: Any, handler: Callable[[Any], Any], fields: tuple[TolerantField, ...]
+) -> Any:
     """Validate ``data``; on errors inside tolerant fields, drop what is malformed and validate again.
 
     A malformed value of an ``omit`` field is removed (treated as omitted, so
@@ -197,7 +212,9 @@ def tolerant_receive(data: Any, handler: Callable[[Any], Any], fields: tuple[Tol
     return handler(fixed)
 
 
-def _without_malformed(data: Mapping[str, Any], exc: ValidationError, fields: tuple[TolerantField, ...]) -> dict[str, Any] | None:
+def _without_malformed(
+    data: Mapping[str, Any], exc: ValidationError, fields: tuple[TolerantField, ...]
+) -> dict[str, Any] | None:
     by_key: dict[str, TolerantField] = {}
     for f in fields:
         by_key[f.wire] = f
@@ -213,7 +230,12 @@ def _without_malformed(data: Mapping[str, Any], exc: ValidationError, fields: tu
             continue
         spec = by_key[loc[0]]
         value = data[key]
-        if spec.skip_invalid_items and isinstance(value, list) and len(loc) > 1 and isinstance(loc[1], int):
+        if (
+            spec.skip_invalid_items
+            and isinstance(value, list)
+            and len(loc) > 1
+            and isinstance(loc[1], int)
+        ):
             drop_items.setdefault(key, set()).add(loc[1])
         elif spec.omit_on_error:
             drop_keys.add(key)
@@ -283,7 +305,9 @@ class MethodSpec:
 def _validator(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return partial(tp.model_validate, by_name=False)
-    from pydantic import TypeAdapter  # only the few union payloads need one; keep it off the import path
+    from pydantic import (
+        TypeAdapter,
+    )  # only the few union payloads need one; keep it off the import path
 
     return partial(TypeAdapter(tp).validate_python, by_name=False)
 
@@ -303,7 +327,9 @@ def is_extension(method: str) -> bool:
     return method.startswith("_")
 
 
-def lookup(table: Mapping[str, MethodSpec], method: str, version: str) -> MethodSpec | None:
+def lookup(
+    table: Mapping[str, MethodSpec], method: str, version: str
+) -> MethodSpec | None:
     spec = table.get(method)
     if spec is None and not is_extension(method):
         raise UnknownMethodError(method, version)
