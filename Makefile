@@ -6,13 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: generate check validate test diff bench clean help
+.PHONY: generate check validate test lint diff bench clean help
 
 help:
 	@echo "make generate  check the schemas and rewrite generated/ (only changed files)"
 	@echo "make check     exit 1 and list stale files if generated/ is out of date"
 	@echo "make validate  check the schemas only, reporting file and JSON pointer"
 	@echo "make test      run the whole test suite (sets everything up itself)"
+	@echo "make lint      ruff and mypy --strict over the generator, the runtime and the package"
 	@echo "make diff      show what changes from v1 to the v2 draft"
 	@echo "make bench     run the benchmarks and print figures against their baselines"
 
@@ -32,6 +33,11 @@ validate: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(PY) -m ruff check generator runtime tests benchmarks
+	$(PY) -m mypy generator runtime
+	$(PY) -m mypy -p acp_types
 
 diff: $(STAMP)
 	$(PY) -m generator diff schema/v1 schema/v2

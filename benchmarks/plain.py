@@ -8,7 +8,7 @@ model of this message: the benchmark reports it beside ours and the SDK's.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,7 +35,7 @@ class ImageContent(_Base):
 class AgentMessageChunk(_Base):
     session_update: Annotated[Literal["agent_message_chunk"], Field(alias="sessionUpdate")]
     message_id: Annotated[str | None, Field(alias="messageId")] = None
-    content: Annotated[Union[TextContent, ImageContent], Field(discriminator="type")]
+    content: Annotated[TextContent | ImageContent, Field(discriminator="type")]
     meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None
 
 
@@ -45,5 +45,5 @@ class PlanUpdate(_Base):
 
 class SessionNotification(_Base):
     session_id: Annotated[str, Field(alias="sessionId")]
-    update: Annotated[Union[AgentMessageChunk, PlanUpdate], Field(discriminator="session_update")]
+    update: Annotated[AgentMessageChunk | PlanUpdate, Field(discriminator="session_update")]
     meta: Annotated[dict[str, Any] | None, Field(alias="_meta")] = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ PROTOCOL_FILE = "protocol.json"
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
-@lru_cache(maxsize=None)
+@cache
 def metaschema(name: str) -> jsonschema.protocols.Validator:
     schema = json.loads((META_DIR / f"{name}.schema.json").read_text("utf-8"))
     return jsonschema.Draft202012Validator(schema)

@@ -30,7 +30,7 @@ class TypeExpr:
 
     kind: str
     name: str | None = None
-    items: "TypeExpr | None" = None
+    items: TypeExpr | None = None
     nullable: bool = False
     const: Any = None
     constraints: tuple[tuple[str, Any], ...] = ()

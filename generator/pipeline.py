@@ -11,8 +11,8 @@ import multiprocessing
 import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import black
 

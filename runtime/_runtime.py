@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import cache, partial
 from typing import Any, ClassVar, Literal
 
 from pydantic import (
@@ -301,7 +301,7 @@ class MethodSpec:
         return _validator(self.result)(result)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return partial(tp.model_validate, by_name=False)

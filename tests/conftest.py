@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -40,12 +40,12 @@ def api(version: str):
     return importlib.import_module(f"acp_types.{version}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def bundled_schema(version: str) -> dict[str, Any]:
     return json.loads((GENERATED / "acp_types" / version / "schema.json").read_text("utf-8"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator_for(version: str, definition: str) -> jsonschema.Draft202012Validator:
     """A jsonschema validator for one definition of the bundled schema."""
     schema = dict(bundled_schema(version))

@@ -6,13 +6,11 @@ import inspect
 import json
 import re
 
-import pytest
-from pydantic import ValidationError
-
-from conftest import FIXTURES, VERSIONS, api, load_fixture
-
 import acp_types
+import pytest
 from acp_types import v1, v2
+from conftest import FIXTURES, VERSIONS, api, load_fixture
+from pydantic import ValidationError
 
 
 def test_v2_says_it_is_the_draft() -> None:

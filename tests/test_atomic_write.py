@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
 from generator import writer
 
 OLD = {f"pkg/m{i}.py": f"old {i}\n" for i in range(40)} | {"pkg/same.py": "same\n", "gone.txt": "orphan\n"}

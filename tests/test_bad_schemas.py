@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from conftest import GENERATED, ROOT
+
 from generator import writer
 
 

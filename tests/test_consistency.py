@@ -11,6 +11,7 @@ import ast
 import json
 
 from conftest import GENERATED, ROOT
+
 from generator.model import ObjectType
 
 

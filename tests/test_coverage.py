@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import BaseModel
-
 from conftest import VERSIONS, api, fixture_files, load_fixture, payload_of
+from pydantic import BaseModel
 
 
 def _fixtures(version: str) -> list[dict]:

@@ -14,13 +14,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
-
 from conftest import ROOT
+
 from generator import cli
 from generator.crossversion import CrossMap
 from generator.diff import report

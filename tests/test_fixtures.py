@@ -11,9 +11,18 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import (
+    FIXTURES,
+    ROOT,
+    api,
+    bundled_schema,
+    fixture_cases,
+    fixture_files,
+    load_fixture,
+    payload_of,
+    validator_for,
+)
 from pydantic import ValidationError
-
-from conftest import FIXTURES, ROOT, api, bundled_schema, fixture_cases, fixture_files, load_fixture, payload_of, validator_for
 
 SEED_DOCS = ROOT / "tests" / "seed_docs"
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import GENERATED, ROOT
+
 from generator import writer
 
 REFRESH = "make generate   # or: ACP_TYPES_UPDATE_GOLDEN=1 make test"

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import ROOT
+
 from generator import pipeline, writer
 
 CASES_DIR = Path(__file__).parent / "bad_schemas"

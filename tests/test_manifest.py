@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import GENERATED, ROOT
-from generator import manifest, writer
+
+from generator import manifest
 
 
 def _check(*args: str) -> subprocess.CompletedProcess[str]:

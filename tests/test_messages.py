@@ -6,9 +6,6 @@ import json
 from typing import Any
 
 import pytest
-
-from conftest import VERSIONS, api, fixture_cases, load_fixture
-
 from acp_types import _jsonrpc, v1, v2
 from acp_types._jsonrpc import (
     Batch,
@@ -20,11 +17,11 @@ from acp_types._jsonrpc import (
     MethodNotFound,
     Notification,
     ParseError,
-    PendingRequests,
     Request,
     Response,
 )
 from acp_types._runtime import UnknownMethodError
+from conftest import VERSIONS, api, fixture_cases, load_fixture
 
 CWD = "/home/user/project"
 LIST_REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {"cwd": CWD}}

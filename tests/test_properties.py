@@ -32,11 +32,10 @@ import string
 from typing import Any
 
 import pytest
+from conftest import VERSIONS, api, bundled_schema, validator_for
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-
-from conftest import VERSIONS, api, bundled_schema, validator_for
 
 MAX_DEPTH = 4
 SETTINGS = settings(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
 
 from generator.crossversion import CrossMap
 from generator.diff.rules import ANY, BY_ID, DIRECTIONS, REQUEST, RESPONSE, level_rank

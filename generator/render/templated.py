@@ -7,7 +7,7 @@ stays data whatever characters it holds.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,7 @@ def md_cell(text: str | None) -> str:
     return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
