@@ -12,7 +12,7 @@ from typing import Any, Union
 
 from generator.errors import Problem, SchemaError, pointer
 from generator.loader import LoadedVersion
-from generator.naming import field_name
+from generator.naming import KEYWORDS, field_name
 
 REF_PREFIX = "#/$defs/"
 _SCALARS = ("string", "integer", "number", "boolean")
@@ -520,7 +520,7 @@ class _Builder:
 
 # Definition names become module-level names; these would shadow what the generated
 # modules import or are not valid class names at all.
-RESERVED_NAMES = frozenset(n for n in __import__("keyword").kwlist if n[:1].isupper()) | frozenset({
+RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | frozenset({
     "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "Callable", "Mapping", "Protocol",
     "AcpModel", "TolerantField", "UnknownVariant", "MethodSpec", "FeatureSpec", "BaseModel", "ConfigDict",
     "TypeAdapter", "ValidationError", "Discriminator", "Field", "ModelWrapValidatorHandler", "Tag",

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-import keyword
 import re
+
+# Python's keywords, spelled out rather than read from the running
+# interpreter's ``keyword`` module: the generated attribute names must not
+# depend on which Python runs the generator (3.12 made ``type`` a soft
+# keyword, and renaming every ``type`` field to ``type_`` would break the API).
+# This is the hard keyword list of every supported version, 3.10 to 3.13, plus
+# the soft keywords of 3.10 and 3.11 that earlier output already renamed.
+KEYWORDS = frozenset({
+    "False", "None", "True", "and", "as", "assert", "async", "await", "break",
+    "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
+    "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not",
+    "or", "pass", "raise", "return", "try", "while", "with", "yield",
+})
+SOFT_KEYWORDS = frozenset({"_", "case", "match"})
 
 # Attributes of pydantic's BaseModel that a field must not shadow.
 _RESERVED = {
@@ -27,7 +40,7 @@ def snake_case(wire: str) -> str:
 def field_name(wire: str) -> str:
     """The attribute name of a wire property: snake_case, never a keyword or a pydantic attribute."""
     name = snake_case(wire)
-    if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in _RESERVED or name.startswith("model_"):
+    if name in KEYWORDS or name in SOFT_KEYWORDS or name in _RESERVED or name.startswith("model_"):
         name += "_"
     return name
 
