@@ -27,7 +27,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--version", action="version", version=f"acp-types generator {__version__}")
     p.add_argument("--schema", type=Path, default=ROOT / "schema", metavar="DIR",
-                   help="the canonical schema folder holding v1/, v2/ and crossversion.json (default: schema/)")
+                   help="the canonical schema folder: one folder per version (v1/, v2/, ...) and "
+                        "crossversion.json (default: schema/)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     g = sub.add_parser("generate", help="check the schemas and (re)write generated/",

@@ -7,6 +7,7 @@ no file; writing, checking and golden tests all work on that mapping.
 from __future__ import annotations
 
 import json
+import re
 import multiprocessing
 import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -17,18 +18,18 @@ from typing import Any
 import black
 
 from generator import __version__
-from generator.crossversion import CrossMap, build_crossmap
+from generator.crossversion import CrossMap, build_crossmap, entry_problems
 from generator.diff import report as diff_report
 from generator.diff.compare import pair_names
 from generator.errors import Problem, SchemaError
 from generator.loader import load_crossversion, load_version
-from generator.model import Protocol, build_protocol
+from generator.model import Method, Protocol, build_protocol
 from generator.render import templated
 from generator.render.models import render_models
 from generator.sources import DirSource
 
 ROOT = Path(__file__).resolve().parents[1]
-VERSIONS = ("v1", "v2")
+VERSION_FOLDER = re.compile(r"v([1-9][0-9]{0,5})")
 PACKAGE = "acp_types"
 CROSSVERSION = "schema/crossversion.json"
 RUNTIME_DIR = ROOT / "runtime"
@@ -48,9 +49,30 @@ class RenderBug(Exception):
 
 @dataclass(frozen=True)
 class Inputs:
+    """Every version, oldest first, and the cross-version map of each adjacent pair."""
+
     protocols: dict[str, Protocol]
-    crossmap: CrossMap
+    crossmaps: tuple[CrossMap, ...]
     schema_root: Path = ROOT / "schema"
+
+    def crossmap(self, left: str, right: str) -> CrossMap:
+        for cm in self.crossmaps:
+            if (cm.left, cm.right) == (left, right):
+                return cm
+        raise KeyError(f"no cross-version map between {left} and {right} (only adjacent versions are mapped)")
+
+    def pairs(self) -> list[tuple[Protocol, Protocol, CrossMap]]:
+        """(older, newer, map) for each pair of adjacent versions."""
+        return [(self.protocols[cm.left], self.protocols[cm.right], cm) for cm in self.crossmaps]
+
+
+def discover_versions(root: Path) -> list[str]:
+    """The version folders under ``root`` (``v1``, ``v2``, ...), oldest first."""
+    try:
+        names = [p.name for p in root.iterdir() if p.is_dir() and VERSION_FOLDER.fullmatch(p.name)]
+    except OSError:
+        names = []
+    return sorted(names, key=lambda name: int(name[1:]))
 
 
 def load_protocol(folder: Path, label: str) -> Protocol:
@@ -63,7 +85,11 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
     prefix = "schema" if root == (ROOT / "schema").resolve() else _display(root)
     protocols: dict[str, Protocol] = {}
     problems: list[Problem] = []
-    for version in VERSIONS:
+    versions = discover_versions(root)
+    if not versions:
+        raise SchemaError([Problem(f"{prefix}/", "", "holds no version folder (v1/, v2/, ...)",
+                                   "point --schema at the folder that holds the version folders")])
+    for version in versions:
         try:
             proto = load_protocol(root / version, f"{prefix}/{version}")
         except SchemaError as exc:
@@ -78,8 +104,18 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
         raise SchemaError(problems)
     cv_label = f"{prefix}/crossversion.json"
     doc = load_crossversion(root / "crossversion.json", cv_label)
-    crossmap = build_crossmap(doc, protocols["v1"], protocols["v2"], cv_label)
-    return Inputs(protocols, crossmap, root)
+    entry_errors = entry_problems(doc, cv_label)
+    if entry_errors:
+        raise SchemaError(entry_errors)
+    crossmaps = []
+    for left, right in zip(versions, versions[1:]):
+        try:
+            crossmaps.append(build_crossmap(doc, protocols[left], protocols[right], cv_label))
+        except SchemaError as exc:
+            problems.extend(exc.problems)
+    if problems:
+        raise SchemaError(problems)
+    return Inputs(protocols, tuple(crossmaps), root)
 
 
 def _display(path: Path) -> str:
@@ -130,7 +166,8 @@ def _render_templated(inputs: Inputs) -> dict[str, str]:
     out: dict[str, str] = {}
     pkg_header = header("the version folders of schema/")
     out[f"{PACKAGE}/__init__.py"] = templated.render(
-        "package/__init__.py.jinja2", header=pkg_header, versions=list(inputs.protocols), package_version=__version__
+        "package/__init__.py.jinja2", header=pkg_header, versions=list(inputs.protocols),
+        protocols=list(inputs.protocols.values()), package_version=__version__
     )
     out.update(support_files())
     out[f"{PACKAGE}/py.typed"] = ""
@@ -145,7 +182,8 @@ def _render_templated(inputs: Inputs) -> dict[str, str]:
     out["docs/capabilities.md"] = templated.render(
         "docs/capabilities.md.jinja2", header_md=md_header, **capability_rows(inputs)
     )
-    out["docs/v1-to-v2.md"] = diff_report.markdown_report(inputs.protocols["v1"], inputs.protocols["v2"], inputs.crossmap)
+    for old, new, cm in inputs.pairs():
+        out[f"docs/{old.version}-to-{new.version}.md"] = diff_report.markdown_report(old, new, cm)
     out["docs/diff-rules.md"] = diff_report.rules_markdown()
     support = support_files()
     for path in list(out):
@@ -187,37 +225,39 @@ def _model_workers(versions: int) -> Executor:
 
 
 def capability_rows(inputs: Inputs) -> dict[str, object]:
-    left, right = inputs.protocols["v1"], inputs.protocols["v2"]
-    cm = inputs.crossmap
+    """The capability tables: one row per method (paired across versions by the maps) and per feature."""
+    protos = list(inputs.protocols.values())
 
-    def cap(m) -> str:
+    def cap(m: Method | None) -> str:
         if m is None:
             return "—"
         return f"`{'.'.join(m.capability)}`" if m.capability else "baseline"
 
+    chains: list[list[Method | None]] = [[m] + [None] * (len(protos) - 1) for m in protos[0].methods]
+    for i, (old, new, cm) in enumerate(inputs.pairs(), start=1):
+        pairs = pair_names((m.name for m in old.methods), (m.name for m in new.methods), list(cm.methods))
+        for chain in chains:
+            before = chain[i - 1]
+            other = pairs.get(before.name) if before is not None else None
+            chain[i] = new.method(other) if other else None
+        for name in pairs.added:
+            chains.append([None] * i + [new.method(name)] + [None] * (len(protos) - i - 1))
     rows = []
-    pairs = pair_names((m.name for m in left.methods), (m.name for m in right.methods), list(cm.methods))
-    for m in left.methods:
-        other = pairs.get(m.name)
-        rm = right.method(other) if other else None
+    for chain in chains:
+        first = next(m for m in chain if m is not None)
         rows.append({
-            "left_name": f"`{m.name}`", "right_name": f"`{rm.name}`" if rm else "—",
-            "side": m.side, "left_cap": cap(m), "right_cap": cap(rm),
-            "stability": f"{m.stability} / {rm.stability if rm else '—'}",
+            "names": [f"`{m.name}`" if m else "—" for m in chain], "side": first.side,
+            "caps": [cap(m) for m in chain],
+            "stability": " / ".join(m.stability if m else "—" for m in chain),
         })
-    for name in pairs.added:
-        rm = right.method(name)
-        rows.append({"left_name": "—", "right_name": f"`{rm.name}`", "side": rm.side,
-                     "left_cap": "—", "right_cap": cap(rm), "stability": f"— / {rm.stability}"})
+    by_version = [{f.name: f for f in proto.features} for proto in protos]
     feats = []
-    lf = {f.name: f for f in left.features}
-    rf = {f.name: f for f in right.features}
-    for name in sorted(set(lf) | set(rf)):
-        a, b = lf.get(name), rf.get(name)
+    for name in sorted(set().union(*by_version)):
+        present = [features.get(name) for features in by_version]
+        first_feature = next(f for f in present if f is not None)
         feats.append({
-            "name": name, "side": (a or b).side,
-            "left_cap": f"`{'.'.join(a.capability)}`" if a else "—",
-            "right_cap": f"`{'.'.join(b.capability)}`" if b else "—",
-            "description": (a or b).description,
+            "name": name, "side": first_feature.side,
+            "caps": [f"`{'.'.join(f.capability)}`" if f else "—" for f in present],
+            "description": first_feature.description,
         })
-    return {"left": left, "right": right, "method_rows": rows, "feature_rows": feats}
+    return {"versions": [proto.version for proto in protos], "method_rows": rows, "feature_rows": feats}

@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 GENERATED = ROOT / "generated"
-VERSIONS = ("v1", "v2")
+VERSIONS = tuple(importlib.import_module("acp_types").VERSIONS)
 
 
 def fixture_files() -> list[Path]:

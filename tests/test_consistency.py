@@ -12,7 +12,10 @@ import json
 
 from conftest import GENERATED, ROOT
 
-from generator.model import ObjectType
+import pytest
+
+from generator.crossversion import build_crossmap
+from generator.errors import SchemaError
 
 
 def _canonical(version: str) -> dict[str, str]:
@@ -55,38 +58,44 @@ def test_identical_definitions_generate_identical_code() -> None:
     assert not differing, f"identical schemas, different code: {differing}"
 
 
-def test_crossmap_resolves_in_both_schemas(inputs) -> None:
-    left, right = inputs.protocols["v1"], inputs.protocols["v2"]
-    cm = inputs.crossmap
-    for a, b in cm.methods:
-        assert a is None or left.method(a), a
-        assert b is None or right.method(b), b
-    for a, b in cm.types:
-        assert a is None or left.has_type(a), a
-        assert b is None or right.has_type(b), b
-    for a, b in cm.fields:
-        for proto, ref in ((left, a), (right, b)):
-            if ref:
-                tname, wire = ref.split(".")
-                t = proto.type(tname)
-                assert isinstance(t, ObjectType) and t.field(wire), ref
+def _map_doc() -> dict:
+    return json.loads((ROOT / "schema" / "crossversion.json").read_text("utf-8"))
 
 
-def test_nothing_is_silently_unmapped(inputs) -> None:
+def _problems(doc: dict, inputs) -> list[str]:
     left, right = inputs.protocols["v1"], inputs.protocols["v2"]
-    cm = inputs.crossmap
-    for category, names in (("methods", lambda p: {m.name for m in p.methods}),
-                            ("types", lambda p: {t.name for t in p.types})):
-        only_left = names(left) - names(right)
-        only_right = names(right) - names(left)
-        listed_left = {a for a, _ in cm.pairs(category) if a}
-        listed_right = {b for _, b in cm.pairs(category) if b}
-        assert only_left <= listed_left, only_left - listed_left
-        assert only_right <= listed_right, only_right - listed_right
+    with pytest.raises(SchemaError) as caught:
+        build_crossmap(doc, left, right, "schema/crossversion.json")
+    return [f"{p.pointer}: {p.message}" for p in caught.value.problems]
+
+
+def test_an_entry_naming_nothing_is_refused(inputs) -> None:
+    doc = _map_doc()
+    doc["methods"].append({"v1": "session/nowhere", "v2": None})
+    doc["fields"].append({"v1": "SessionInfo.noSuchField", "v2": "SessionInfo.cwd"})
+    problems = _problems(doc, inputs)
+    n = len(doc["methods"]) - 1
+    assert f"/methods/{n}/v1: method 'session/nowhere' does not exist in schema/v1" in problems
+    assert any("field 'SessionInfo.noSuchField' does not exist" in p for p in problems)
+
+
+def test_a_one_version_name_left_out_of_the_map_is_refused(inputs) -> None:
+    doc = _map_doc()
+    doc["methods"] = [e for e in doc["methods"] if e["v1"] != "session/load"]
+    doc["types"] = [e for e in doc["types"] if e["v1"] != "McpServerSse"]
+    problems = _problems(doc, inputs)
+    assert "/methods: v1 method 'session/load' has no counterpart in v2 and is not listed" in problems
+    assert "/types: v1 type 'McpServerSse' has no counterpart in v2 and is not listed" in problems
+
+
+def test_a_name_listed_twice_is_refused(inputs) -> None:
+    doc = _map_doc()
+    doc["methods"].append({"v1": "session/load", "v2": None})
+    assert any("'session/load' is listed twice" in p for p in _problems(doc, inputs))
 
 
 def test_notes_renames_are_recorded(inputs) -> None:
-    cm = inputs.crossmap
+    cm = inputs.crossmap("v1", "v2")
     assert ("authenticate", "auth/login") in cm.methods
     assert ("session/load", None) in cm.methods
     assert ("InitializeResponse.agentInfo", "InitializeResponse.info") in cm.fields
@@ -98,7 +107,7 @@ def test_notes_renames_are_recorded(inputs) -> None:
 
 def test_every_capability_gate_is_in_the_map(inputs) -> None:
     """Each method's gating path is accounted for in the capability pairs of the map."""
-    cm = inputs.crossmap
+    cm = inputs.crossmap("v1", "v2")
     listed = {("v1", a) for a, _ in cm.capabilities if a} | {("v2", b) for _, b in cm.capabilities if b}
     for version, proto in inputs.protocols.items():
         for method in proto.methods:

@@ -188,7 +188,7 @@ class Case:
 
 
 def _map(methods=(), types=(), fields=(), capabilities=()) -> CrossMap:
-    return CrossMap(tuple(methods), tuple(types), tuple(fields), tuple(capabilities))
+    return CrossMap("v1", "v2", tuple(methods), tuple(types), tuple(fields), tuple(capabilities))
 
 
 def _rename_method(doc: dict[str, Any]) -> None:
@@ -506,7 +506,7 @@ def test_a_new_tag_value_is_reported_once_by_the_union(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def v1_to_v2(inputs) -> tuple[Protocol, Protocol, list]:
     old, new = inputs.protocols["v1"], inputs.protocols["v2"]
-    return old, new, compare(old, new, inputs.crossmap)
+    return old, new, compare(old, new, inputs.crossmap("v1", "v2"))
 
 
 def _find(changes, rule: str, location: str):
@@ -574,7 +574,7 @@ def test_v1_to_v2_report_is_in_generated_docs(v1_to_v2, rendered: dict[str, str]
 def test_a_version_against_itself_is_empty(inputs) -> None:
     for proto in inputs.protocols.values():
         assert compare(proto, proto) == []
-        assert compare(proto, proto, inputs.crossmap) == []
+        assert compare(proto, proto, inputs.crossmap("v1", "v2")) == []
 
 
 def test_rule_table_lists_every_rule() -> None:
@@ -644,9 +644,9 @@ def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
 
 def test_text_report_colours_only_when_asked(inputs) -> None:
     old, new = inputs.protocols["v1"], inputs.protocols["v2"]
-    changes = compare(old, new, inputs.crossmap)
-    assert "\033[31m" in report.text_report(old, new, changes, inputs.crossmap, colour=True)
-    assert "\033[" not in report.text_report(old, new, changes, inputs.crossmap, colour=False)
+    changes = compare(old, new, inputs.crossmap("v1", "v2"))
+    assert "\033[31m" in report.text_report(old, new, changes, inputs.crossmap("v1", "v2"), colour=True)
+    assert "\033[" not in report.text_report(old, new, changes, inputs.crossmap("v1", "v2"), colour=False)
 
 
 def test_cli_finds_the_map_beside_new(inputs, capsys, monkeypatch) -> None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from generator.crossversion import CATEGORIES, CrossMap
+from generator.crossversion import CrossMap, crossmap_from_doc, entry_problems
 from generator.diff import report
 from generator.diff.compare import Change, compare
 from generator.diff.rules import BREAKING, POSSIBLY
@@ -46,38 +46,28 @@ def load_side(spec: str, root: Path) -> tuple[Protocol, DirSource | GitSource]:
     return build_protocol(load_version(source)), source
 
 
-def crossmap_from_doc(doc: dict) -> CrossMap:
-    """The map as written, without checking it against the two versions.
-
-    ``validate`` checks the map strictly against the current schemas; the diff
-    also compares older revisions, where some listed names do not exist yet, so
-    such entries simply pair nothing.
-    """
-    return CrossMap(**{c: tuple((e["v1"], e["v2"]) for e in doc[c]) for c in CATEGORIES})
-
-
-def _parse_map(data: bytes, label: str) -> CrossMap:
+def _parse_map(data: bytes, label: str, old: str, new: str) -> CrossMap:
     doc = parse_json(data, label)
-    problems = meta_problems(doc, "crossversion", label)
+    problems = meta_problems(doc, "crossversion", label) or entry_problems(doc, label)
     if problems:
         raise SchemaError(problems)
-    return crossmap_from_doc(doc)
+    return crossmap_from_doc(doc, old, new)
 
 
-def _find_map(sources: list[DirSource | GitSource]) -> CrossMap | None:
+def _find_map(sources: list[DirSource | GitSource], old: str, new: str) -> CrossMap | None:
     """The crossversion.json beside the new side's folder, else beside the old side's, else none."""
     for source in sources:
         if isinstance(source, DirSource):
             path = source.path.parent / MAP_FILE
             if path.is_file():
                 label = str(Path(source.label).parent / MAP_FILE)
-                return _parse_map(path.read_bytes(), label)
+                return _parse_map(path.read_bytes(), label, old, new)
         else:
             parent = str(Path(source.folder).parent)
             inner = MAP_FILE if parent in ("", ".") else f"{parent}/{MAP_FILE}"
             done = _git(source.repo, "show", f"{source.rev}:{inner}")
             if done.returncode == 0:
-                return _parse_map(done.stdout, f"{source.rev}:{inner}")
+                return _parse_map(done.stdout, f"{source.rev}:{inner}", old, new)
     return None
 
 
@@ -99,9 +89,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if args.map is not None:
             if not args.map.is_file():
                 raise UsageError(f"{args.map}: no such cross-version map")
-            crossmap = _parse_map(args.map.read_bytes(), str(args.map))
+            crossmap = _parse_map(args.map.read_bytes(), str(args.map), old.version, new.version)
         else:
-            crossmap = _find_map([new_src, old_src])
+            crossmap = _find_map([new_src, old_src], old.version, new.version)
     changes = compare(old, new, crossmap)
     if args.format == "json":
         text = report.json_report(old, new, changes, crossmap)

@@ -79,10 +79,7 @@ def _oriented(crossmap: CrossMap | None, old: Protocol, new: Protocol, category:
     """The map's pairs as (old side, new side), or nothing when the map does not apply."""
     if crossmap is None or old.version == new.version:
         return []
-    pairs = list(crossmap.pairs(category))
-    if (old.version, new.version) == ("v2", "v1"):
-        pairs = [(b, a) for a, b in pairs]
-    return pairs
+    return crossmap.oriented(old.version, new.version, category)
 
 
 def pair_names(old_names: Iterable[str], new_names: Iterable[str], listed: list[tuple[str | None, str | None]]) -> NamePairs:
