@@ -756,3 +756,27 @@ def test_cli_map_option(tmp_path: Path, capsys, monkeypatch) -> None:
     (tmp_path / "bad.json").write_text('{"methods": 3}', "utf-8")
     code, _, err = run_cli([*args, "--map", "bad.json"], tmp_path, capsys, monkeypatch)
     assert code == 2 and "bad.json" in err
+
+
+def test_every_rule_is_emitted_through_its_constant() -> None:
+    """Rule ids are data bound to constants: compare.py names each rule by its constant, never by a string."""
+    import ast
+
+    from generator.diff import rules as rule_module
+
+    source = (ROOT / "generator" / "diff" / "compare.py").read_text("utf-8")
+    tree = ast.parse(source)
+    named = {node.attr for node in ast.walk(tree)
+             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rules"}
+    reached: set[str] = set()
+    for name in named:
+        value = getattr(rule_module, name)
+        if isinstance(value, rule_module.Rule):
+            reached.add(value.id)
+        elif isinstance(value, dict):
+            reached |= {r.id for r in value.values()}
+    assert reached == {r.id for r in rule_module.RULES}, "rules never emitted, or emitted by another route"
+    strings = {node.value for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    assert not strings & {r.id for r in rule_module.RULES}, "a rule id is spelled out in compare.py"
+    for r in rule_module.RULES:
+        assert getattr(rule_module, r.id.upper().replace("-", "_")) is r, r.id

@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from generator.crossversion import CrossMap
-from generator.diff.rules import ANY, BY_ID, DIRECTIONS, REQUEST, RESPONSE, level_rank
+from generator.diff import rules
+from generator.diff.rules import ANY, DIRECTIONS, REQUEST, RESPONSE, Rule, level_rank
 from generator.model import AliasType, EnumType, Field, Method, ObjectType, Protocol, TypeDef, TypeExpr, UnionType
 
 SCOPES = ("protocol", "method", "feature", "type")
@@ -263,13 +264,12 @@ class _Differ:
 
     # -- recording
 
-    def emit(self, rule_id: str, scope: str, location: str, message: str, *, old: object = None,
+    def emit(self, r: Rule, scope: str, location: str, message: str, *, old: object = None,
              new: object = None, direction: str | None = None, fl: set[tuple[str, str]] | None = None,
              hint: str | None = None) -> None:
-        r = BY_ID[rule_id]
-        assert r.direction in (ANY, direction), f"{rule_id} is a {r.direction} rule, used for {direction}"
+        assert r.direction in (ANY, direction), f"{r.id} is a {r.direction} rule, used for {direction}"
         self.changes.append(Change(
-            rule_id, r.level, r.axis, scope, location, message,
+            r.id, r.level, r.axis, scope, location, message,
             None if old is None else str(old), None if new is None else str(new),
             direction if r.direction != ANY else None,
             _sent_by(fl, direction) if fl is not None else None, hint,
@@ -287,11 +287,11 @@ class _Differ:
     def protocol(self) -> None:
         o, n = self.old, self.new
         if o.protocol_version != n.protocol_version:
-            self.emit("protocol-version-changed", "protocol", "protocol",
+            self.emit(rules.PROTOCOL_VERSION_CHANGED, "protocol", "protocol",
                       f"protocolVersion changed from {o.protocol_version} to {n.protocol_version}",
                       old=o.protocol_version, new=n.protocol_version)
         if o.status != n.status:
-            self.emit("protocol-status-changed", "protocol", "protocol",
+            self.emit(rules.PROTOCOL_STATUS_CHANGED, "protocol", "protocol",
                       f"the version's status changed from {o.status} to {n.status}", old=o.status, new=n.status)
 
     # -- methods
@@ -306,7 +306,7 @@ class _Differ:
             if target is None:
                 listed = name in self.methods.listed
                 why = " (the cross-version map lists it as having no counterpart)" if listed else ""
-                self.emit("method-removed", "method", name, f"method `{name}` removed{why}",
+                self.emit(rules.METHOD_REMOVED, "method", name, f"method `{name}` removed{why}",
                           old=name, hint=f"possibly renamed to `{hints[name]}`" if name in hints else None)
                 continue
             nm = n.method(target)
@@ -317,10 +317,10 @@ class _Differ:
             assert nm is not None
             hint = f"possibly renamed from `{back[name]}`" if name in back else None
             if nm.capability:
-                self.emit("method-added", "method", name,
+                self.emit(rules.METHOD_ADDED, "method", name,
                           f"method `{name}` added, gated by `{'.'.join(nm.capability)}`", new=name, hint=hint)
             else:
-                self.emit("ungated-method-added", "method", name, f"baseline method `{name}` added (no capability)",
+                self.emit(rules.UNGATED_METHOD_ADDED, "method", name, f"baseline method `{name}` added (no capability)",
                           new=name, hint=hint)
 
     def _method_score(self, a: str, b: str) -> float:
@@ -339,32 +339,32 @@ class _Differ:
     def compare_method(self, m: Method, n: Method) -> None:
         loc = m.name
         if m.name != n.name:
-            self.emit("method-renamed", "method", loc, f"method `{m.name}` renamed to `{n.name}`",
+            self.emit(rules.METHOD_RENAMED, "method", loc, f"method `{m.name}` renamed to `{n.name}`",
                       old=m.name, new=n.name)
         if m.kind != n.kind:
-            self.emit("method-kind-changed", "method", loc, f"`{m.name}` changed from a {m.kind} to a {n.kind}",
+            self.emit(rules.METHOD_KIND_CHANGED, "method", loc, f"`{m.name}` changed from a {m.kind} to a {n.kind}",
                       old=m.kind, new=n.kind)
         if m.side != n.side:
-            self.emit("method-side-changed", "method", loc,
+            self.emit(rules.METHOD_SIDE_CHANGED, "method", loc,
                       f"`{m.name}` is now handled by the {n.side} side instead of the {m.side} side",
                       old=m.side, new=n.side)
         if self.types.get(m.params) != n.params:
-            self.emit("method-params-type-changed", "method", loc,
+            self.emit(rules.METHOD_PARAMS_TYPE_CHANGED, "method", loc,
                       f"params of `{m.name}` changed from `{m.params}` to `{n.params}`, which do not correspond",
                       old=m.params, new=n.params, hint=self._type_hint(m.params, n.params))
         if m.result and n.result and self.types.get(m.result) != n.result:
-            self.emit("method-result-type-changed", "method", loc,
+            self.emit(rules.METHOD_RESULT_TYPE_CHANGED, "method", loc,
                       f"result of `{m.name}` changed from `{m.result}` to `{n.result}`, which do not correspond",
                       old=m.result, new=n.result, hint=self._type_hint(m.result, n.result))
         self.compare_gate(loc, m.capability, n.capability, "method", f"`{m.name}`")
         for code in sorted(set(n.errors) - set(m.errors)):
-            self.emit("method-error-added", "method", loc, f"`{m.name}` may now return error {code}", new=code)
+            self.emit(rules.METHOD_ERROR_ADDED, "method", loc, f"`{m.name}` may now return error {code}", new=code)
         for code in sorted(set(m.errors) - set(n.errors)):
-            self.emit("method-error-removed", "method", loc, f"`{m.name}` no longer returns error {code}", old=code)
+            self.emit(rules.METHOD_ERROR_REMOVED, "method", loc, f"`{m.name}` no longer returns error {code}", old=code)
         a, b = _STABILITY[m.stability], _STABILITY[n.stability]
         if a != b:
-            rule_id = "stability-promoted" if b > a else "stability-demoted"
-            self.emit(rule_id, "method", loc, f"`{m.name}` stability changed from {m.stability} to {n.stability}",
+            rule = rules.STABILITY_PROMOTED if b > a else rules.STABILITY_DEMOTED
+            self.emit(rule, "method", loc, f"`{m.name}` stability changed from {m.stability} to {n.stability}",
                       old=m.stability, new=n.stability)
 
     def _type_hint(self, a: str, b: str) -> str | None:
@@ -380,12 +380,12 @@ class _Differ:
         o = ".".join(old) if old else None
         n = ".".join(new) if new else None
         if kind == "method" and o is None:
-            self.emit("method-gate-added", "method", loc, f"{what} now needs the capability `{n}`", new=n)
+            self.emit(rules.METHOD_GATE_ADDED, "method", loc, f"{what} now needs the capability `{n}`", new=n)
         elif kind == "method" and n is None:
-            self.emit("method-gate-removed", "method", loc, f"{what} no longer needs the capability `{o}`", old=o)
+            self.emit(rules.METHOD_GATE_REMOVED, "method", loc, f"{what} no longer needs the capability `{o}`", old=o)
         else:
             mapped = " (the cross-version map pairs the two paths)" if o in self.cap_map and self.cap_map[o] == n else ""
-            self.emit(f"{kind}-gate-moved", kind, loc, f"{what} is now gated by `{n}` instead of `{o}`{mapped}",
+            self.emit(rules.GATE_MOVED[kind], kind, loc, f"{what} is now gated by `{n}` instead of `{o}`{mapped}",
                       old=o, new=n)
 
     # -- features
@@ -394,16 +394,16 @@ class _Differ:
         of = {f.name: f for f in self.old.features}
         nf = {f.name: f for f in self.new.features}
         for name in sorted(set(of) - set(nf)):
-            self.emit("feature-removed", "feature", name, f"feature `{name}` removed",
+            self.emit(rules.FEATURE_REMOVED, "feature", name, f"feature `{name}` removed",
                       old=".".join(of[name].capability))
         for name in sorted(set(nf) - set(of)):
-            self.emit("feature-added", "feature", name,
+            self.emit(rules.FEATURE_ADDED, "feature", name,
                       f"feature `{name}` added, advertised by `{'.'.join(nf[name].capability)}`",
                       new=".".join(nf[name].capability))
         for name in sorted(set(of) & set(nf)):
             a, b = of[name], nf[name]
             if a.side != b.side:
-                self.emit("feature-side-changed", "feature", name,
+                self.emit(rules.FEATURE_SIDE_CHANGED, "feature", name,
                           f"feature `{name}` is now advertised by the {b.side} side instead of the {a.side} side",
                           old=a.side, new=b.side)
             self.compare_gate(name, a.capability, b.capability, "feature", f"feature `{name}`")
@@ -421,21 +421,21 @@ class _Differ:
             if target is None:
                 listed = name in self.types.listed
                 why = " (the cross-version map lists it as having no counterpart)" if listed else ""
-                self.emit("type-removed", "type", name, f"definition `{name}` removed{why}", old=name,
+                self.emit(rules.TYPE_REMOVED, "type", name, f"definition `{name}` removed{why}", old=name,
                           hint=f"possibly renamed to `{hints[name]}`" if name in hints else None)
                 continue
             if target != name:
-                self.emit("type-renamed", "type", name, f"definition `{name}` renamed to `{target}`",
+                self.emit(rules.TYPE_RENAMED, "type", name, f"definition `{name}` renamed to `{target}`",
                           old=name, new=target)
             self.compare_type(self.old.type(name), self.new.type(target))
         for name in self.types.added:
-            self.emit("type-added", "type", name, f"definition `{name}` added", new=name,
+            self.emit(rules.TYPE_ADDED, "type", name, f"definition `{name}` added", new=name,
                       hint=f"possibly renamed from `{back[name]}`" if name in back else None)
 
     def compare_type(self, o: TypeDef, n: TypeDef) -> None:
         fl = self.old_flows.get(o.name, set()) | self.new_flows.get(n.name, set())
         if o.kind != n.kind:
-            self.emit("type-kind-changed", "type", o.name, f"`{o.name}` changed from {_kind(o)} to {_kind(n)}",
+            self.emit(rules.TYPE_KIND_CHANGED, "type", o.name, f"`{o.name}` changed from {_kind(o)} to {_kind(n)}",
                       old=_kind(o), new=_kind(n), fl=fl)
         elif isinstance(o, ObjectType) and isinstance(n, ObjectType):
             self.compare_object(o, n, fl)
@@ -493,11 +493,11 @@ class _Differ:
                 hint = f"possibly renamed to `{hints[wire]}`" if wire in hints else None
                 for d in dirs:
                     if d == REQUEST:
-                        rule_id = "request-field-removed"
+                        rule = rules.REQUEST_FIELD_REMOVED
                     else:
-                        rule_id = "response-required-field-removed" if f.required else "response-optional-field-removed"
+                        rule = rules.RESPONSE_REQUIRED_FIELD_REMOVED if f.required else rules.RESPONSE_OPTIONAL_FIELD_REMOVED
                     req = "required" if f.required else "optional"
-                    self.emit(rule_id, "type", loc, f"{req} field `{wire}` removed from `{o.name}`{where}",
+                    self.emit(rule, "type", loc, f"{req} field `{wire}` removed from `{o.name}`{where}",
                               old=f.type.render(), direction=d, fl=fl, hint=hint)
                 continue
             g = n.field(target)
@@ -509,11 +509,11 @@ class _Differ:
             loc = f"{o.name}.{wire}"
             hint = f"possibly renamed from `{back[wire]}`" if wire in back else None
             if not g.required:
-                self.emit("optional-field-added", "type", loc, f"optional field `{wire}` added to `{n.name}`",
+                self.emit(rules.OPTIONAL_FIELD_ADDED, "type", loc, f"optional field `{wire}` added to `{n.name}`",
                           new=g.type.render(), fl=fl, hint=hint)
                 continue
             for d in dirs:
-                self.emit(f"{d}-required-field-added", "type", loc, f"required field `{wire}` added to `{n.name}`",
+                self.emit(rules.REQUIRED_FIELD_ADDED[d], "type", loc, f"required field `{wire}` added to `{n.name}`",
                           new=g.type.render(), direction=d, fl=fl, hint=hint)
 
     def compare_field(self, o: ObjectType, n: ObjectType, f: Field, g: Field, fl: set[tuple[str, str]]) -> None:
@@ -521,12 +521,12 @@ class _Differ:
         name = f"`{o.name}.{f.wire_name}`"
         dirs = _directions(fl)
         if f.wire_name != g.wire_name:
-            self.emit("field-renamed", "type", loc, f"field {name} renamed to `{n.name}.{g.wire_name}`",
+            self.emit(rules.FIELD_RENAMED, "type", loc, f"field {name} renamed to `{n.name}.{g.wire_name}`",
                       old=f.wire_name, new=g.wire_name, fl=fl)
         if f.required != g.required:
             change = "required" if g.required else "optional"
             for d in dirs:
-                self.emit(f"{d}-field-became-{change}", "type", loc, f"field {name} became {change}",
+                self.emit(rules.FIELD_BECAME[d, change], "type", loc, f"field {name} became {change}",
                           old="required" if f.required else "optional", new=change, direction=d, fl=fl)
         if (o.name, f.wire_name) in self.tag_fields and f.type.kind == g.type.kind == "const":
             # the union this object is a branch of reports a new tag value (union-variant-tag-changed)
@@ -538,26 +538,26 @@ class _Differ:
             change = "nullable" if ga.nullable else "non-nullable"
             text = "now admits null" if ga.nullable else "no longer admits null"
             for d in dirs:
-                self.emit(f"{d}-field-became-{change}", "type", loc, f"field {name} {text}",
+                self.emit(rules.FIELD_BECAME[d, change], "type", loc, f"field {name} {text}",
                           old=f.type.render(), new=g.type.render(), direction=d, fl=fl)
         if (f.has_default, f.default) != (g.has_default, g.default) and not retyped:
-            self.emit("field-default-changed", "type", loc, f"default of field {name} changed",
+            self.emit(rules.FIELD_DEFAULT_CHANGED, "type", loc, f"default of field {name} changed",
                       old=json.dumps(f.default) if f.has_default else "none",
                       new=json.dumps(g.default) if g.has_default else "none", fl=fl)
         if f.patch != g.patch:
             text = "became a patch field" if g.patch else "is no longer a patch field"
-            self.emit("field-patch-changed", "type", loc, f"field {name} {text}", old=f.patch, new=g.patch, fl=fl)
+            self.emit(rules.FIELD_PATCH_CHANGED, "type", loc, f"field {name} {text}", old=f.patch, new=g.patch, fl=fl)
         for attr, marker in _TOLERANCE:
             was, now = getattr(f, attr), getattr(g, attr)
             if now and not was:
-                self.emit("tolerance-added", "type", loc, f"field {name} gained `{marker}`", new=marker, fl=fl)
+                self.emit(rules.TOLERANCE_ADDED, "type", loc, f"field {name} gained `{marker}`", new=marker, fl=fl)
             elif was and not now:
                 for d in dirs:
-                    self.emit(f"{d}-tolerance-removed", "type", loc, f"field {name} lost `{marker}`",
+                    self.emit(rules.TOLERANCE_REMOVED[d], "type", loc, f"field {name} lost `{marker}`",
                               old=marker, direction=d, fl=fl)
 
     def compare_expr(self, loc: str, what: str, a: TypeExpr, b: TypeExpr, fl: set[tuple[str, str]],
-                     type_rule: str = "field-type-changed") -> bool:
+                     type_rule: Rule = rules.FIELD_TYPE_CHANGED) -> bool:
         """Type and constraints of a field or an alias; True when the wire type changed.
 
         Nullability is judged by the caller. When only the annotation changed
@@ -572,11 +572,11 @@ class _Differ:
                 self.emit(type_rule, "type", loc, f"type of {what} changed from `{a.render()}` to `{b.render()}`",
                           old=a.render(), new=b.render(), fl=fl)
                 return True
-            self.emit("type-annotation-changed", "type", loc,
+            self.emit(rules.TYPE_ANNOTATION_CHANGED, "type", loc,
                       f"{what} is now written `{b.render()}` instead of `{a.render()}` (same wire type)",
                       old=a.render(), new=b.render(), fl=fl)
         if ca.constraints != cb.constraints:
-            self.emit("constraints-changed", "type", loc,
+            self.emit(rules.CONSTRAINTS_CHANGED, "type", loc,
                       f"constraints of {what} changed from {_constraints(ca)} to {_constraints(cb)}",
                       old=_constraints(ca), new=_constraints(cb), fl=fl)
         return False
@@ -588,14 +588,14 @@ class _Differ:
         dirs = _directions(fl)
         o_disc, n_disc = _discriminator(o), _discriminator(n)
         if o_disc != n_disc:
-            self.emit("union-discriminator-changed", "type", loc,
+            self.emit(rules.UNION_DISCRIMINATOR_CHANGED, "type", loc,
                       f"union {name} now picks its branch by {n_disc} instead of {o_disc}",
                       old=o_disc, new=n_disc, fl=fl)
             return
         if self.types.get(o.default) != n.default:
             was = f"`{o.default}`" if o.default else "none (the tag was required)"
             now = f"`{n.default}`" if n.default else "none (the tag is now required)"
-            self.emit("union-default-changed", "type", loc,
+            self.emit(rules.UNION_DEFAULT_CHANGED, "type", loc,
                       f"the branch of {name} used when the tag is absent changed from {was} to {now}",
                       old=o.default, new=n.default, fl=fl)
         okeys, nkeys = _variant_keys(o), _variant_keys(n)
@@ -611,22 +611,23 @@ class _Differ:
         for ko, kn in paired:
             ov, nv = okeys[ko], nkeys[kn]
             if ko != kn:
-                self.emit("union-variant-tag-changed", "type", loc,
+                self.emit(rules.UNION_VARIANT_TAG_CHANGED, "type", loc,
                           f"variant `{ov}` of {name} changed its tag from {ko} to {kn}",
                           old=_raw_key(ko), new=_raw_key(kn), fl=fl)
             elif self.types.get(ov) != nv:
-                self.emit("union-variant-type-changed", "type", loc,
+                self.emit(rules.UNION_VARIANT_TYPE_CHANGED, "type", loc,
                           f"variant {ko} of {name} is now `{nv}` instead of `{ov}`, which do not correspond",
                           old=ov, new=nv, fl=fl, hint=self._type_hint(ov, nv))
         for ko in left_o:
             for d in dirs:
-                self.emit(f"{d}-union-variant-removed", "type", loc, f"variant {ko} (`{okeys[ko]}`) removed from {name}",
+                self.emit(rules.UNION_VARIANT_REMOVED[d], "type", loc, f"variant {ko} (`{okeys[ko]}`) removed from {name}",
                           old=okeys[ko], direction=d, fl=fl)
         for kn in left_n:
             for d in dirs:
-                rule_id = ("request-union-variant-added" if d == REQUEST
-                           else f"response-{'open' if o.open else 'closed'}-union-variant-added")
-                self.emit(rule_id, "type", loc, f"variant {kn} (`{nkeys[kn]}`) added to {name}",
+                rule = (rules.REQUEST_UNION_VARIANT_ADDED if d == REQUEST
+                        else rules.RESPONSE_OPEN_UNION_VARIANT_ADDED if o.open
+                        else rules.RESPONSE_CLOSED_UNION_VARIANT_ADDED)
+                self.emit(rule, "type", loc, f"variant {kn} (`{nkeys[kn]}`) added to {name}",
                           new=nkeys[kn], direction=d, fl=fl)
         self._openness("union", loc, name, o.open, n.open, dirs, fl)
 
@@ -636,10 +637,10 @@ class _Differ:
             return
         old, new = ("open", "closed") if was else ("closed", "open")
         if now:
-            self.emit(f"{kind}-became-open", "type", loc, f"{kind} {name} became open", old=old, new=new, fl=fl)
+            self.emit(rules.BECAME_OPEN[kind], "type", loc, f"{kind} {name} became open", old=old, new=new, fl=fl)
             return
         for d in dirs:
-            self.emit(f"{d}-{kind}-became-closed", "type", loc, f"{kind} {name} became closed",
+            self.emit(rules.BECAME_CLOSED[d, kind], "type", loc, f"{kind} {name} became closed",
                       old=old, new=new, direction=d, fl=fl)
 
     # -- enums
@@ -649,13 +650,14 @@ class _Differ:
         dirs = _directions(fl)
         for value in sorted(set(o.values) - set(n.values)):
             for d in dirs:
-                self.emit(f"{d}-enum-value-removed", "type", loc, f"value {json.dumps(value)} removed from enum {name}",
+                self.emit(rules.ENUM_VALUE_REMOVED[d], "type", loc, f"value {json.dumps(value)} removed from enum {name}",
                           old=value, direction=d, fl=fl)
         for value in sorted(set(n.values) - set(o.values)):
             for d in dirs:
-                rule_id = ("request-enum-value-added" if d == REQUEST
-                           else f"response-{'open' if o.open else 'closed'}-enum-value-added")
-                self.emit(rule_id, "type", loc, f"value {json.dumps(value)} added to enum {name}",
+                rule = (rules.REQUEST_ENUM_VALUE_ADDED if d == REQUEST
+                        else rules.RESPONSE_OPEN_ENUM_VALUE_ADDED if o.open
+                        else rules.RESPONSE_CLOSED_ENUM_VALUE_ADDED)
+                self.emit(rule, "type", loc, f"value {json.dumps(value)} added to enum {name}",
                           new=value, direction=d, fl=fl)
         self._openness("enum", loc, name, o.open, n.open, dirs, fl)
 
@@ -665,11 +667,11 @@ class _Differ:
         a, b = o.type, n.type
         if a.nullable != b.nullable:
             # an alias is judged as a whole: null in or out changes its type
-            self.emit("alias-type-changed", "type", o.name,
+            self.emit(rules.ALIAS_TYPE_CHANGED, "type", o.name,
                       f"type of alias `{o.name}` changed from `{a.render()}` to `{b.render()}`",
                       old=a.render(), new=b.render(), fl=fl)
             return
-        self.compare_expr(o.name, f"alias `{o.name}`", a, b, fl, type_rule="alias-type-changed")
+        self.compare_expr(o.name, f"alias `{o.name}`", a, b, fl, type_rule=rules.ALIAS_TYPE_CHANGED)
 
 
 def _kind(t: TypeDef) -> str:
