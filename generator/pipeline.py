@@ -11,6 +11,7 @@ import re
 import multiprocessing
 import os
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -145,8 +146,13 @@ def _format(path: str, text: str) -> str:
         raise RenderBug(f"{path}: rendered text is not valid Python ({type(exc).__name__}: {str(exc)[:300]})") from exc
 
 
-def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
+def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | None = None,
+                  docs: bool = True) -> dict[str, str]:
     """Render every file of generated/ in memory.
+
+    ``versions`` limits the package to those version modules, and ``docs=False``
+    leaves out generated/docs/: the tree is then partial (for tests that need
+    one version's code only), and must not be written over generated/.
 
     Each version's models (datamodel-code-generator plus black, most of the
     time) render in a process of their own while this one renders the rest;
@@ -154,30 +160,40 @@ def build_outputs(inputs: Inputs | None = None) -> dict[str, str]:
     depend on it: every file is rendered by the same code from the same model.
     """
     inputs = inputs or load_inputs()
-    with _model_workers(len(inputs.protocols)) as workers:
-        models = [workers.submit(_models_of, proto) for proto in inputs.protocols.values()]
-        out = _render_templated(inputs)
+    chosen = [inputs.protocols[v] for v in (versions if versions is not None else inputs.protocols)]
+    with _model_workers(len(chosen)) as workers:
+        models = [workers.submit(_models_of, proto) for proto in chosen]
+        out = _render_package(inputs, chosen)
+        if docs:
+            out.update(_render_docs(inputs))
         out.update(future.result() for future in models)
     return dict(sorted(out.items()))
 
 
-def _render_templated(inputs: Inputs) -> dict[str, str]:
-    """Everything but the models: our Jinja templates, the bundled schemas and the docs."""
+def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
+    """The package but its models: our Jinja templates, the runtime and the bundled schemas."""
     out: dict[str, str] = {}
     pkg_header = header("the version folders of schema/")
-    out[f"{PACKAGE}/__init__.py"] = templated.render(
+    out[f"{PACKAGE}/__init__.py"] = _format(f"{PACKAGE}/__init__.py", templated.render(
         "package/__init__.py.jinja2", header=pkg_header, versions=list(inputs.protocols),
         protocols=list(inputs.protocols.values()), package_version=__version__
-    )
+    ))
     out.update(support_files())
     out[f"{PACKAGE}/py.typed"] = ""
-    for version, proto in inputs.protocols.items():
+    for proto in chosen:
         ctx = templated.version_context(proto)
-        base = f"{PACKAGE}/{version}"
+        base = f"{PACKAGE}/{proto.version}"
         for name, source in VERSION_MODULES.items():
             hdr = header(source.format(src=proto.source))
-            out[f"{base}/{name}.py"] = templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx)
+            path = f"{base}/{name}.py"
+            out[path] = _format(path, templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx))
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def _render_docs(inputs: Inputs) -> dict[str, str]:
+    """generated/docs/: the capability tables, a diff report per adjacent pair of versions, the rule table."""
+    out: dict[str, str] = {}
     md_header = header("the protocol.json of each version in schema/", comment="").replace("\n", " ").strip()
     out["docs/capabilities.md"] = templated.render(
         "docs/capabilities.md.jinja2", header_md=md_header, **capability_rows(inputs)
@@ -185,10 +201,6 @@ def _render_templated(inputs: Inputs) -> dict[str, str]:
     for old, new, cm in inputs.pairs():
         out[f"docs/{old.version}-to-{new.version}.md"] = diff_report.markdown_report(old, new, cm)
     out["docs/diff-rules.md"] = diff_report.rules_markdown()
-    support = support_files()
-    for path in list(out):
-        if path.endswith(".py") and path not in support:
-            out[path] = _format(path, out[path])
     return out
 
 

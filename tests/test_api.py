@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
+import typing
 
 import acp_types
 import pytest
@@ -125,13 +126,16 @@ def test_agent_and_client_stubs(version: str) -> None:
     for side, proto in (("agent", m.Agent), ("client", m.Client)):
         expected = {name for name, spec in m.METHODS.items() if spec.side in (side, "protocol")}
         stubs = {name for name, fn in inspect.getmembers(proto, inspect.iscoroutinefunction)}
-        wanted = {re.sub(r"[^0-9a-z]+", "_", name.removeprefix("$/")).strip("_") for name in expected}
-        assert stubs == wanted, stubs ^ wanted
+        wanted = {re.sub(r"[^0-9a-z]+", "_", name.removeprefix("$/")).strip("_"): name for name in expected}
+        assert stubs == set(wanted), stubs ^ set(wanted)
         for name in stubs:
             fn = getattr(proto, name)
-            assert fn.__doc__ and len(fn.__doc__) > 20
-            hints = inspect.signature(fn).parameters["params"].annotation
-            assert hints.startswith("m."), hints
+            spec = m.METHODS[wanted[name]]
+            assert fn.__doc__ and f"`{spec.name}`" in fn.__doc__
+            hints = typing.get_type_hints(fn)
+            assert hints["params"] is spec.params, (name, hints["params"])
+            expected_result = type(None) if spec.result is None else spec.result
+            assert hints["return"] is expected_result, (name, hints["return"])
 
 
 @pytest.mark.parametrize("version", VERSIONS)
