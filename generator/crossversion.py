@@ -117,8 +117,13 @@ def build_crossmap(doc: dict[str, Any], left: Protocol, right: Protocol, file: s
                                             "correct the name, or remove the entry"))
             rows.append((a, b))
         out[category] = rows
-    for category, names_of in (("methods", lambda p: [m.name for m in p.methods]),
-                               ("types", lambda p: [t.name for t in p.types])):
+    def method_names(p: Protocol) -> list[str]:
+        return [m.name for m in p.methods]
+
+    def type_names(p: Protocol) -> list[str]:
+        return [t.name for t in p.types]
+
+    for category, names_of in (("methods", method_names), ("types", type_names)):
         listed_left = {a for a, _ in out[category] if a}
         listed_right = {b for _, b in out[category] if b}
         left_names, right_names = set(names_of(left)), set(names_of(right))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -78,12 +79,13 @@ def meta_problems(doc: Any, meta: str, file: str) -> list[Problem]:
 
 def _explain(error: jsonschema.ValidationError) -> str:
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = set(error.schema.get("properties", {}))
+        schema = error.schema if isinstance(error.schema, Mapping) else {}
+        allowed = set(schema.get("properties", {}))
         extra = sorted(k for k in error.instance if k not in allowed)
         if extra:
             return f"keyword(s) not allowed here: {', '.join(extra)}"
     if error.validator == "required":
-        return error.message.replace("is a required property", "is required here")
+        return str(error.message).replace("is a required property", "is required here")
     message = error.message
     if len(message) > 300:
         message = message[:300] + "..."
@@ -166,4 +168,5 @@ def load_crossversion(path: Path, label: str) -> dict[str, Any]:
     problems = meta_problems(doc, "crossversion", label)
     if problems:
         raise SchemaError(problems)
+    assert isinstance(doc, dict)  # the meta-schema requires an object
     return doc

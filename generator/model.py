@@ -446,15 +446,14 @@ class _Builder:
             if "const" not in prop or tag not in inner.get("required", []):
                 return None
             values.add(prop["const"])
-        if len(values) != 1 or not isinstance(next(iter(values)), str):
-            return None
-        return values.pop()
+        value = values.pop() if len(values) == 1 else None
+        return value if isinstance(value, str) else None
 
     # -- alias cycles
 
     def check_alias_cycles(self, types: dict[str, TypeDef]) -> None:
         for start in types:
-            seen = []
+            seen: list[str] = []
             name: str | None = start
             while name is not None:
                 t = types.get(name)

@@ -141,7 +141,7 @@ def header(source: str, comment: str = "#") -> str:
 
 def _format(path: str, text: str) -> str:
     try:
-        return black.format_str(text, mode=black.Mode(target_versions={black.TargetVersion.PY310}))
+        return black.format_str(text, mode=black.Mode(target_versions={black.mode.TargetVersion.PY310}))
     except Exception as exc:  # black raises several types for invalid input
         raise RenderBug(f"{path}: rendered text is not valid Python ({type(exc).__name__}: {str(exc)[:300]})") from exc
 
@@ -220,8 +220,8 @@ def _models_of(proto: Protocol) -> tuple[str, str]:
 class _InProcess(Executor):
     """An executor that runs each call at once, in this process (one job, or no fork)."""
 
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future:
-        future: Future = Future()
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
         try:
             future.set_result(fn(*args, **kwargs))
         except BaseException as exc:

@@ -41,7 +41,7 @@ class Change:
     sent_by: str | None = None  # client, agent or both, for changes to definitions reachable from a method
     hint: str | None = None
 
-    def sort_key(self) -> tuple:
+    def sort_key(self) -> tuple[int, str, int, str, str, str]:
         return (SCOPES.index(self.scope), self.location, level_rank(self.level), self.rule_id,
                 self.direction or "", self.message)
 
@@ -456,13 +456,13 @@ class _Differ:
         for a, b in self.field_map:
             a_here = a is not None and a.startswith(prefix_o)
             b_here = b is not None and b.startswith(prefix_n)
-            if a_here and b_here:
+            if a is not None and a_here and b is not None and b_here:
                 listed.append((a[len(prefix_o):], b[len(prefix_n):]))
-            elif a_here:
+            elif a is not None and a_here:
                 listed.append((a[len(prefix_o):], None))
                 if b is not None:
                     moved[a[len(prefix_o):]] = b
-            elif b_here:
+            elif b is not None and b_here:
                 listed.append((None, b[len(prefix_n):]))
         return pair_names((f.wire_name for f in o.fields), (f.wire_name for f in n.fields), listed), moved
 

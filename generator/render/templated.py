@@ -13,7 +13,7 @@ from typing import Any
 
 import jinja2
 
-from generator.model import Protocol
+from generator.model import Method, Protocol
 from generator.naming import constant_name, method_name
 
 TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "templates"
@@ -77,7 +77,7 @@ def render(template: str, **context: Any) -> str:
 
 
 def version_context(proto: Protocol) -> dict[str, Any]:
-    sides = {"agent": [], "client": []}
+    sides: dict[str, list[Method]] = {"agent": [], "client": []}
     for m in proto.methods:
         if m.side in ("agent", "protocol"):
             sides["agent"].append(m)

@@ -425,7 +425,7 @@ if _TYPE_CHECKING:
 _LAZY = {"MessageError", "PendingRequests", "parse_message"}
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     # The JSON-RPC layer (acp_types.v1.messages) loads on first use, so code that
     # only needs the models does not pay for it at import.
     if name in _LAZY:
