@@ -7,11 +7,11 @@ no file; writing, checking and golden tests all work on that mapping.
 from __future__ import annotations
 
 import json
-import re
 import multiprocessing
 import os
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+import re
 from collections.abc import Iterable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

@@ -10,9 +10,8 @@ from __future__ import annotations
 import ast
 import json
 
-from conftest import GENERATED, ROOT
-
 import pytest
+from conftest import GENERATED, ROOT
 
 from generator.crossversion import build_crossmap
 from generator.errors import SchemaError

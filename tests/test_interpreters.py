@@ -19,10 +19,8 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 
 SUPPORTED = ((3, 10), (3, 11), (3, 12), (3, 13))
