@@ -119,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
         return command.run(args)
     if args.command == "validate":
         inputs = pipeline.load_inputs(args.schema)
-        for version, proto in inputs.protocols.items():
+        for proto in inputs.protocols.values():
             print(f"{proto.source}: {len(proto.types)} definitions, {len(proto.methods)} methods, "
                   f"{len(proto.features)} features: ok")
         return EXIT_OK

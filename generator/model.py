@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 from generator.errors import Problem, SchemaError, pointer
 from generator.loader import LoadedVersion
@@ -130,7 +130,7 @@ class AliasType:
     kind: str = "alias"
 
 
-TypeDef = Union[ObjectType, UnionType, EnumType, AliasType]
+TypeDef = ObjectType | UnionType | EnumType | AliasType
 
 
 @dataclass(frozen=True)

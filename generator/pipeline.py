@@ -109,7 +109,7 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
     if entry_errors:
         raise SchemaError(entry_errors)
     crossmaps = []
-    for left, right in zip(versions, versions[1:]):
+    for left, right in zip(versions, versions[1:], strict=False):
         try:
             crossmaps.append(build_crossmap(doc, protocols[left], protocols[right], cv_label))
         except SchemaError as exc:
