@@ -250,8 +250,8 @@ def _rate(fn: Callable[[], Any], repeats: int, budget: float) -> float:
 
 def bench_throughput(repeats: int, budget: float) -> list[Figure]:
     import acp.schema as sdk  # noqa: PLC0415
-    import acp_types.v1 as v1  # noqa: PLC0415
 
+    import acp_types.v1 as v1  # noqa: PLC0415
     from benchmarks.messages import CASES, WIRE  # noqa: PLC0415
 
     loads = json.loads

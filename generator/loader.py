@@ -25,9 +25,15 @@ JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
 @cache
+def meta_document(name: str) -> dict[str, Any]:
+    """One meta-schema of the schema format, as JSON."""
+    doc: dict[str, Any] = json.loads((META_DIR / f"{name}.schema.json").read_text("utf-8"))
+    return doc
+
+
+@cache
 def metaschema(name: str) -> jsonschema.protocols.Validator:
-    schema = json.loads((META_DIR / f"{name}.schema.json").read_text("utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(meta_document(name))
 
 
 class _DuplicateKey(ValueError):

@@ -23,7 +23,7 @@ from generator.crossversion import CrossMap, build_crossmap, entry_problems
 from generator.diff import report as diff_report
 from generator.diff.compare import pair_names
 from generator.errors import Problem, SchemaError
-from generator.loader import load_crossversion, load_version
+from generator.loader import load_crossversion, load_version, meta_document
 from generator.model import Method, Protocol, build_protocol
 from generator.render import templated
 from generator.render.models import render_models
@@ -178,6 +178,10 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
         "package/__init__.py.jinja2", header=pkg_header, versions=list(inputs.protocols),
         protocols=list(inputs.protocols.values()), package_version=__version__
     ))
+    out[f"{PACKAGE}/_protocol.py"] = _format(f"{PACKAGE}/_protocol.py", templated.render(
+        "package/_protocol.py.jinja2", header=header("generator/metaschemas/ and the RequestId of each version"),
+        **protocol_facts(inputs),
+    ))
     out.update(support_files())
     out[f"{PACKAGE}/py.typed"] = ""
     for proto in chosen:
@@ -189,6 +193,27 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
             out[path] = _format(path, templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx))
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
     return out
+
+
+_JSON_TO_PYTHON = {"integer": "int", "string": "str", "null": "None", "number": "float", "boolean": "bool"}
+
+
+def protocol_facts(inputs: Inputs) -> dict[str, list[str]]:
+    """The enums of the schema format and the request id type, for ``acp_types/_protocol.py``."""
+    method = meta_document("protocol")["$defs"]["method"]["properties"]
+    feature = meta_document("protocol")["$defs"]["feature"]["properties"]
+    id_types = {tuple(proto.bundle["$defs"]["RequestId"]["type"]) for proto in inputs.protocols.values()}
+    if len(id_types) != 1:
+        raise SchemaError([Problem(f"{proto.source}/jsonrpc.json", "/$defs/RequestId/type",
+                                   "the versions define RequestId differently, but the JSON-RPC layer is shared",
+                                   "give RequestId the same type list in every version")
+                           for proto in inputs.protocols.values()])
+    (json_types,) = id_types
+    return {
+        "sides": method["side"]["enum"], "kinds": method["kind"]["enum"],
+        "stabilities": method["stability"]["enum"], "feature_sides": feature["side"]["enum"],
+        "request_id": [_JSON_TO_PYTHON[t] for t in json_types],
+    }
 
 
 def _render_docs(inputs: Inputs) -> dict[str, str]:

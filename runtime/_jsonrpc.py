@@ -51,6 +51,8 @@ from typing import Any, ClassVar, Union
 from pydantic import ValidationError
 from pydantic_core import from_json
 
+from acp_types._protocol import RequestId
+
 from ._runtime import AcpModel, MethodSpec, UnknownMethodError, is_extension
 
 JSONRPC_VERSION = "2.0"
@@ -61,8 +63,6 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-RequestId = Union[int, str, None]
-"""A JSON-RPC request id: a string, an integer or ``null``."""
 
 _ENVELOPE = frozenset({"jsonrpc", "id", "method", "params", "result", "error"})
 _NO_ID = object()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
 from pydantic import (
     BaseModel,
@@ -22,6 +22,8 @@ from pydantic import (
     ValidationError,
     model_validator,
 )
+
+from acp_types._protocol import FeatureSide, Kind, Side, Stability
 
 UNKNOWN_TAG = "__acp_unknown__"
 """The pydantic tag under which an open union keeps a branch it does not know."""
@@ -265,11 +267,6 @@ class NotARequestError(ValueError):
     """A result was given for a notification, which has none."""
 
 
-Side = Literal["agent", "client", "protocol"]
-Kind = Literal["request", "notification"]
-Stability = Literal["stable", "draft", "proposal"]
-
-
 @dataclass(frozen=True)
 class MethodSpec:
     """One row of a version's method table.
@@ -317,7 +314,7 @@ class FeatureSpec:
     """An optional ability that is advertised by a capability but is not a method."""
 
     name: str
-    side: Literal["agent", "client"]
+    side: FeatureSide
     capability: tuple[str, ...]
     description: str
 

@@ -7,11 +7,12 @@ import json
 import re
 import typing
 
-import acp_types
 import pytest
-from acp_types import v1, v2
 from conftest import FIXTURES, VERSIONS, api, load_fixture
 from pydantic import ValidationError
+
+import acp_types
+from acp_types import v1, v2
 
 
 def test_v2_says_it_is_the_draft() -> None:

@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from conftest import VERSIONS, api, fixture_cases, load_fixture
+
 from acp_types import _jsonrpc, v1, v2
 from acp_types._jsonrpc import (
     Batch,
@@ -21,7 +23,6 @@ from acp_types._jsonrpc import (
     Response,
 )
 from acp_types._runtime import UnknownMethodError
-from conftest import VERSIONS, api, fixture_cases, load_fixture
 
 CWD = "/home/user/project"
 LIST_REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {"cwd": CWD}}

@@ -24,10 +24,11 @@ import typing
 from typing import Any
 
 import pytest
-from acp_types import v1, v2
-from acp_types._runtime import UnknownVariant
 from conftest import VERSIONS, api, bundled_schema, validator_for
 from pydantic import Discriminator, TypeAdapter, ValidationError
+
+from acp_types import v1, v2
+from acp_types._runtime import UnknownVariant
 
 
 def adapter(version: str, name: str) -> TypeAdapter:
