@@ -343,3 +343,39 @@ def test_an_integral_float_is_an_integer_where_one_is_expected(version: str) -> 
     assert parsed.to_json().startswith('{"protocolVersion":1,') and parsed.to_json().endswith('"x-ext":2.0}')
     err = m.parse_message('{"jsonrpc":"2.0","id":1,"error":{"code":-32002.0,"message":"gone"}}')
     assert err.to_wire()["error"] == {"code": -32002, "message": "gone"}
+# --------------------------------------------------------------------------
+# 18. Memory in proportion to the message
+
+MEMORY_SCRIPT = r"""
+import json, resource, sys
+import acp_types.v1 as v1, acp_types.v2 as v2
+shape, n = sys.argv[1], int(sys.argv[2])
+items = ",".join(['{"a":12}'] * n)
+if shape == "skip-array":       # a tolerant array whose items are all invalid
+    text = '{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","configOptions":[' + items + ']}}'
+    method = "session/new"
+else:                           # a strict array whose items are all invalid
+    text = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[' + items + ']}}'
+    method = None
+v1.parse_message('{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}', method="session/new")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+try:
+    v1.parse_message(text, method=method)
+except v1.MessageError:
+    pass
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({"size": len(text), "grown": (after - before) * 1024}))
+"""
+
+MEMORY_FACTOR = 40
+"""Peak growth allowed while reading one message, in multiples of its size."""
+
+
+@pytest.mark.parametrize("shape", ["skip-array", "strict-array"])
+def test_a_message_costs_memory_in_proportion_to_its_size(shape: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(GENERATED)}
+    run = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, shape, "200000"],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    figures = json.loads(run.stdout)
+    assert figures["grown"] <= MEMORY_FACTOR * figures["size"], figures

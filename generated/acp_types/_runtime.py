@@ -314,16 +314,11 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
     # payload's TypeAdapter (lax by default) can be the first to build a
     # branch model, and what it builds inline (type aliases such as
     # RequestId) would otherwise be lax in that adapter alone, so the
-    # result would depend on which entry point ran first.
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        base = partial(tp.model_validate, strict=True, by_name=False)
-    else:
-        from pydantic import (
-            TypeAdapter,
-        )  # only the few union payloads need one; keep it off the import path
+    # result would depend on which entry point ran first. The validator is
+    # the type's own schema with error reports bounded (see _validators).
+    from ._validators import bind
 
-        base = partial(TypeAdapter(tp).validate_python, strict=True, by_name=False)
-    return partial(_validate_json_numbers, base)
+    return partial(_validate_json_numbers, bind(tp))
 
 
 def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:

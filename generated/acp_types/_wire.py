@@ -157,7 +157,7 @@ def check_value(value: Any, depth: int = 0) -> Any:
                 if not item.isascii() and _SURROGATE.search(item):
                     raise _lone_surrogate().at(key)
                 continue
-            if ti is bool or item is None:
+            if ti is bool or item is None or (ti is int and -_INT_BOUND < item < _INT_BOUND):
                 continue
             try:
                 new = check_value(item, depth)
@@ -175,7 +175,7 @@ def check_value(value: Any, depth: int = 0) -> Any:
             if not item.isascii() and _SURROGATE.search(item):
                 raise _lone_surrogate().at(index)
             continue
-        if ti is bool or item is None:
+        if ti is bool or item is None or (ti is int and -_INT_BOUND < item < _INT_BOUND):
             continue
         try:
             new = check_value(item, depth)
