@@ -379,3 +379,14 @@ def test_a_message_costs_memory_in_proportion_to_its_size(shape: str) -> None:
     assert run.returncode == 0, run.stderr
     figures = json.loads(run.stdout)
     assert figures["grown"] <= MEMORY_FACTOR * figures["size"], figures
+
+
+def test_a_tolerant_array_keeps_every_valid_item_among_many_invalid_ones() -> None:
+    good = [{"id": f"o{i}", "name": "Option", "type": "select", "currentValue": "a",
+             "options": [{"value": "a", "name": "A"}]} for i in range(3)]
+    bad = [{"a": 12}, 5, {"id": "x", "type": "select"}, None]
+    items = [good[0], bad[0], bad[1], good[1], bad[2], bad[3], good[2], bad[0]]
+    result = {"sessionId": "s1", "configOptions": items}
+    for parsed in (v1.parse_result("session/new", result),
+                   v1.parse_message({"jsonrpc": "2.0", "id": 1, "result": result}, method="session/new").result):
+        assert parsed.to_wire() == {"sessionId": "s1", "configOptions": good}
