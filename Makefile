@@ -6,13 +6,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: generate check validate test lint diff bench clean help
+.PHONY: generate check validate test fuzz lint diff bench clean help
 
 help:
 	@echo "make generate  check the schemas and rewrite generated/ (only changed files)"
 	@echo "make check     exit 1 and list stale files if generated/ is out of date"
 	@echo "make validate  check the schemas only, reporting file and JSON pointer"
 	@echo "make test      run the whole test suite (sets everything up itself)"
+	@echo "make fuzz      a long fuzzing run of the parser (FUZZ_CASES=100000, FUZZ_SEED=a fresh one)"
 	@echo "make lint      ruff and mypy --strict over the generator, the runtime and the package"
 	@echo "make diff      show what changes from v1 to the v2 draft"
 	@echo "make bench     run the benchmarks and print figures against their baselines"
@@ -33,6 +34,15 @@ validate: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+
+# The short run of tests/test_fuzz.py is part of `make test`; this one mutates
+# many more fixtures, with a new seed each time unless FUZZ_SEED is given.
+FUZZ_CASES ?= 100000
+FUZZ_SEED ?= $(shell date +%s)
+
+fuzz: $(STAMP)
+	@echo "fuzzing $(FUZZ_CASES) mutants, seed $(FUZZ_SEED) (repeat with FUZZ_SEED=$(FUZZ_SEED))"
+	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest -q tests/test_fuzz.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check generator runtime tests benchmarks

@@ -32,6 +32,7 @@ DEFAULT_TAG = "__acp_default__"
 """The pydantic tag of an untagged default branch (chosen when the tag is absent)."""
 
 _MISSING = object()
+_SENTINEL_TAGS = frozenset({UNKNOWN_TAG, DEFAULT_TAG})
 
 
 class AcpModel(BaseModel):
@@ -136,7 +137,9 @@ def tag_discriminator(
             return tag
         if open:
             return UNKNOWN_TAG
-        return tag
+        # a closed union's unknown tag fails in pydantic; the sentinels are
+        # pydantic tags of this runtime, never tag values of the wire
+        return None if tag in _SENTINEL_TAGS else tag
 
     return discriminate
 
@@ -254,10 +257,10 @@ class UnknownMethodError(LookupError):
     """The method is not part of this protocol version and is not an extension method.
 
     Extension methods (names starting with ``_``) are never unknown: their
-    payloads pass through unchanged.
+    payloads pass through unchanged. A method that is not a string is unknown.
     """
 
-    def __init__(self, method: str, version: str):
+    def __init__(self, method: Any, version: str):
         self.method = method
         self.version = version
         super().__init__(f"{method!r} is not a method of ACP {version}")
@@ -288,25 +291,121 @@ class MethodSpec:
     description: str
 
     def validate_params(self, params: Any) -> Any:
-        """Validate ``params`` as this method's params type and return the model."""
-        return _validator(self.params)(params)
+        """Validate ``params`` as this method's params type and return the model.
+
+        The payload is first read as JSON within the parser's limits
+        (``acp_types._wire``); beyond them, the ``ValidationError`` says where.
+        """
+        return _validator(self.params)(wire_payload(params, self.params))
 
     def validate_result(self, result: Any) -> Any:
         """Validate ``result`` as this method's result type; raise NotARequestError for a notification."""
         if self.result is None:
             raise NotARequestError(f"{self.name!r} is a notification and has no result")
-        return _validator(self.result)(result)
+        return _validator(self.result)(wire_payload(result, self.result))
 
 
 @cache
 def _validator(tp: Any) -> Callable[[Any], Any]:
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return partial(tp.model_validate, by_name=False)
-    from pydantic import (
-        TypeAdapter,
-    )  # only the few union payloads need one; keep it off the import path
+    # strict=True at the call, not only in the models' config: a union
+    # payload's TypeAdapter (lax by default) can be the first to build a
+    # branch model, and what it builds inline (type aliases such as
+    # RequestId) would otherwise be lax in that adapter alone, so the
+    # result would depend on which entry point ran first. The validator is
+    # the type's own schema with error reports bounded (see _validators).
+    from ._validators import bind
 
-    return partial(TypeAdapter(tp).validate_python, by_name=False)
+    return partial(_validate_json_numbers, bind(tp))
+
+
+def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:
+    """``base(data)``, reading an integral float (``1.0``) as an integer where one is expected.
+
+    JSON Schema counts ``1.0`` as an integer, the strict models do not: when
+    validation fails on such a number, the number (and only it: the float
+    object the error names) is read as an ``int`` and the payload validated
+    again. The happy path costs nothing; data elsewhere keeps its notation.
+    """
+    for _ in range(4):
+        try:
+            return base(data)
+        except ValidationError as exc:
+            fixed = _integral_floats_as_ints(data, exc)
+            if fixed is None:
+                raise
+            data = fixed
+    return base(data)
+
+
+def _has_integral_float(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        t = type(v)
+        if t is float:
+            if v.is_integer():
+                return True
+        elif t is dict:
+            stack.extend(v.values())
+        elif t is list:
+            stack.extend(v)
+    return False
+
+
+def _integral_floats_as_ints(data: Any, exc: ValidationError) -> Any:
+    if not _has_integral_float(data):
+        return None
+    targets = {
+        id(e["input"])
+        for e in exc.errors(include_url=False, include_context=False)
+        if e["type"] == "int_type"
+        and type(e["input"]) is float
+        and e["input"].is_integer()
+    }
+    if not targets:
+        return None
+
+    def swap(v: Any) -> Any:
+        t = type(v)
+        if t is float:
+            return int(v) if id(v) in targets else v
+        if t is dict:
+            out = {k: swap(x) for k, x in v.items()}
+            return v if all(out[k] is x for k, x in v.items()) else out
+        if t is list:
+            new = [swap(x) for x in v]
+            return v if all(a is b for a, b in zip(new, v, strict=True)) else new
+        return v
+
+    fixed = swap(data)
+    return None if fixed is data else fixed
+
+
+def wire_payload(value: Any, tp: Any) -> Any:
+    """``value`` read as JSON within the parser's limits (integral floats as ints); else a ValidationError.
+
+    ``tp`` names the type in the error. The input is never changed.
+    """
+    from ._wire import JsonLimitError, check_value
+
+    try:
+        return check_value(value, 1)
+    except JsonLimitError as exc:
+        from pydantic_core import PydanticCustomError
+
+        title = tp if isinstance(tp, str) else getattr(tp, "__name__", None) or str(tp)
+        raise ValidationError.from_exception_data(
+            title,
+            [
+                {
+                    "type": PydanticCustomError(
+                        "json_limit", "{reason}", {"reason": exc.reason}
+                    ),
+                    "loc": exc.path,
+                    "input": value,
+                }
+            ],
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -325,8 +424,15 @@ def is_extension(method: str) -> bool:
 
 
 def lookup(
-    table: Mapping[str, MethodSpec], method: str, version: str
+    table: Mapping[str, MethodSpec], method: Any, version: str
 ) -> MethodSpec | None:
+    """The row of ``method`` (``None`` for an extension method); UnknownMethodError for anything else.
+
+    A ``method`` that is not a string is unknown too.
+    """
+    if type(method) is not str:
+        # a method name read from an untrusted message may be anything
+        raise UnknownMethodError(method, version)
     spec = table.get(method)
     if spec is None and not is_extension(method):
         raise UnknownMethodError(method, version)

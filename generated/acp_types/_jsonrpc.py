@@ -16,7 +16,12 @@ its method from there (and its id is no longer pending).
 What counts as malformed (each a :class:`MessageError`, with the JSON-RPC code
 the problem calls for):
 
-- text that is not JSON, or bytes that are not UTF-8 (``-32700``);
+- text that is not JSON, bytes that are not UTF-8, or a string holding a lone
+  surrogate (``-32700``);
+- JSON beyond the parser's limits (``acp_types._wire``: nesting deeper than
+  ``MAX_DEPTH``, a number that is not finite or an integer longer than
+  ``MAX_INT_DIGITS`` digits, a key twice in one object) or decoded input
+  that is not a JSON value (``-32600``; in a batch, the whole batch);
 - anything but an object (or, where the version allows batches, a non-empty
   array of objects); a ``jsonrpc`` member other than the string ``"2.0"``; an
   ``id`` that is not a string, an integer or ``null``; a ``method`` that is not
@@ -31,7 +36,10 @@ the problem calls for):
 - a result that does not fit the method's result type (``-32603``); a success
   response whose method is unknown (``-32600``).
 
-Members the envelope does not define are kept in ``extra`` and written back.
+Members the envelope does not define are kept in ``extra`` and written back
+(on a response, that includes a ``params`` member). An integral number is an
+integer whatever its notation (``1.0`` is read and written back as ``1``).
+``parse_message`` raises nothing but :class:`MessageError`.
 Extension methods (``_``-prefixed) pass through: their params and results stay
 plain JSON.
 
@@ -49,11 +57,19 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Union
 
 from pydantic import ValidationError
-from pydantic_core import from_json
 
 from acp_types._protocol import RequestId
 
-from ._runtime import AcpModel, MethodSpec, UnknownMethodError, is_extension
+from ._runtime import (
+    DEFAULT_TAG,
+    UNKNOWN_TAG,
+    AcpModel,
+    MethodSpec,
+    UnknownMethodError,
+    _validator,
+    is_extension,
+)
+from ._wire import JsonLimitError, check_value, decode
 
 JSONRPC_VERSION = "2.0"
 
@@ -65,7 +81,10 @@ INTERNAL_ERROR = -32603
 
 
 _ENVELOPE = frozenset({"jsonrpc", "id", "method", "params", "result", "error"})
+_CALL = frozenset({"jsonrpc", "id", "method", "params"})
+_RESPONSE = frozenset({"jsonrpc", "id", "result", "error"})
 _NO_ID = object()
+_SENTINEL_TAGS = frozenset({DEFAULT_TAG, UNKNOWN_TAG})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
@@ -353,24 +372,43 @@ class PendingRequests:
 
 
 def _decode(data: Any) -> Any:
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        try:
-            data = bytes(data).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ParseError(f"the message is not UTF-8: {exc}") from exc
-    if isinstance(data, str):
-        try:
-            return from_json(data, allow_inf_nan=False)
-        except ValueError as exc:
-            raise ParseError(f"the message is not JSON: {exc}") from exc
-    return data
+    try:
+        if isinstance(data, (str, bytes, bytearray, memoryview)):
+            return decode(data)
+        return check_value(data)
+    except JsonLimitError as exc:
+        if exc.kind in ("syntax", "unicode"):
+            raise ParseError(str(exc)) from None
+        value = exc.value if exc.value is not None else data
+        rid: Any = _NO_ID
+        name = None
+        if isinstance(value, Mapping):
+            rid = value.get("id", _NO_ID)
+            name = value.get("method")
+        raise InvalidRequest(
+            f"the message is beyond the parser's limits: {exc}",
+            id=rid if rid is not _NO_ID and _check_id(rid) else None,
+            method=name if isinstance(name, str) else None,
+            data=value if exc.kind != "duplicate" else None,
+        ) from None
 
 
 def _describe(exc: ValidationError) -> str:
     lines = []
-    for err in exc.errors(include_url=False)[:5]:
+    for err in exc.errors(include_url=False, include_input=False)[:5]:
         loc = ".".join(str(part) for part in err["loc"]) or "(root)"
-        lines.append(f"{loc}: {err['msg']}")
+        msg = err["msg"]
+        if err["type"] == "union_tag_invalid":
+            # the runtime's sentinel tags are pydantic's, not tags to send
+            tags = [
+                t
+                for t in err.get("ctx", {}).get("expected_tags", "").split(", ")
+                if t.strip("'") not in _SENTINEL_TAGS
+            ]
+            msg = (
+                f"tag {err.get('ctx', {}).get('tag')!r} is not one of {', '.join(tags)}"
+            )
+        lines.append(f"{loc}: {msg}")
     more = exc.error_count() - len(lines)
     if more > 0:
         lines.append(f"... and {more} more")
@@ -467,10 +505,11 @@ def _parse_one(
         raise bad(
             f'"id" must be a string, an integer or null, not {type(rid).__name__}'
         )
+    own = _CALL if "method" in value else _RESPONSE
     extra = (
         _EMPTY
-        if value.keys() <= _ENVELOPE
-        else {k: v for k, v in value.items() if k not in _ENVELOPE}
+        if value.keys() <= own
+        else {k: v for k, v in value.items() if k not in own}
     )
     if "method" in value:
         if "result" in value or "error" in value:
@@ -490,7 +529,7 @@ def _parse_one(
     resolved = method if method is not None else answered
     if "error" in value:
         try:
-            error = error_model.model_validate(value["error"])
+            error = _validator(error_model)(value["error"])
         except ValidationError as exc:
             raise bad(f"malformed error object: {_describe(exc)}") from exc
         return ErrorResponse(rid, error, resolved, extra)
@@ -515,7 +554,7 @@ def _parse_one(
             data=value,
         )
     try:
-        typed = spec.validate_result(result)
+        typed = _validator(spec.result)(result)
     except ValidationError as exc:
         raise InvalidResult(
             f"invalid result of {resolved!r}: {_describe(exc)}",
@@ -533,7 +572,7 @@ def _parse_call(
     rid: Any,
     table: Mapping[str, MethodSpec],
     version: str,
-    extra: dict[str, Any],
+    extra: Mapping[str, Any],
     bad: Any,
 ) -> Message:
     is_request = rid is not _NO_ID
@@ -563,7 +602,7 @@ def _parse_call(
             data=value,
         )
     try:
-        typed = spec.validate_params(params)
+        typed = _validator(spec.params)(params)
     except ValidationError as exc:
         raise InvalidParams(
             f"invalid params of {name!r}: {_describe(exc)}",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from acp_types._runtime import AcpModel, MethodSpec, lookup
+from acp_types._runtime import AcpModel, MethodSpec, lookup, wire_payload
 from acp_types.v2 import models as m
 
 CANCEL_REQUEST = "$/cancel_request"
@@ -237,11 +237,12 @@ def parse_params(method: str, params: Any) -> AcpModel | Any:
     Raises pydantic's ``ValidationError`` for a bad payload and
     ``UnknownMethodError`` for a method that is neither in this version nor an
     extension method. Extension methods (``_``-prefixed) pass through: their
-    params are returned unchanged.
+    params are returned as they came (read as JSON within the parser's limits,
+    so ``1.0`` comes back as ``1``).
     """
     spec = lookup(METHODS, method, "v2")
     if spec is None:
-        return params
+        return wire_payload(params, method)
     return spec.validate_params(params)
 
 
@@ -251,9 +252,10 @@ def parse_result(method: str, result: Any) -> AcpModel | Any:
     Raises pydantic's ``ValidationError`` for a bad payload,
     ``UnknownMethodError`` for an unknown non-extension method and
     ``NotARequestError`` for a notification (which has no result). Results of
-    extension methods are returned unchanged.
+    extension methods are returned as they came (read as JSON within the
+    parser's limits).
     """
     spec = lookup(METHODS, method, "v2")
     if spec is None:
-        return result
+        return wire_payload(result, method)
     return spec.validate_result(result)

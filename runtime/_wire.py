@@ -1,0 +1,326 @@
+"""What every wire entry point of acp_types accepts as JSON: the limits of the parser.
+
+A message (JSON text, UTF-8 bytes or an already decoded value) is read as a
+JSON value within these limits before any model sees it, so that what is
+accepted can always be written back as JSON and read again to the same:
+
+- nesting: at most :data:`MAX_DEPTH` arrays and objects inside each other
+  (the message object itself is level 1), for text and decoded input alike;
+- numbers: finite only (``1e400``, ``NaN`` and ``Infinity`` are refused);
+  integers of at most :data:`MAX_INT_DIGITS` decimal digits;
+- object keys are unique: text with the same key twice in one object is
+  refused (a validating receiver must not guess which one counts);
+- strings are Unicode text: a lone surrogate is refused;
+- decoded input holds JSON values only: ``dict`` with ``str`` keys, ``list``,
+  ``str``, ``int``, ``float``, ``bool`` and ``None`` (subclasses of these are
+  read as the base type); anything else (a tuple, a set, bytes, an object)
+  is refused.
+
+Each problem is a :class:`JsonLimitError`; the entry points turn it into
+their documented exception (a ``MessageError`` from ``parse_message``, a
+pydantic ``ValidationError`` from ``parse_params`` / ``parse_result``).
+
+Hand-written: the source is runtime/_wire.py, which the generator copies into
+the package unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic_core import from_json
+
+MAX_DEPTH = 128
+"""The deepest nesting of arrays and objects a message may have (the message object is level 1)."""
+
+MAX_INT_DIGITS = 1000
+"""The most decimal digits an integer may have."""
+
+_INT_BOUND = 10**MAX_INT_DIGITS
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class JsonLimitError(ValueError):
+    """A value that is not JSON within the parser's limits.
+
+    ``kind`` is ``"syntax"`` (text that is not JSON), ``"unicode"`` (bytes
+    that are not UTF-8, or a lone surrogate), ``"depth"``, ``"number"``,
+    ``"duplicate"`` (a key twice in one object) or ``"type"`` (decoded input
+    that is not a JSON value); ``path`` is where (keys and indices from the
+    top, when known).
+    """
+
+    value: Any = None
+    """The decoded message, when the text could be decoded (the problem is in its content)."""
+
+    def __init__(self, kind: str, reason: str, path: tuple[str | int, ...] = ()):
+        self.kind = kind
+        self.reason = reason
+        self.path = path
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        shown = self.path[:8]
+        where = "/".join(str(p) for p in shown)
+        if len(self.path) > len(shown):
+            where += f"/... ({len(self.path) - len(shown)} more levels)"
+        return f"{where}: {self.reason}" if where else self.reason
+
+    def at(self, key: str | int) -> JsonLimitError:
+        """The same problem one level further out (``key`` prepended to the path)."""
+        self.path = (key, *self.path)
+        self.args = (self._text(),)
+        return self
+
+
+def _too_deep() -> JsonLimitError:
+    return JsonLimitError(
+        "depth", f"nested deeper than {MAX_DEPTH} levels of arrays and objects"
+    )
+
+
+def _bad_float(value: float) -> JsonLimitError:
+    return JsonLimitError("number", f"{value!r} is not a finite number")
+
+
+def _bad_int() -> JsonLimitError:
+    return JsonLimitError("number", f"an integer has more than {MAX_INT_DIGITS} digits")
+
+
+def _lone_surrogate() -> JsonLimitError:
+    return JsonLimitError(
+        "unicode", "a string holds a lone surrogate, which is not Unicode text"
+    )
+
+
+def _float(value: float) -> float:
+    if not math.isfinite(value):
+        raise _bad_float(value)
+    return value
+
+
+def check_value(value: Any, depth: int = 0) -> Any:
+    """Check a decoded value against the limits; return it (a copy where a subclass became its base type).
+
+    ``depth`` is the nesting level of ``value``'s container (0 for a whole
+    message). Raises :class:`JsonLimitError`. The input is never changed.
+    """
+    t = type(value)
+    if t is str:
+        if not value.isascii() and _SURROGATE.search(value):
+            raise _lone_surrogate()
+        return value
+    if t is int:
+        if -_INT_BOUND < value < _INT_BOUND:
+            return value
+        raise _bad_int()
+    if t is bool or value is None:
+        return value
+    if t is float:
+        return _float(value)
+    if t is dict or t is list:
+        pass
+    elif isinstance(value, Mapping):
+        value = dict(value)
+    elif isinstance(value, list):
+        value = list(value)
+    elif isinstance(value, str):
+        return check_value(str.__str__(value), depth)
+    elif isinstance(value, bool):
+        return bool(value)
+    elif isinstance(value, int):
+        return check_value(int.__int__(value), depth)
+    elif isinstance(value, float):
+        return _float(float.__float__(value))
+    else:
+        raise JsonLimitError("type", f"a {type(value).__name__} is not a JSON value")
+    depth += 1
+    if depth > MAX_DEPTH:
+        raise _too_deep()
+    if type(value) is dict:
+        out: Any = None
+        for key, item in value.items():
+            if type(key) is not str:
+                if not isinstance(key, str):
+                    raise JsonLimitError(
+                        "type",
+                        f"an object key must be a string, not {type(key).__name__}",
+                    )
+                if out is None:
+                    out = dict(value)
+                del out[key]
+                key = str.__str__(key)
+                out[key] = item
+            if not key.isascii() and _SURROGATE.search(key):
+                raise _lone_surrogate().at(key)
+            ti = type(item)
+            if ti is str:
+                if not item.isascii() and _SURROGATE.search(item):
+                    raise _lone_surrogate().at(key)
+                continue
+            if (
+                ti is bool
+                or item is None
+                or (ti is int and -_INT_BOUND < item < _INT_BOUND)
+            ):
+                continue
+            try:
+                new = check_value(item, depth)
+            except JsonLimitError as exc:
+                raise exc.at(key) from None
+            if new is not item:
+                if out is None:
+                    out = dict(value)
+                out[key] = new
+        return value if out is None else out
+    out_list: list[Any] | None = None
+    for index, item in enumerate(value):
+        ti = type(item)
+        if ti is str:
+            if not item.isascii() and _SURROGATE.search(item):
+                raise _lone_surrogate().at(index)
+            continue
+        if (
+            ti is bool
+            or item is None
+            or (ti is int and -_INT_BOUND < item < _INT_BOUND)
+        ):
+            continue
+        try:
+            new = check_value(item, depth)
+        except JsonLimitError as exc:
+            raise exc.at(index) from None
+        if new is not item:
+            if out_list is None:
+                out_list = list(value)
+            out_list[index] = new
+    return value if out_list is None else out_list
+
+
+class _TextScan:
+    """Limits of a value freshly decoded from text (JSON types only), counting what the duplicate check needs."""
+
+    __slots__ = ("members", "colons")
+
+    def __init__(self) -> None:
+        self.members = 0
+        self.colons = 0
+
+    def walk(self, value: Any, depth: int) -> Any:
+        t = type(value)
+        if t is str:
+            self.colons += value.count(":")
+            return value
+        if t is int:
+            if -_INT_BOUND < value < _INT_BOUND:
+                return value
+            raise _bad_int()
+        if t is float:
+            return _float(value)
+        if t is not dict and t is not list:
+            return value
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+        if t is dict:
+            self.members += len(value)
+            out: Any = None
+            for key, item in value.items():
+                self.colons += key.count(":")
+                ti = type(item)
+                if ti is str:
+                    self.colons += item.count(":")
+                    continue
+                if ti is bool or item is None:
+                    continue
+                try:
+                    new = self.walk(item, depth)
+                except JsonLimitError as exc:
+                    raise exc.at(key) from None
+                if new is not item:
+                    if out is None:
+                        out = dict(value)
+                    out[key] = new
+            return value if out is None else out
+        out_list: list[Any] | None = None
+        for index, item in enumerate(value):
+            ti = type(item)
+            if ti is str:
+                self.colons += item.count(":")
+                continue
+            if ti is bool or item is None:
+                continue
+            try:
+                new = self.walk(item, depth)
+            except JsonLimitError as exc:
+                raise exc.at(index) from None
+            if new is not item:
+                if out_list is None:
+                    out_list = list(value)
+                out_list[index] = new
+        return value if out_list is None else out_list
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JsonLimitError(
+                    "duplicate", f"the key {key!r} appears twice in one object"
+                )
+            seen.add(key)
+    return out
+
+
+def decode(data: str | bytes | bytearray | memoryview) -> Any:
+    """Decode JSON text (or UTF-8 bytes) within the limits; raise :class:`JsonLimitError`."""
+    if not isinstance(data, str):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise JsonLimitError(
+                "unicode", f"the message is not UTF-8: {exc}"
+            ) from None
+    try:
+        value = from_json(data, allow_inf_nan=False)
+    except TypeError:
+        # pydantic-core cannot encode a str holding a lone surrogate
+        raise _lone_surrogate() from None
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("recursion limit exceeded"):
+            raise _too_deep() from None
+        if reason.startswith("number out of range"):
+            raise _bad_int() from None
+        if reason.startswith("lone leading surrogate") or "surrogate" in reason:
+            raise _lone_surrogate() from None
+        raise JsonLimitError("syntax", f"the message is not JSON: {reason}") from None
+    scan = _TextScan()
+    try:
+        checked = scan.walk(value, 0)
+    except JsonLimitError as exc:
+        exc.value = value
+        raise
+    # Every ":" of the text separates a member or sits in a string, so with
+    # no duplicate key (and no escaped colon) the counts match exactly; a
+    # duplicate makes the text hold more. Otherwise look precisely.
+    if (
+        data.count(":") != scan.members + scan.colons
+        or "\\u003a" in data
+        or "\\u003A" in data
+    ):
+        try:
+            json.loads(data, object_pairs_hook=_no_duplicates)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, JsonLimitError):
+                exc.value = None  # which of the two values counts is the question
+                raise
+            # pydantic-core read the text already; the standard library's
+            # own limits (integer digits, recursion) are not ours to add
+    return checked
