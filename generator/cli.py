@@ -128,13 +128,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    _check_jobs()
     if args.command == "diff":
         from generator.diff import command
 
         return command.run(args)
     from generator import writer
 
+    if args.command in ("generate", "check"):
+        _check_jobs()
     real_out = writer.resolve_out(args.out) if args.command in ("generate", "check") else None
     if args.command == "check" and not args.full and real_out is not None and writer.has_marker(real_out):
         from generator import manifest

@@ -67,6 +67,8 @@ def _walk(out_dir: Path) -> Iterator[tuple[str, Path]]:
             entries = sorted(os.scandir(out_dir / rel_dir), key=lambda e: e.name, reverse=True)
         except (NotADirectoryError, FileNotFoundError):
             continue
+        except OSError as exc:
+            raise UsageError(f"cannot read {out_dir / rel_dir}: {exc.strerror or exc}") from None
         files = []
         for entry in entries:
             rel = rel_dir / entry.name

@@ -69,7 +69,7 @@ def test_a_folder_of_other_files_is_refused_and_left_alone(tmp_path: Path) -> No
 
 
 def test_the_command_line_refuses_a_foreign_folder_with_exit_2(tmp_path: Path) -> None:
-    notes = _foreign(tmp_path)
+    _foreign(tmp_path)
     before = _all_bytes(tmp_path)
     done = _cli("generate", "--out", "notes", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
