@@ -604,7 +604,6 @@ RESERVED_METHOD_CONSTANTS = frozenset({"METHODS"})
 SENTINEL_TAGS = ("__acp_unknown__", "__acp_default__")
 SENTINEL_PREFIX = "__acp_"
 INT32 = (-(2**31), 2**31 - 1)
-ERROR_TYPE = "Error"  # the definition <v>/messages.py imports for error responses
 # The builtins each JSON type is annotated with in the models.
 _BUILTINS_OF = {"string": {"str"}, "integer": {"int"}, "number": {"int", "float"}, "boolean": {"bool"}}
 
@@ -664,10 +663,6 @@ def build_protocol(loaded: LoadedVersion) -> Protocol:
         if not isinstance(types.get(tname), ObjectType):
             b.problem(None, f"/initialize/{part}", f"initialize {part} type {tname!r} is not an object definition",
                       f"define {tname} as an object")
-    if not isinstance(types.get(ERROR_TYPE), ObjectType):
-        b.problem(None, "", f"there is no object definition named {ERROR_TYPE!r}, which messages.py uses as "
-                            "the error object of an error response",
-                  f"define {ERROR_TYPE} (code, message, data) in an area file, as schema/v1/jsonrpc.json does")
     for name in types:
         if name in RESERVED_NAMES:
             b.problem(name, pointer("$defs", name), f"{name!r} is a Python keyword or a name the generated modules import",

@@ -127,18 +127,3 @@ def test_validate_reports_a_lone_surrogate_without_crashing_the_terminal(tmp_pat
     assert "lone surrogate" in stderr and "Traceback" not in stderr
     assert os.listdir(tmp_path) == ["schema"]
 
-
-def test_a_version_without_the_error_definition_is_refused(tmp_path: Path) -> None:
-    from generator.errors import SchemaError
-    from generator.loader import load_version
-    from generator.model import build_protocol
-    from generator.sources import DirSource
-
-    loaded = load_version(DirSource(ROOT / "schema" / "v1", "schema/v1"))
-    loaded.definitions["Error"] = {"description": "Not an object.", "type": "string"}
-    try:
-        build_protocol(loaded)
-    except SchemaError as exc:
-        assert any("no object definition named 'Error'" in p.message for p in exc.problems), exc
-    else:
-        raise AssertionError("a version whose Error is not an object was accepted")
