@@ -12,6 +12,28 @@ from generator import __version__
 from generator.errors import SchemaError, UsageError
 
 EXIT_OK, EXIT_FINDINGS, EXIT_INPUT, EXIT_BUG = 0, 1, 2, 3
+JOBS_ENV = "ACP_TYPES_JOBS"
+
+
+def _out_path(text: str) -> Path:
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return Path(text)
+
+
+def _check_jobs() -> None:
+    raw = os.environ.get(JOBS_ENV, "").strip()
+    if raw and not (raw.isascii() and raw.isdigit()):
+        raise UsageError(f"{JOBS_ENV}={raw!r}: expected a whole number of processes "
+                         "(1 keeps everything in one process; unset or 0: one per version)")
+
+
+def _display(out: Path) -> str:
+    """How an output folder is named in messages: relative to the working folder when inside it."""
+    text = os.path.relpath(os.path.abspath(out))
+    if text.startswith(".."):
+        text = os.path.abspath(out)
+    return text.rstrip("/") + "/"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,14 +57,16 @@ def _parser() -> argparse.ArgumentParser:
                        description="Check the schemas, render every file in memory, then write only "
                                    "the files that changed and remove orphans. Nothing is written if any "
                                    "step fails.")
-    g.add_argument("--out", type=Path, default=ROOT / "generated", help="output folder (default: generated/)")
+    g.add_argument("--out", type=_out_path, default=ROOT / "generated",
+                   help="output folder (default: generated/); it must be new, empty, or a tree the generator "
+                        "wrote (it holds a .acp-types-generated marker), because everything else in it is replaced")
 
     c = sub.add_parser("check", help="exit 1 and list stale files if generated/ is not what the schemas produce",
                        description="Confirm the output folder is what the schemas produce; writes nothing. "
                                    "When the local check cache (.cache/check/, written by generate) shows the same inputs (schemas, templates, "
                                    "generator source, tool versions) and the same file hashes, that is enough; "
                                    "otherwise everything is rendered in memory and compared file by file.")
-    c.add_argument("--out", type=Path, default=ROOT / "generated", help="folder to compare (default: generated/)")
+    c.add_argument("--out", type=_out_path, default=ROOT / "generated", help="folder to compare (default: generated/)")
     c.add_argument("--full", action="store_true",
                    help="always regenerate in memory and compare, even when the manifest confirms the tree")
 
@@ -105,18 +129,27 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.command == "check" and not args.full:
-        from generator import manifest
-
-        if manifest.up_to_date(args.out, args.schema):
-            print(f"{args.out.name}/ is up to date (confirmed by the check cache: same inputs, same files)")
-            return EXIT_OK
-    from generator import manifest, pipeline, writer
-
     if args.command == "diff":
         from generator.diff import command
 
         return command.run(args)
+    from generator import writer
+
+    if args.command in ("generate", "check"):
+        _check_jobs()
+    real_out = writer.resolve_out(args.out) if args.command in ("generate", "check") else None
+    if args.command == "check" and not args.full and real_out is not None and writer.has_marker(real_out):
+        from generator import manifest
+
+        try:
+            confirmed = manifest.up_to_date(real_out, args.schema)
+        except RecursionError:  # a damaged cache nested too deeply to read: compare in full
+            confirmed = False
+        if confirmed:
+            print(f"{_display(args.out)} is up to date (confirmed by the check cache: same inputs, same files)")
+            return EXIT_OK
+    from generator import manifest, pipeline
+
     if args.command == "validate":
         inputs = pipeline.load_inputs(args.schema)
         for proto in inputs.protocols.values():
@@ -124,18 +157,20 @@ def _run(args: argparse.Namespace) -> int:
                   f"{len(proto.features)} features: ok")
         return EXIT_OK
     mapping = pipeline.build_outputs(pipeline.load_inputs(args.schema))
+    assert real_out is not None
     if args.command == "check":
-        stale = writer.stale_files(args.out, mapping)
+        writer.check_owned(real_out, set(mapping))
+        stale = writer.stale_files(real_out, mapping)
         if stale:
             print(f"{len(stale)} generated file(s) are stale; run `make generate`:", file=sys.stderr)
             for path, why in stale:
-                print(f"  {args.out.name}/{path}: {why}", file=sys.stderr)
+                print(f"  {_display(args.out)}{path}: {why}", file=sys.stderr)
             return EXIT_FINDINGS
-        manifest.record(args.out, mapping, args.schema)
-        print(f"{args.out.name}/ is up to date ({len(mapping)} files)")
+        manifest.record(real_out, mapping, args.schema)
+        print(f"{_display(args.out)} is up to date ({len(mapping)} files)")
         return EXIT_OK
-    written, removed = writer.write_tree(args.out, mapping)
-    manifest.record(args.out, mapping, args.schema)
-    print(f"{args.out.name}/: {len(written)} written, {len(removed)} removed, "
+    written, removed = writer.write_tree(real_out, mapping)
+    manifest.record(real_out, mapping, args.schema)
+    print(f"{_display(args.out)}: {len(written)} written, {len(removed)} removed, "
           f"{len(mapping) - len(written)} unchanged")
     return EXIT_OK

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -24,6 +25,27 @@ PROTOCOL_FILE = "protocol.json"
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
+# How deeply a schema file may nest objects and arrays. The canonical schemas
+# need 8 levels; the limit keeps every later step (the meta-schema check, the
+# model, datamodel-code-generator) far from Python's recursion limit.
+MAX_DEPTH = 32
+# Integer literals longer than this are refused: no schema needs them, and
+# Python refuses to convert very long ones at all.
+MAX_INT_DIGITS = 30
+_MAX_REPORTED = 20
+
+
+def _strict_integer(checker: object, instance: object) -> bool:
+    """An integer is an int: ``1.0`` is a number, not an integer, so it never reaches the output as a float."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
+
+
+_MetaValidator = jsonschema.validators.extend(
+    jsonschema.Draft202012Validator,
+    type_checker=jsonschema.Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer),
+)
+
+
 @cache
 def meta_document(name: str) -> dict[str, Any]:
     """One meta-schema of the schema format, as JSON."""
@@ -33,7 +55,8 @@ def meta_document(name: str) -> dict[str, Any]:
 
 @cache
 def metaschema(name: str) -> jsonschema.protocols.Validator:
-    return jsonschema.Draft202012Validator(meta_document(name))
+    validator: jsonschema.protocols.Validator = _MetaValidator(meta_document(name))
+    return validator
 
 
 class _DuplicateKey(ValueError):
@@ -49,16 +72,34 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+class _LongInt(str):
+    """An integer literal too long to use, kept as its text so the walk can report where it is."""
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    return _LongInt(text) if len(text.lstrip("-")) > MAX_INT_DIGITS else int(text)
+
+
 def parse_json(data: bytes, file: str) -> Any:
-    """Parse JSON strictly: UTF-8, no duplicate keys, no NaN; problems carry line and column."""
+    """Parse JSON strictly; raise SchemaError with line and column, or with the JSON pointer of the value.
+
+    Refused: not UTF-8, bad syntax, duplicate keys, NaN and Infinity, numbers
+    too large to be finite (``1e400``), integer literals of more than
+    MAX_INT_DIGITS digits, strings or keys holding a lone surrogate escape
+    (``"\\ud800"``, which no UTF-8 file can hold), and nesting deeper than
+    MAX_DEPTH.
+    """
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SchemaError([Problem(file, "", f"not UTF-8 text (byte {exc.start})",
                                    "save the file as UTF-8")]) from None
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates,
-                          parse_constant=_reject_constant)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates,
+                         parse_constant=_reject_constant, parse_int=_parse_int)
+    except RecursionError:
+        raise SchemaError([Problem(file, "", f"nested too deeply (the limit is {MAX_DEPTH} levels)",
+                                   "flatten the structure: give nested schemas a name in $defs")]) from None
     except json.JSONDecodeError as exc:
         raise SchemaError([Problem(file, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
                                    "fix the JSON syntax there")]) from None
@@ -67,6 +108,51 @@ def parse_json(data: bytes, file: str) -> Any:
                                    "keep one of the two entries")]) from None
     except ValueError as exc:
         raise SchemaError([Problem(file, "", str(exc), "use only standard JSON values")]) from None
+    problems = value_problems(doc, file)
+    if problems:
+        raise SchemaError(problems)
+    return doc
+
+
+def _lone_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def value_problems(doc: Any, file: str) -> list[Problem]:
+    """What ``json.loads`` lets through but no output can hold, each with its JSON pointer (the first few)."""
+    problems: list[Problem] = []
+    stack: list[tuple[Any, tuple[str, ...]]] = [(doc, ())]
+    while stack and len(problems) < _MAX_REPORTED:
+        node, path = stack.pop()
+        where = pointer(*path)
+        if len(path) >= MAX_DEPTH and isinstance(node, (dict, list)) and node:
+            problems.append(Problem(file, where, f"nested too deeply (the limit is {MAX_DEPTH} levels)",
+                                    "flatten the structure: give nested schemas a name in $defs"))
+        elif isinstance(node, dict):
+            for key, value in node.items():
+                if _lone_surrogate(key):
+                    problems.append(Problem(file, where, f"the key {key!r} holds a lone surrogate escape",
+                                            "write the character itself, or a complete surrogate pair"))
+                else:
+                    stack.append((value, (*path, key)))
+        elif isinstance(node, list):
+            stack.extend((value, (*path, str(i))) for i, value in enumerate(node))
+        elif isinstance(node, _LongInt):
+            problems.append(Problem(file, where, f"an integer of {len(node.lstrip('-'))} digits is too long "
+                                                 f"(at most {MAX_INT_DIGITS})", "use a smaller number"))
+        elif isinstance(node, str):
+            if _lone_surrogate(node):
+                problems.append(Problem(file, where, "the text holds a lone surrogate escape (such as \\ud800), "
+                                                     "which UTF-8 cannot encode",
+                                        "write the character itself, or a complete surrogate pair"))
+        elif isinstance(node, float) and not math.isfinite(node):
+            problems.append(Problem(file, where, "a number too large to represent (it would become Infinity)",
+                                    "use a finite number"))
+    return problems
 
 
 def _reject_constant(name: str) -> Any:
@@ -99,6 +185,8 @@ def _explain(error: jsonschema.ValidationError) -> str:
 
 
 def _hint(error: jsonschema.ValidationError) -> str:
+    if error.validator == "type" and isinstance(error.instance, float) and "integer" in str(error.validator_value):
+        return "write an integer without a fraction or exponent (1, not 1.0 or 1e0)"
     return "see docs/SCHEMA_FORMAT.md for what this place may hold"
 
 

@@ -7,12 +7,14 @@ immutable and ordered, so two builds of the same input compare equal.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 from generator.errors import Problem, SchemaError, pointer
 from generator.loader import LoadedVersion
-from generator.naming import KEYWORDS, field_name
+from generator.naming import KEYWORDS, constant_name, field_name, method_name
 
 REF_PREFIX = "#/$defs/"
 _SCALARS = ("string", "integer", "number", "boolean")
@@ -260,6 +262,12 @@ class _Builder:
             inner = self.type_expr(other[0], def_name, ptr + "/anyOf/" + str(branches.index(other[0])))
             return TypeExpr(inner.kind, inner.name, inner.items, True, inner.const, inner.constraints)
         constraints = tuple((k, schema[k]) for k in _CONSTRAINTS if k in schema)
+        if "pattern" in schema:
+            why = pattern_problem(schema["pattern"])
+            if why:
+                self.problem(def_name, ptr + "/pattern", f"the pattern cannot be used: {why}",
+                             "write a pattern both regex engines accept (no lookaround, no backreferences; "
+                             "see docs/SCHEMA_FORMAT.md)")
         if "$ref" in schema:
             target = schema["$ref"][len(REF_PREFIX):]
             if target not in self.loaded.definitions:
@@ -271,6 +279,7 @@ class _Builder:
         nullable = "null" in type_list
         rest = [t for t in type_list if t != "null"]
         if "const" in schema:
+            self.check_const(schema["const"], rest, def_name, ptr + "/const")
             return TypeExpr("const", rest[0] if rest else None, nullable=nullable, const=schema["const"])
         if len(rest) > 1:
             if not set(rest) <= set(_SCALARS) | {"array"}:
@@ -297,6 +306,26 @@ class _Builder:
             items = None if extra is True else self.type_expr(extra, def_name, ptr + "/additionalProperties")
             return TypeExpr("map", items=items, nullable=nullable)
         return TypeExpr("any", nullable=nullable)
+
+    def check_const(self, value: Any, types: list[str], def_name: str, ptr: str) -> None:
+        """A const becomes a ``Literal``: a string, an integer or a boolean, of the declared type."""
+        if isinstance(value, bool):
+            kind = "boolean"
+        elif isinstance(value, int):
+            kind = "integer"
+        elif isinstance(value, str):
+            kind = "string"
+        else:
+            shown = "null" if value is None else type(value).__name__.replace("dict", "object").replace(
+                "list", "array").replace("float", "non-integer number")
+            self.problem(def_name, ptr, f"a const must be a string, an integer or a boolean, not {shown}",
+                         "use one of those (for null use {\"type\": \"null\"}; for a fixed object, "
+                         "give each property its own const)")
+            return
+        allowed = {"integer": {"integer", "number"}}.get(kind, {kind})
+        if types and not allowed & set(types):
+            self.problem(def_name, ptr, f"the const is a {kind} but the type says {' or '.join(types)}",
+                         "make the const and the type agree")
 
     def build_type(self, name: str, schema: dict[str, Any]) -> TypeDef | None:
         ptr = pointer("$defs", name)
@@ -349,6 +378,17 @@ class _Builder:
                              "drop it from required or remove the marker")
             fields.append(Field(wire, py, texpr, wire in required, prop.get("description", ""),
                                 omit, skip, patch, prop.get("default"), "default" in prop))
+        used: set[str] = set()
+        for f in fields:
+            used |= builtins_of(f.type)
+            if isinstance(f.default, (list, dict)):
+                used.add(type(f.default).__name__)
+        for f in fields:
+            if f.py_name in used:
+                self.problem(name, ptr + pointer("properties", f.wire_name),
+                             f"the attribute {f.py_name!r} would hide the builtin {f.py_name!r}, which the "
+                             f"annotations of {name} use",
+                             "rename the property, or give the values that need the builtin a named definition")
         return ObjectType(name, schema.get("description", ""), tuple(fields))
 
     def build_union(self, name: str, schema: dict[str, Any], ptr: str) -> UnionType:
@@ -402,6 +442,12 @@ class _Builder:
                 if not isinstance(value, str):
                     self.problem(branch, pointer("$defs", branch, "properties", tag, "const"),
                                  "a union tag must be a string", "use a string const")
+                    continue
+                if value.startswith(SENTINEL_PREFIX):
+                    self.problem(branch, pointer("$defs", branch, "properties", tag, "const"),
+                                 f"the tag value {value!r} is reserved: the runtime's sentinel tags "
+                                 f"({', '.join(SENTINEL_TAGS)}) start with {SENTINEL_PREFIX!r}",
+                                 f"use a tag value that does not start with {SENTINEL_PREFIX!r}")
                     continue
                 if tag not in target.get("required", []) and branch != default:
                     self.problem(branch, pointer("$defs", branch, "required"),
@@ -473,7 +519,28 @@ class _Builder:
     def build_protocol(self, types: dict[str, TypeDef], proto: Protocol) -> tuple[tuple[Method, ...], tuple[Feature, ...]]:
         doc = self.loaded.protocol
         errors = {int(code) for code in doc["errors"]}
+        for code in doc["errors"]:
+            if not INT32[0] <= int(code) <= INT32[1]:
+                self.problem(None, pointer("errors", code), f"error code {code} does not fit in 32 bits",
+                             f"use a code from {INT32[0]} to {INT32[1]} (JSON-RPC codes are small integers)")
         methods = []
+        constants: dict[str, list[str]] = {}
+        for wire in sorted(doc["methods"]):
+            constants.setdefault(constant_name(wire), []).append(wire)
+        for const, wires in constants.items():
+            for wire in wires:
+                ptr, py = pointer("methods", wire), method_name(wire)
+                if len(wires) > 1:
+                    others = ", ".join(repr(w) for w in wires if w != wire)
+                    self.problem(None, ptr, f"methods {wire!r} and {others} {'both' if len(wires) == 2 else 'all'} "
+                                            f"become the constant {const} "
+                                            f"(and the stub {py})", "rename the methods so that they differ in letters")
+                elif const in RESERVED_METHOD_CONSTANTS:
+                    self.problem(None, ptr, f"method {wire!r} becomes the constant {const}, a name methods.py "
+                                            "already uses", "rename the method")
+                elif py in KEYWORDS:
+                    self.problem(None, ptr, f"method {wire!r} becomes the stub name {py!r}, which is a Python "
+                                            "keyword", f"rename the method (for example session/{py})")
         for wire, m in doc["methods"].items():
             ptr = pointer("methods", wire)
             for part in ("params", "result"):
@@ -518,13 +585,66 @@ class _Builder:
 
 
 # Definition names become module-level names; these would shadow what the generated
-# modules import or are not valid class names at all.
+# modules import or export (models.py and the version package, whose other names
+# tests/test_generator_inputs.py compares with this list), or are not valid class names at all.
 RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | frozenset({
     "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "Callable", "Mapping", "Protocol",
     "AcpModel", "TolerantField", "UnknownVariant", "MethodSpec", "FeatureSpec", "BaseModel", "ConfigDict",
     "TypeAdapter", "ValidationError", "Discriminator", "Field", "ModelWrapValidatorHandler", "Tag",
     "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES",
+    # the version package's exports beside the models (acp_types.<v>.__all__)
+    "MessageError", "PendingRequests", "UnknownMethodError", "NotARequestError", "VERSION", "STATUS",
+    "BATCHES",
 })
+# Module-level names of <v>/methods.py that a method constant must not take.
+RESERVED_METHOD_CONSTANTS = frozenset({"METHODS"})
+# The runtime's sentinel tags (acp_types._runtime.UNKNOWN_TAG / DEFAULT_TAG): a
+# branch tagged with one would be routed as the unknown or the default branch.
+SENTINEL_TAGS = ("__acp_unknown__", "__acp_default__")
+SENTINEL_PREFIX = "__acp_"
+INT32 = (-(2**31), 2**31 - 1)
+# The builtins each JSON type is annotated with in the models.
+_BUILTINS_OF = {"string": {"str"}, "integer": {"int"}, "number": {"int", "float"}, "boolean": {"bool"}}
+
+
+def builtins_of(texpr: TypeExpr) -> set[str]:
+    """The Python builtins the model annotation of ``texpr`` names (``list[str]`` -> list, str)."""
+    out: set[str] = set()
+    node: TypeExpr | None = texpr
+    while node is not None:
+        if node.kind == "scalar":
+            for part in (node.name or "").split(" | "):
+                out |= _BUILTINS_OF.get(part, set())
+        elif node.kind == "array":
+            out.add("list")
+        elif node.kind == "map":
+            out |= {"dict", "str"}
+        node = node.items
+    return out
+
+
+@cache
+def pattern_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be used, or None.
+
+    The models check patterns with pydantic-core, whose regex engine is Rust's
+    ``regex`` crate (no lookaround, no backreferences); the bundled schema is
+    checked by jsonschema with Python's ``re``. A pattern must compile in both.
+    """
+    from pydantic_core import SchemaError as CoreSchemaError
+    from pydantic_core import SchemaValidator, core_schema
+
+    try:
+        SchemaValidator(core_schema.str_schema(pattern=pattern))
+    except CoreSchemaError as exc:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        detail = next((line for line in lines if line.startswith("error:")), lines[-1] if lines else "")
+        return f"the models' regex engine (Rust regex, in pydantic-core) refuses it ({detail[:200]})"
+    try:
+        re.compile(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        return f"Python's re, which checks the bundled schema, refuses it ({exc})"
+    return None
 
 
 def build_protocol(loaded: LoadedVersion) -> Protocol:

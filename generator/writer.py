@@ -1,5 +1,19 @@
 """Write a rendered mapping to disk, or compare it with what is there.
 
+The output folder is the generator's own (see README.md, "The two commands"):
+``write_tree`` writes only into a folder that is absent, empty, or holds the
+marker file ``.acp-types-generated`` that every run writes into its tree. A
+folder without the marker is adopted only when every entry in it is a file or
+folder the generator itself writes (a tree from before the marker existed);
+anything else is refused with ``UsageError`` before a single file is touched.
+``--out`` may be a symlink to a folder: the folder it points to is written and
+the link is left as it is; a dangling link, a file, ``/`` or a path under a
+file is refused.
+
+Runs on one output folder are serialized: each holds an exclusive ``flock`` on
+the folder's parent directory from its first check to its last write, so a
+second run waits for the first and then sees its finished tree.
+
 ``write_tree`` is atomic at the tree level: the complete new tree is built in a
 sibling folder (unchanged files are hard-linked, so they keep their mtime; files
 that tools create beside the package, such as caches and build metadata, are
@@ -8,7 +22,8 @@ moved across), then the two folders are swapped in one step with Linux
 missing the old tree is first renamed aside; a run killed between the two
 renames leaves ``<out>.old-tree`` behind, and the next run puts it back before
 doing anything else. Either way the folder is always entirely the old tree or
-entirely the new one.
+entirely the new one. Siblings named ``<out>.new-tree`` / ``<out>.old-tree``
+that the generator did not make are never deleted: the run refuses instead.
 """
 
 from __future__ import annotations
@@ -16,44 +31,198 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import os
 import shutil
+import stat
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from generator.errors import UsageError
 
 IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", "build"}
 IGNORED_SUFFIXES = (".egg-info", ".pyc")
 FAIL_ENV = "ACP_TYPES_FAIL_AFTER_WRITES"  # test hook: os._exit(70) after this many file operations
 _NEW, _OLD = ".new-tree", ".old-tree"
+MARKER = ".acp-types-generated"
+MARKER_TEXT = (
+    "This folder is written by the acp-types generator (python -m generator generate).\n"
+    "Each run replaces everything in it except tool caches: keep no other files here.\n"
+)
+_MARKER_HEAD = MARKER_TEXT.splitlines()[0].encode()
 
 
 def _ignored(rel: Path) -> bool:
     return any(part in IGNORED_PARTS or part.endswith(IGNORED_SUFFIXES) for part in rel.parts)
 
 
+def _walk(out_dir: Path) -> Iterator[tuple[str, Path]]:
+    """(relative posix path, path) of every regular file in the tree, sorted; symlinks are not followed."""
+    stack = [Path()]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = sorted(os.scandir(out_dir / rel_dir), key=lambda e: e.name, reverse=True)
+        except (NotADirectoryError, FileNotFoundError):
+            continue
+        except OSError as exc:
+            raise UsageError(f"cannot read {out_dir / rel_dir}: {exc.strerror or exc}") from None
+        files = []
+        for entry in entries:
+            rel = rel_dir / entry.name
+            if _ignored(rel):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(rel)
+            elif entry.is_file(follow_symlinks=False) and rel.as_posix() != MARKER:
+                files.append(rel)
+        for rel in reversed(files):
+            yield rel.as_posix(), out_dir / rel
+
+
 def existing_files(out_dir: Path) -> dict[str, bytes]:
-    found: dict[str, bytes] = {}
+    """Every generated-looking file of the tree with its bytes (not the marker, caches or symlinks)."""
+    out_dir = Path(out_dir)
     if not out_dir.is_dir():
-        return found
-    for path in sorted(out_dir.rglob("*")):
-        rel = path.relative_to(out_dir)
-        if path.is_file() and not _ignored(rel):
-            found[rel.as_posix()] = path.read_bytes()
-    return found
+        return {}
+    return dict(sorted((rel, path.read_bytes()) for rel, path in _walk(out_dir)))
 
 
 def stale_files(out_dir: Path, mapping: dict[str, str]) -> list[tuple[str, str]]:
-    """(path, why) for every file that differs from what the schemas produce."""
-    have = existing_files(out_dir)
+    """(path, why) for every file that differs from what the schemas produce.
+
+    Files are read one at a time and only when their size matches, so the
+    memory used is bounded by the largest generated file.
+    """
+    out_dir = Path(out_dir)
+    have = {rel: path for rel, path in _walk(out_dir)} if out_dir.is_dir() else {}
     stale = []
-    for path, text in mapping.items():
-        if path not in have:
-            stale.append((path, "missing"))
-        elif have[path] != text.encode("utf-8"):
-            stale.append((path, "differs"))
-    for path in have:
-        if path not in mapping:
-            stale.append((path, "not generated by any schema (orphan)"))
+    for rel, text in mapping.items():
+        path = have.get(rel)
+        if path is None:
+            stale.append((rel, "missing"))
+            continue
+        data = text.encode("utf-8")
+        try:
+            same = path.stat().st_size == len(data) and path.read_bytes() == data
+        except OSError:
+            same = False
+        if not same:
+            stale.append((rel, "differs"))
+    for rel in have:
+        if rel not in mapping:
+            stale.append((rel, "not generated by any schema (orphan)"))
     return sorted(stale)
+
+
+# ---------------------------------------------------------------- the output folder
+
+
+def resolve_out(out_dir: Path) -> Path:
+    """The real folder ``--out`` names (symlinks followed), or UsageError if it cannot be an output folder."""
+    raw = os.fspath(out_dir)
+    if raw == "":
+        raise UsageError("--out is empty; name a folder")
+    if os.path.islink(raw) and not os.path.exists(raw):
+        raise UsageError(f"{raw}: a symlink to {os.readlink(raw)!r}, which does not exist; "
+                         "point it at a folder or pass the folder itself")
+    real = Path(os.path.realpath(raw))
+    if real.parent == real:
+        raise UsageError(f"{raw}: the file system root cannot be an output folder")
+    if real.exists() and not real.is_dir():
+        raise UsageError(f"{raw}: is a file, not a folder")
+    ancestor = real.parent
+    while not ancestor.exists():
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UsageError(f"{raw}: {ancestor} is a file, so no folder can be made under it")
+    return real
+
+
+def has_marker(folder: Path) -> bool:
+    try:
+        st = os.lstat(folder / MARKER)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 4096:
+            return False
+        with open(folder / MARKER, "rb") as fh:
+            return fh.read(len(_MARKER_HEAD)) == _MARKER_HEAD
+    except OSError:
+        return False
+
+
+def _is_empty_dir(folder: Path) -> bool:
+    try:
+        return not os.path.islink(folder) and folder.is_dir() and not any(os.scandir(folder))
+    except OSError:
+        return False
+
+
+def _foreign_entry(folder: Path, paths: set[str]) -> str | None:
+    """The first entry of ``folder`` that is not a file or folder of ``paths`` (or a cache), else None.
+
+    Only folders that ``paths`` needs are entered, so a foreign tree such as
+    ``/`` is rejected after reading one directory listing, not all of it.
+    """
+    dirs = {p.rsplit("/", 1)[0] for p in paths if "/" in p}
+    dirs |= {d.rsplit("/", i)[0] for d in list(dirs) for i in range(1, d.count("/") + 1)}
+    stack = [""]
+    while stack:
+        rel_dir = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder / rel_dir), key=lambda e: e.name)
+        except OSError:
+            return rel_dir or "."
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if _ignored(Path(rel)) or rel == MARKER:
+                continue
+            if entry.is_dir(follow_symlinks=False) and rel in dirs:
+                stack.append(rel)
+            elif not (entry.is_file(follow_symlinks=False) and rel in paths):
+                return rel
+    return None
+
+
+def check_owned(out_dir: Path, paths: set[str] | None) -> None:
+    """UsageError unless ``out_dir`` (a real path) is absent, empty, marked, or holds only files of ``paths``."""
+    if not out_dir.exists() or _is_empty_dir(out_dir) or has_marker(out_dir):
+        return
+    foreign = _foreign_entry(out_dir, paths) if paths is not None else "."
+    if foreign is None:
+        return
+    what = "it" if foreign == "." else f"{foreign!r}"
+    raise UsageError(
+        f"{out_dir}: not a folder the generator wrote ({what} is not part of the generated tree, and there "
+        f"is no {MARKER} marker); nothing was written. The generator replaces everything in its output "
+        "folder: pass a new or empty folder, or the folder of an earlier run"
+    )
+
+
+def _check_sibling(path: Path) -> None:
+    if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
+                                      and (has_marker(path) or _is_empty_dir(path))):
+        raise UsageError(f"{path}: exists and was not made by the generator, which would use this name "
+                         "for its work; move it away")
+
+
+@contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold an exclusive flock on ``folder`` (the parent of the output folder); waits for another run."""
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"waiting for another generator run in {folder} to finish...", file=sys.stderr)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+# ---------------------------------------------------------------- writing
 
 
 class _Ops:
@@ -76,8 +245,15 @@ def _sibling(out_dir: Path, suffix: str) -> Path:
 
 
 def recover(out_dir: Path) -> None:
-    """Undo what a killed run left behind: put a renamed-aside old tree back, drop a half-built new one."""
+    """Undo what a killed run left behind: put a renamed-aside old tree back, drop a half-built new one.
+
+    Only siblings the generator made (marked or empty folders) are touched;
+    any other file of that name raises UsageError.
+    """
+    out_dir = Path(out_dir)
     old, new = _sibling(out_dir, _OLD), _sibling(out_dir, _NEW)
+    _check_sibling(old)
+    _check_sibling(new)
     if old.exists():
         if out_dir.exists():
             shutil.rmtree(old)  # the swap happened; only the deletion of the old tree was missed
@@ -117,36 +293,67 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _write_file(target: Path, data: bytes) -> None:
+    with open(target, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
 def write_tree(out_dir: Path, mapping: dict[str, str]) -> tuple[list[str], list[str]]:
-    """Make ``out_dir`` hold exactly ``mapping``, atomically; returns (written, removed)."""
-    out_dir = Path(out_dir)
-    recover(out_dir)
+    """Make ``out_dir`` hold exactly ``mapping`` (plus the marker), atomically; returns (written, removed).
+
+    Raises UsageError, having touched nothing, if ``out_dir`` is not the
+    generator's to write (see the module docstring), and UsageError naming the
+    path for a file system error (permissions, a read-only or special file system).
+    """
+    if MARKER in mapping:
+        raise ValueError(f"{MARKER} is the generator's own marker, not a generated file")
+    real = resolve_out(Path(out_dir))
+    check_owned(real, set(mapping))
+    try:
+        real.parent.mkdir(parents=True, exist_ok=True)
+        with _locked(real.parent):
+            check_owned(real, set(mapping))  # again: another run may have changed it while we waited
+            recover(real)
+            return _write_locked(real, mapping)
+    except OSError as exc:
+        where = exc.filename or real
+        raise UsageError(f"cannot write {out_dir}: {where}: {exc.strerror or exc}") from None
+
+
+def _write_locked(out_dir: Path, mapping: dict[str, str]) -> tuple[list[str], list[str]]:
     have = existing_files(out_dir)
     written = [p for p, text in mapping.items() if have.get(p) != text.encode("utf-8")]
     removed = [p for p in have if p not in mapping]
     if not written and not removed and out_dir.is_dir():
+        if not has_marker(out_dir):  # an unmarked tree from an earlier generator: mark it as ours
+            tmp = out_dir / f"{MARKER}.{os.getpid()}.tmp"
+            _write_file(tmp, MARKER_TEXT.encode())
+            os.replace(tmp, out_dir / MARKER)
         return written, removed
 
     changed = set(written)
     ops = _Ops()
     new, old = _sibling(out_dir, _NEW), _sibling(out_dir, _OLD)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
     new.mkdir()
     try:
+        _write_file(new / MARKER, MARKER_TEXT.encode())  # first, so a killed run's folder is recognisably ours
         for path, text in mapping.items():
             target = new / path
             target.parent.mkdir(parents=True, exist_ok=True)
             ops.step()
             if path in changed:
-                with open(target, "wb") as fh:
-                    fh.write(text.encode("utf-8"))
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                _write_file(target, text.encode("utf-8"))
             else:
                 os.link(out_dir / path, target)  # same bytes: keep the file and its mtime
         _fsync_dir(new)
         exists = out_dir.is_dir()
         ops.step()
+        if exists and not has_marker(out_dir):
+            # an unmarked tree being replaced: mark it first, so a run killed
+            # between the two renames below leaves an old tree recover() knows
+            _write_file(out_dir / MARKER, MARKER_TEXT.encode())
         if exists and _exchange(new, out_dir):
             swapped_out = new  # now holds the old tree
         else:

@@ -1,0 +1,129 @@
+"""Bad input anywhere the generator reads is exit 2, and the name checks cover what the package really emits."""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import GENERATED, ROOT, VERSIONS
+
+from generator import manifest, writer
+from generator.model import (
+    RESERVED_METHOD_CONSTANTS,
+    RESERVED_NAMES,
+    SENTINEL_PREFIX,
+    SENTINEL_TAGS,
+    ObjectType,
+    builtins_of,
+)
+from generator.pipeline import Inputs
+
+ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
+DEFINITION_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")  # what the meta-schema lets a definition be called
+DEEP = "[" * 100000 + "]" * 100000
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "generator", *args], cwd=cwd, capture_output=True, text=True, env=ENV)
+
+
+def test_every_name_of_the_version_package_beside_the_models_is_reserved(inputs: Inputs) -> None:
+    for version in VERSIONS:
+        package = importlib.import_module(f"acp_types.{version}")
+        models = importlib.import_module(f"acp_types.{version}.models")
+        defined = {t.name for t in inputs.protocols[version].types}
+        exported = set(package.__all__) | {n for n in vars(package) if not n.startswith("_")}
+        imported = {n for n in vars(models) if n not in defined and not n.startswith("_")}
+        for name in sorted((exported | imported) - defined):
+            if DEFINITION_NAME.match(name):
+                assert name in RESERVED_NAMES, f"a definition named {name} would replace acp_types.{version}.{name}"
+
+
+def test_method_constants_cannot_take_a_module_name_of_methods_py() -> None:
+    for version in VERSIONS:
+        methods = importlib.import_module(f"acp_types.{version}.methods")
+        wire = {spec.name for spec in methods.METHODS.values()}
+        for name, value in vars(methods).items():
+            if name.isupper() and not (isinstance(value, str) and value in wire):
+                assert name in RESERVED_METHOD_CONSTANTS, f"a method could become the constant {name}"
+
+
+def test_the_sentinel_tags_are_the_runtimes() -> None:
+    runtime = importlib.import_module("acp_types._runtime")
+    assert SENTINEL_TAGS == (runtime.UNKNOWN_TAG, runtime.DEFAULT_TAG)
+    assert all(tag.startswith(SENTINEL_PREFIX) for tag in SENTINEL_TAGS)
+
+
+def test_builtins_of_names_every_builtin_the_model_annotations_use(inputs: Inputs) -> None:
+    """The shadowing check is only as good as builtins_of: compare it with the rendered annotations."""
+    names = {n for n in dir(builtins) if not n.startswith("_")}
+    checked = 0
+    for version in VERSIONS:
+        tree = ast.parse((GENERATED / "acp_types" / version / "models.py").read_text("utf-8"))
+        classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+        for t in inputs.protocols[version].types:
+            if not isinstance(t, ObjectType) or t.name not in classes:
+                continue
+            annotations = {stmt.target.id: stmt.annotation for stmt in classes[t.name].body
+                           if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)}
+            for f in t.fields:
+                used = {n.id for n in ast.walk(annotations[f.py_name]) if isinstance(n, ast.Name) and n.id in names}
+                used -= {"None"}
+                assert used <= builtins_of(f.type), (t.name, f.wire_name, used, builtins_of(f.type))
+                checked += 1
+    assert checked > 300
+
+
+def test_a_diff_side_nested_too_deeply_is_exit_2(tmp_path: Path) -> None:
+    side = tmp_path / "side" / "v1"
+    shutil.copytree(ROOT / "schema" / "v1", side)
+    (side / "zz_deep.json").write_text('{"$schema": "https://json-schema.org/draft/2020-12/schema", '
+                                       f'"description": "d", "$defs": {{"Deep": {{"description": "d", "default": {DEEP}}}}}}}')
+    done = _run("diff", str(ROOT / "schema" / "v1"), str(side), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "zz_deep.json" in done.stderr and "nested too deeply" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_cross_version_map_nested_too_deeply_is_exit_2(tmp_path: Path) -> None:
+    deep = tmp_path / "map.json"
+    deep.write_text('{"methods": ' + DEEP + "}")
+    done = _run("diff", str(ROOT / "schema" / "v1"), str(ROOT / "schema" / "v2"), "--map", str(deep), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_check_cache_nested_too_deeply_only_costs_the_fast_path(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    writer.write_tree(out, {"x.txt": "x\n"})  # a marked tree, so check consults the cache
+    cache = manifest.cache_path(out)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text('{"files": ' + DEEP + "}")
+    try:
+        done = _run("check", "--out", str(out), cwd=tmp_path)
+    finally:
+        cache.unlink()
+    assert done.returncode == 1, done.stderr  # compared in full: stale, not a crash
+    assert "x.txt: not generated by any schema" in done.stderr
+
+
+def test_validate_reports_a_lone_surrogate_without_crashing_the_terminal(tmp_path: Path) -> None:
+    schema = tmp_path / "schema"
+    shutil.copytree(ROOT / "schema", schema)
+    (schema / "v1" / "zz_case.json").write_text(
+        '{"$schema": "https://json-schema.org/draft/2020-12/schema", "description": "d", '
+        '"$defs": {"\\ud800Bad": {"description": "\\udc00", "type": "string"}}}')
+    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "validate"], cwd=tmp_path,
+                          capture_output=True, env={**ENV, "LC_ALL": "C", "PYTHONIOENCODING": "ascii"})
+    stderr = done.stderr.decode("ascii", "replace")
+    assert done.returncode == 2, stderr
+    assert "lone surrogate" in stderr and "Traceback" not in stderr
+    assert os.listdir(tmp_path) == ["schema"]
+
