@@ -11,9 +11,10 @@ into the package unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -71,6 +72,11 @@ class AcpModel(BaseModel):
         # as null.
         fields = cls._acp_tolerant_fields
         model = tolerant_receive(data, handler, fields) if fields else handler(data)
+        consts = _CONSTS.get(cls)
+        if consts is None:
+            consts = _consts(cls)
+        if consts and isinstance(data, Mapping) and not _CONSTRUCTING.get():
+            _require_consts(cls, model, consts, data)
         extra = model.__pydantic_extra__
         if extra and isinstance(data, Mapping):
             known = cls.__pydantic_fields__
@@ -84,6 +90,23 @@ class AcpModel(BaseModel):
                     model.__pydantic_fields_set__.discard(key)
         return model
 
+    def __init__(self, /, **data: Any) -> None:
+        # A required single-value field (a union branch's tag) defaults to its
+        # value when constructing in code, and counts as set so that to_wire
+        # writes it. On the wire it stays required (see _acp_receive).
+        token = _CONSTRUCTING.set(True)
+        try:
+            super().__init__(**data)
+        finally:
+            _CONSTRUCTING.reset(token)
+        consts = _consts(type(self))
+        if consts:
+            self.__pydantic_fields_set__.update(attr for attr, _ in consts)
+
+    # pydantic calls a model's own __init__ from model_validate too unless it
+    # is marked as the base one; this one only adds to construction in code.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready wire form: wire names, unset fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -91,6 +114,41 @@ class AcpModel(BaseModel):
     def to_json(self) -> str:
         """The wire form as compact JSON text."""
         return self.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+_CONSTRUCTING: ContextVar[bool] = ContextVar("acp_constructing", default=False)
+_CONSTS: dict[type, tuple[tuple[str, str], ...]] = {}
+
+
+def _consts(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(attribute, wire name) of each field of ``cls`` typed as one ``Literal`` value and defaulting to it."""
+    found = _CONSTS.get(cls)
+    if found is None:
+        out = []
+        for name, info in cls.__pydantic_fields__.items():
+            args = get_args(info.annotation)
+            if (
+                get_origin(info.annotation) is Literal
+                and len(args) == 1
+                and info.default == args[0]
+            ):
+                out.append((name, info.alias or name))
+        found = _CONSTS[cls] = tuple(out)
+    return found
+
+
+def _require_consts(
+    cls: type[BaseModel],
+    model: BaseModel,
+    consts: tuple[tuple[str, str], ...],
+    data: Mapping[str, Any],
+) -> None:
+    missing = [wire for attr, wire in consts if attr not in model.__pydantic_fields_set__]
+    if missing:
+        raise ValidationError.from_exception_data(
+            cls.__name__,
+            [{"type": "missing", "loc": (wire,), "input": data} for wire in missing],
+        )
 
 
 class UnknownVariant(AcpModel):
@@ -278,6 +336,8 @@ class MethodSpec:
     union alias for the few payloads that are unions); ``result`` is ``None``
     for a notification. ``capability`` is the path of wire names to the
     capability that gates the method, ``None`` when it is baseline.
+    ``handler`` is the attribute a connection calls on its handler object
+    for the method (the same name as the stub in ``Agent`` / ``Client``).
     """
 
     name: str
@@ -289,6 +349,8 @@ class MethodSpec:
     errors: tuple[int, ...]
     stability: Stability
     description: str
+    handler: str = ""
+    """The name of the handler method a connection calls for it (see ``acp_types.connection``)."""
 
     def validate_params(self, params: Any) -> Any:
         """Validate ``params`` as this method's params type and return the model."""
