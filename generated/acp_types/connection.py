@@ -632,15 +632,14 @@ class Connection:
         if kind == "request" and exc.id is not None and exc.id in self._in:
             log.warning("malformed request reuses the id of a running one: %s", exc.message)
         if kind == "request" and exc.method == "initialize" and exc.code == INVALID_PARAMS:
-            other = self._initialize_version(exc.data)
-            if other is not None:
+            chosen, reading = self._initialize_versions(exc.data)
+            if reading is not None:
                 try:
-                    msg = other.parse(exc.data)
+                    msg = reading.parse(exc.data)
                 except MessageError as again:
                     exc = again
                 else:
-                    self._settle(other)
-                    await self._dispatch(msg)
+                    await self._dispatch_initialize(msg, chosen)
                     return
         await self._answer_error(exc.id, exc.code, exc.message)
 
@@ -653,13 +652,23 @@ class Connection:
                 return version
         return max(self._versions.values(), key=lambda v: v.number)
 
-    def _initialize_version(self, data: Any) -> _Version | None:
-        if self.side != "agent" or self.settled or not isinstance(data, Mapping):
-            return None
-        params = data.get("params")
+    def _initialize_versions(self, data: Any) -> tuple[_Version, _Version | None]:
+        """For a client's initialize that did not parse: the version to settle, and the one to read it in.
+
+        It is read in the version it asks for when this package knows that
+        version (even when this agent does not serve it: the agent then
+        answers with its own version, and the client decides).
+        """
+        params = data.get("params") if isinstance(data, Mapping) else None
         requested = params.get("protocolVersion") if isinstance(params, Mapping) else None
         chosen = self._choose(requested)
-        return None if chosen is self._version else chosen
+        if self.side != "agent" or self.settled:
+            return chosen, None
+        for name in VERSIONS:
+            version = self._versions.get(name) or _Version(name)
+            if version.number == requested and version is not self._version:
+                return chosen, version
+        return chosen, None
 
     def _initialize_other(self, exc: InvalidResult) -> Any:
         """A client's initialize answered in another version than asked: parse it in that one."""
@@ -798,8 +807,17 @@ class Connection:
                 except MessageError as exc:
                     await self._answer_error(rid, exc.code, exc.message)
                     return
-            self._settle(chosen)
-            self.peer_initialize = msg.params
+            await self._dispatch_initialize(msg, chosen)
+            return
+        self._start_request(msg)
+
+    async def _dispatch_initialize(self, msg: Request, chosen: _Version) -> None:
+        self._settle(chosen)
+        self.peer_initialize = msg.params
+        self._start_request(msg)
+
+    def _start_request(self, msg: Request) -> None:
+        rid = msg.id
         task = asyncio.ensure_future(self._run_request(msg))
         self._in[rid] = task
         task.add_done_callback(functools.partial(self._forget, rid))
@@ -943,7 +961,7 @@ async def stdio_streams(
     protocol = asyncio.StreamReaderProtocol(reader)
     stdin = sys.stdin.buffer
     try:
-        await loop.connect_read_pipe(lambda: protocol, stdin)  # type: ignore[misc]
+        await loop.connect_read_pipe(lambda: protocol, stdin)
     except ValueError:  # a regular file: read it in a thread
         fd = stdin.fileno()
 
