@@ -32,7 +32,7 @@ validate: $(STAMP)
 	$(PY) -m generator validate
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -rs
 
 lint: $(STAMP)
 	$(PY) -m ruff check generator runtime tests benchmarks
