@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from acp_types import connection, v1, v2
 from acp_types.connection import (
     AgentConnection,

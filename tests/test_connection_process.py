@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from acp_types import connection, v1
 from acp_types.connection import ConnectionClosed
 
