@@ -209,8 +209,11 @@ def _is_factory(handler: Handler) -> bool:
     return inspect.isclass(handler) or inspect.isfunction(handler) or inspect.ismethod(handler)
 
 
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def _dumps(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _encode(value).encode("utf-8")
 
 
 class _OutRequest:
@@ -393,22 +396,34 @@ class Connection:
         except ConnectionClosed:
             log.debug("not sent, the connection is closed: %.200r", data)
 
-    async def _answer(self, rid: RequestId, result: Any) -> None:
+    async def _reply(self, data: bytes, collect: list[bytes] | None) -> None:
+        """Send one answer, or add it to the answers of the batch being handled."""
+        if collect is not None:
+            collect.append(data)
+        else:
+            await self._send_quietly(data + b"\n")
+
+    async def _answer(
+        self, rid: RequestId, result: Any, collect: list[bytes] | None = None
+    ) -> None:
         if isinstance(result, BaseModel):
             body = result.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
         else:
             body = _dumps(result)
-        await self._send_quietly(
-            b'{"jsonrpc":"2.0","id":' + _dumps(rid) + b',"result":' + body + b"}\n"
-        )
+        await self._reply(b'{"jsonrpc":"2.0","id":' + _dumps(rid) + b',"result":' + body + b"}", collect)
 
     async def _answer_error(
-        self, rid: RequestId, code: int, message: str, data: Any = None
+        self,
+        rid: RequestId,
+        code: int,
+        message: str,
+        data: Any = None,
+        collect: list[bytes] | None = None,
     ) -> None:
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             error["data"] = data
-        await self._send_quietly(_dumps({"jsonrpc": "2.0", "id": rid, "error": error}) + b"\n")
+        await self._reply(_dumps({"jsonrpc": "2.0", "id": rid, "error": error}), collect)
 
     def _spec(self, method: str, kind: str) -> MethodSpec | None:
         spec = self._version.methods.get(method)
@@ -602,18 +617,36 @@ class Connection:
             await self._malformed(exc)
             return
         if isinstance(msg, Batch):
-            for entry in msg.entries:
-                if isinstance(entry, MessageError):
-                    await self._malformed(entry)
-                else:
-                    await self._dispatch(entry)
+            await self._batch(msg)
             return
         await self._dispatch(msg)
+
+    async def _batch(self, batch: Batch) -> None:
+        # Each entry is handled as if it came alone; the answers to its
+        # requests go back together, as one array, once every one is known.
+        answers: list[bytes] = []
+        tasks: list[asyncio.Task[None]] = []
+        for entry in batch.entries:
+            if isinstance(entry, MessageError):
+                await self._malformed(entry, answers)
+            elif isinstance(entry, Request):
+                task = await self._on_request(entry, answers)
+                if task is not None:
+                    tasks.append(task)
+            else:
+                await self._dispatch(entry)
+        if tasks or answers:
+            asyncio.ensure_future(self._send_batch(tasks, answers))
+
+    async def _send_batch(self, tasks: list[asyncio.Task[None]], answers: list[bytes]) -> None:
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if answers and not self._closing:
+            await self._send_quietly(b"[" + b",".join(answers) + b"]\n")
 
     def _parse(self, line: bytes) -> Any:
         return self._version.parse(line, pending=self._pending)
 
-    async def _malformed(self, exc: MessageError) -> None:
+    async def _malformed(self, exc: MessageError, collect: list[bytes] | None = None) -> None:
         kind = getattr(exc, "kind", None)
         if kind in ("response", "error"):
             out = self._out.pop(exc.id, None) if exc.id is not None else None
@@ -639,9 +672,9 @@ class Connection:
                 except MessageError as again:
                     exc = again
                 else:
-                    await self._dispatch_initialize(msg, chosen)
+                    await self._dispatch_initialize(msg, chosen, collect)
                     return
-        await self._answer_error(exc.id, exc.code, exc.message)
+        await self._answer_error(exc.id, exc.code, exc.message, collect=collect)
 
     # -- version negotiation ----------------------------------------------
 
@@ -791,13 +824,18 @@ class Connection:
         if task is not None:
             task.cancel()
 
-    async def _on_request(self, msg: Request) -> None:
+    async def _on_request(
+        self, msg: Request, collect: list[bytes] | None = None
+    ) -> asyncio.Task[None] | None:
         rid = msg.id
         if rid in self._in:
             await self._answer_error(
-                rid, INVALID_REQUEST, f"request id {rid!r} is already in use by a running request"
+                rid,
+                INVALID_REQUEST,
+                f"request id {rid!r} is already in use by a running request",
+                collect=collect,
             )
-            return
+            return None
         if msg.method == "initialize" and self.side == "agent" and not self.settled:
             requested = getattr(msg.params, "protocol_version", None)
             chosen = self._choose(requested)
@@ -805,45 +843,47 @@ class Connection:
                 try:
                     msg = chosen.parse(msg.to_wire())
                 except MessageError as exc:
-                    await self._answer_error(rid, exc.code, exc.message)
-                    return
-            await self._dispatch_initialize(msg, chosen)
-            return
-        self._start_request(msg)
+                    await self._answer_error(rid, exc.code, exc.message, collect=collect)
+                    return None
+            return await self._dispatch_initialize(msg, chosen, collect)
+        return self._start_request(msg, collect)
 
-    async def _dispatch_initialize(self, msg: Request, chosen: _Version) -> None:
+    async def _dispatch_initialize(
+        self, msg: Request, chosen: _Version, collect: list[bytes] | None = None
+    ) -> asyncio.Task[None]:
         self._settle(chosen)
         self.peer_initialize = msg.params
-        self._start_request(msg)
+        return self._start_request(msg, collect)
 
-    def _start_request(self, msg: Request) -> None:
+    def _start_request(self, msg: Request, collect: list[bytes] | None) -> asyncio.Task[None]:
         rid = msg.id
-        task = asyncio.ensure_future(self._run_request(msg))
+        task = asyncio.ensure_future(self._run_request(msg, collect))
         self._in[rid] = task
         task.add_done_callback(functools.partial(self._forget, rid))
+        return task
 
     def _forget(self, rid: RequestId, task: asyncio.Task[None]) -> None:
         if self._in.get(rid) is task:
             del self._in[rid]
 
-    async def _run_request(self, msg: Request) -> None:
+    async def _run_request(self, msg: Request, collect: list[bytes] | None = None) -> None:
         rid, method = msg.id, msg.method
         try:
             result = await self._call(msg)
         except asyncio.CancelledError:
             if not self._closing:
-                await self._answer_error(rid, REQUEST_CANCELLED, "the request was cancelled")
+                await self._answer_error(
+                    rid, REQUEST_CANCELLED, "the request was cancelled", collect=collect
+                )
             return
         except RequestError as exc:
-            await self._send_quietly(
-                _dumps({"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}) + b"\n"
-            )
+            await self._reply(_dumps({"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}), collect)
             return
         except Exception:
             log.exception("the handler of %r (request %r) failed", method, rid)
-            await self._answer_error(rid, INTERNAL_ERROR, "Internal error")
+            await self._answer_error(rid, INTERNAL_ERROR, "Internal error", collect=collect)
             return
-        await self._answer(rid, result)
+        await self._answer(rid, result, collect)
 
     async def _call(self, msg: Request) -> Any:
         handler = self.handler
