@@ -60,6 +60,16 @@ class AcpModel(BaseModel):
     )
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = ()
+    _acp_consts: ClassVar[tuple[str, ...]] = ()
+    """Wire names of the required single-value fields (tags), which default to their value in code only."""
+    _acp_const_attrs: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        consts = _consts(cls)
+        cls._acp_consts = tuple(wire for _, wire in consts)
+        cls._acp_const_attrs = tuple(attr for attr, _ in consts)
     """The properties the schema marks tolerant (x-acp-on-error, x-acp-invalid-items); set per class."""
 
     @model_validator(mode="wrap")
@@ -72,11 +82,11 @@ class AcpModel(BaseModel):
         # as null.
         fields = cls._acp_tolerant_fields
         model = tolerant_receive(data, handler, fields) if fields else handler(data)
-        consts = _CONSTS.get(cls)
-        if consts is None:
-            consts = _consts(cls)
-        if consts and isinstance(data, Mapping) and not _CONSTRUCTING.get():
-            _require_consts(cls, model, consts, data)
+        consts = cls._acp_consts
+        if consts and type(data) is dict:
+            for wire in consts:
+                if wire not in data and not _CONSTRUCTING.get():
+                    _missing(cls, consts, data)
         extra = model.__pydantic_extra__
         if extra and isinstance(data, Mapping):
             known = cls.__pydantic_fields__
@@ -99,9 +109,9 @@ class AcpModel(BaseModel):
             super().__init__(**data)
         finally:
             _CONSTRUCTING.reset(token)
-        consts = _consts(type(self))
-        if consts:
-            self.__pydantic_fields_set__.update(attr for attr, _ in consts)
+        attrs = type(self)._acp_const_attrs
+        if attrs:
+            self.__pydantic_fields_set__.update(attrs)
 
     # pydantic calls a model's own __init__ from model_validate too unless it
     # is marked as the base one; this one only adds to construction in code.
@@ -117,38 +127,24 @@ class AcpModel(BaseModel):
 
 
 _CONSTRUCTING: ContextVar[bool] = ContextVar("acp_constructing", default=False)
-_CONSTS: dict[type, tuple[tuple[str, str], ...]] = {}
 
 
 def _consts(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
     """(attribute, wire name) of each field of ``cls`` typed as one ``Literal`` value and defaulting to it."""
-    found = _CONSTS.get(cls)
-    if found is None:
-        out = []
-        for name, info in cls.__pydantic_fields__.items():
-            args = get_args(info.annotation)
-            if (
-                get_origin(info.annotation) is Literal
-                and len(args) == 1
-                and info.default == args[0]
-            ):
-                out.append((name, info.alias or name))
-        found = _CONSTS[cls] = tuple(out)
-    return found
+    out = []
+    for name, info in cls.__pydantic_fields__.items():
+        args = get_args(info.annotation)
+        if get_origin(info.annotation) is Literal and len(args) == 1 and info.default == args[0]:
+            out.append((name, info.alias or name))
+    return tuple(out)
 
 
-def _require_consts(
-    cls: type[BaseModel],
-    model: BaseModel,
-    consts: tuple[tuple[str, str], ...],
-    data: Mapping[str, Any],
-) -> None:
-    missing = [wire for attr, wire in consts if attr not in model.__pydantic_fields_set__]
-    if missing:
-        raise ValidationError.from_exception_data(
-            cls.__name__,
-            [{"type": "missing", "loc": (wire,), "input": data} for wire in missing],
-        )
+def _missing(cls: type[BaseModel], consts: tuple[str, ...], data: Mapping[str, Any]) -> None:
+    """On the wire a tag is required even though it has a default in code: a missing one is an error."""
+    raise ValidationError.from_exception_data(
+        cls.__name__,
+        [{"type": "missing", "loc": (wire,), "input": data} for wire in consts if wire not in data],
+    )
 
 
 class UnknownVariant(AcpModel):
