@@ -96,6 +96,7 @@ def test_an_agent_that_exits_mid_request_fails_the_request_clearly() -> None:
             await conn.initialize(v1.InitializeRequest(protocol_version=1))
             with pytest.raises(ConnectionClosed, match="session/list"):
                 await conn.request("session/list", {})
-            assert await asyncio.wait_for(conn.process.wait(), 10) == 3  # type: ignore[attr-defined]
+            assert conn.process is not None
+            assert await asyncio.wait_for(conn.process.wait(), 10) == 3
 
     asyncio.run(asyncio.wait_for(main(), 30))

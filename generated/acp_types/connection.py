@@ -954,6 +954,8 @@ class ClientConnection(Connection):
     """
 
     side = "client"
+    process: asyncio.subprocess.Process | None = None
+    """The agent's process, for a connection made by :func:`spawn_agent`."""
 
     def __init__(
         self,
@@ -1014,12 +1016,33 @@ async def stdio_streams(
                 loop.call_soon_threadsafe(reader.feed_data, data)
 
         loop.run_in_executor(None, feed)
-    w_transport, w_protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin,
-        sys.stdout.buffer,
-    )
+    try:
+        w_transport, w_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin,
+            sys.stdout.buffer,
+        )
+    except ValueError:  # a regular file: write it directly
+        return reader, _FileWriter(sys.stdout.fileno())  # type: ignore[return-value]
     writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
     return reader, writer
+
+
+class _FileWriter:
+    """A writer for a regular file, which asyncio's pipe transports refuse."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
 
 
 async def serve(
@@ -1088,7 +1111,7 @@ async def spawn_agent(
         max_line_size=max_line_size,
         strict_capabilities=strict_capabilities,
     )
-    conn.process = process  # type: ignore[attr-defined]
+    conn.process = process
     try:
         async with conn:
             yield conn
