@@ -33,7 +33,7 @@ validate: $(STAMP)
 	$(PY) -m generator validate
 
 test: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -rs
 
 # The short run of tests/test_fuzz.py is part of `make test`; this one mutates
 # many more fixtures, with a new seed each time unless FUZZ_SEED is given.

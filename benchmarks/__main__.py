@@ -8,7 +8,7 @@ staleness check run the dev venv's generator (``.venv/bin/python``).
 
 Each figure is the median of repeated runs. Options: ``--json`` prints the
 figures as JSON too; ``--quick`` runs fewer repeats; ``--only NAME`` runs one
-group (generation, check, import, throughput, memory).
+group (generation, check, import, throughput, memory, connection).
 """
 
 from __future__ import annotations
@@ -337,6 +337,15 @@ def bench_memory(repeats: int) -> list[Figure]:
 # --------------------------------------------------------------------------- main
 
 
+def bench_connection(repeats: int) -> list[Figure]:
+    from benchmarks import connection  # noqa: PLC0415
+
+    return [
+        Figure(name, ours, sdk, unit, ">= 2x", ours >= 2 * sdk)
+        for name, ours, sdk, unit in connection.run(repeats)
+    ]
+
+
 def _table(figures: list[Figure]) -> str:
     head = ("figure", "ours", "baseline", "ratio", "target", "result")
     rows = [
@@ -363,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
     ap.add_argument("--quick", action="store_true", help="fewer repeats (rougher figures)")
     ap.add_argument(
-        "--only", choices=["generation", "check", "import", "throughput", "memory"], action="append"
+        "--only", choices=["generation", "check", "import", "throughput", "memory", "connection"], action="append"
     )
     args = ap.parse_args(argv)
     _installed_matches_checkout()
@@ -374,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
         "import": lambda: bench_import(5 if q else 15),
         "throughput": lambda: bench_throughput(3 if q else 7, 0.1 if q else 0.25),
         "memory": lambda: bench_memory(3 if q else 5),
+        "connection": lambda: bench_connection(3 if q else 7),
     }
     try:
         import acp  # noqa: F401, PLC0415

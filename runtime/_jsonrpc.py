@@ -96,9 +96,21 @@ class MessageError(ValueError):
     (``None`` otherwise); ``method`` the method when known; ``data`` the raw
     message (or batch entry) when it could be decoded. ``to_error()`` gives
     the JSON-RPC error object to answer with.
+
+    ``kind`` is what the bad message looks like: ``"request"`` (a method and
+    an id), ``"notification"`` (a method, no id), ``"response"`` or
+    ``"error"`` (a result or an error, no method), ``"batch"`` (an array),
+    or ``None`` when it is none of these (not JSON, not an object, neither
+    shape). ``has_id`` says whether the message had an ``id`` member at all,
+    so an absent id (``has_id`` false) and ``"id": null`` (``has_id`` true,
+    ``id`` ``None``) stay apart. JSON-RPC answers a bad request, and a
+    message whose kind is ``None`` or ``"batch"``, never a notification or a
+    response: ``answerable`` says which.
     """
 
     code: int = INVALID_REQUEST
+    kind: str | None = None
+    has_id: bool = False
 
     def __init__(
         self,
@@ -117,6 +129,27 @@ class MessageError(ValueError):
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC error object for this problem: ``{"code": ..., "message": ...}``."""
         return {"code": self.code, "message": self.message}
+
+    @property
+    def answerable(self) -> bool:
+        """Whether a receiver answers this problem (with ``id`` when known, else ``null``)."""
+        return self.kind in (None, "request", "batch")
+
+
+def _classify(exc: MessageError, value: Any) -> None:
+    """Record on ``exc`` what kind of message ``value`` looks like and whether it had an id."""
+    if isinstance(value, list):
+        exc.kind = "batch"
+        return
+    if not isinstance(value, Mapping):
+        return
+    exc.has_id = "id" in value
+    if "method" in value:
+        exc.kind = "request" if exc.has_id else "notification"
+    elif "error" in value:
+        exc.kind = "error"
+    elif "result" in value:
+        exc.kind = "response"
 
 
 class ParseError(MessageError):
@@ -439,12 +472,16 @@ def parse_message(
     value = _decode(data)
     if isinstance(value, list):
         if not batches:
-            raise InvalidRequest(
+            problem = InvalidRequest(
                 f"ACP {version} does not define JSON-RPC batches; send one message at a time",
                 data=value,
             )
+            _classify(problem, value)
+            raise problem
         if not value:
-            raise InvalidRequest("an empty array is not a batch", data=value)
+            problem = InvalidRequest("an empty array is not a batch", data=value)
+            _classify(problem, value)
+            raise problem
         entries: list[Message | MessageError] = []
         for entry in value:
             try:
@@ -460,11 +497,16 @@ def parse_message(
                     )
                 )
             except MessageError as exc:
+                _classify(exc, entry)
                 entries.append(exc)
         return Batch(tuple(entries))
-    return _parse_one(
-        value, table, version, error_model, method, pending, in_batch=False
-    )
+    try:
+        return _parse_one(
+            value, table, version, error_model, method, pending, in_batch=False
+        )
+    except MessageError as exc:
+        _classify(exc, value)
+        raise
 
 
 def _parse_one(

@@ -25,11 +25,12 @@ import os
 import random
 from typing import Any
 
+from conftest import api, fixture_files, load_fixture
+from pydantic import ValidationError
+
 from acp_types._jsonrpc import MessageError
 from acp_types._runtime import DEFAULT_TAG, UNKNOWN_TAG, NotARequestError, UnknownMethodError
 from acp_types._wire import MAX_DEPTH
-from conftest import api, fixture_files, load_fixture
-from pydantic import ValidationError
 
 SEED = int(os.environ.get("FUZZ_SEED", "14"))
 CASES = int(os.environ.get("FUZZ_CASES", "1200"))

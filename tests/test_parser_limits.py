@@ -17,12 +17,13 @@ import sys
 from typing import Any
 
 import pytest
+from conftest import GENERATED, ROOT, VERSIONS, api, validator_for
+from pydantic import ValidationError
+
 from acp_types import v1
 from acp_types._jsonrpc import InvalidParams, InvalidRequest, MessageError, ParseError
 from acp_types._runtime import DEFAULT_TAG, UNKNOWN_TAG, UnknownMethodError
 from acp_types._wire import MAX_DEPTH, MAX_INT_DIGITS
-from conftest import GENERATED, ROOT, VERSIONS, api, validator_for
-from pydantic import ValidationError
 
 CANCEL = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s1"}}
 

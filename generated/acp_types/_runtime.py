@@ -11,9 +11,10 @@ into the package unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, get_args, get_origin
 
 from pydantic import (
     BaseModel,
@@ -62,6 +63,17 @@ class AcpModel(BaseModel):
     )
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = ()
+    _acp_consts: ClassVar[tuple[str, ...]] = ()
+    """Wire names of the required single-value fields (tags), which default to their value in code only."""
+    _acp_const_attrs: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        consts = _consts(cls)
+        cls._acp_consts = tuple(wire for _, wire in consts)
+        cls._acp_const_attrs = tuple(attr for attr, _ in consts)
+
     """The properties the schema marks tolerant (x-acp-on-error, x-acp-invalid-items); set per class."""
 
     @model_validator(mode="wrap")
@@ -74,6 +86,11 @@ class AcpModel(BaseModel):
         # as null.
         fields = cls._acp_tolerant_fields
         model = tolerant_receive(data, handler, fields) if fields else handler(data)
+        consts = cls._acp_consts
+        if consts and type(data) is dict:
+            for wire in consts:
+                if wire not in data and not _CONSTRUCTING.get():
+                    _missing(cls, consts, data)
         extra = model.__pydantic_extra__
         if extra and isinstance(data, Mapping):
             known = cls.__pydantic_fields__
@@ -87,6 +104,23 @@ class AcpModel(BaseModel):
                     model.__pydantic_fields_set__.discard(key)
         return model
 
+    def __init__(self, /, **data: Any) -> None:
+        # A required single-value field (a union branch's tag) defaults to its
+        # value when constructing in code, and counts as set so that to_wire
+        # writes it. On the wire it stays required (see _acp_receive).
+        token = _CONSTRUCTING.set(True)
+        try:
+            super().__init__(**data)
+        finally:
+            _CONSTRUCTING.reset(token)
+        attrs = type(self)._acp_const_attrs
+        if attrs:
+            self.__pydantic_fields_set__.update(attrs)
+
+    # pydantic calls a model's own __init__ from model_validate too unless it
+    # is marked as the base one; this one only adds to construction in code.
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
+
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready wire form: wire names, unset fields left out."""
         return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
@@ -94,6 +128,37 @@ class AcpModel(BaseModel):
     def to_json(self) -> str:
         """The wire form as compact JSON text."""
         return self.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+_CONSTRUCTING: ContextVar[bool] = ContextVar("acp_constructing", default=False)
+
+
+def _consts(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
+    """(attribute, wire name) of each field of ``cls`` typed as one ``Literal`` value and defaulting to it."""
+    out = []
+    for name, info in cls.__pydantic_fields__.items():
+        args = get_args(info.annotation)
+        if (
+            get_origin(info.annotation) is Literal
+            and len(args) == 1
+            and info.default == args[0]
+        ):
+            out.append((name, info.alias or name))
+    return tuple(out)
+
+
+def _missing(
+    cls: type[BaseModel], consts: tuple[str, ...], data: Mapping[str, Any]
+) -> None:
+    """On the wire a tag is required even though it has a default in code: a missing one is an error."""
+    raise ValidationError.from_exception_data(
+        cls.__name__,
+        [
+            {"type": "missing", "loc": (wire,), "input": data}
+            for wire in consts
+            if wire not in data
+        ],
+    )
 
 
 class UnknownVariant(AcpModel):
@@ -278,6 +343,8 @@ class MethodSpec:
     union alias for the few payloads that are unions); ``result`` is ``None``
     for a notification. ``capability`` is the path of wire names to the
     capability that gates the method, ``None`` when it is baseline.
+    ``handler`` is the attribute a connection calls on its handler object
+    for the method (the same name as the stub in ``Agent`` / ``Client``).
     """
 
     name: str
@@ -289,6 +356,8 @@ class MethodSpec:
     errors: tuple[int, ...]
     stability: Stability
     description: str
+    handler: str = ""
+    """The name of the handler method a connection calls for it (see ``acp_types.connection``)."""
 
     def validate_params(self, params: Any) -> Any:
         """Validate ``params`` as this method's params type and return the model.

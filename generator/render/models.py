@@ -124,6 +124,10 @@ def template_data(proto: Protocol) -> dict[str, dict[str, Any]]:
             not_null = [f.py_name for f in t.fields if not f.required and not _admits_null(proto, f.type)]
             if not_null:
                 data[t.name]["acp_not_null"] = not_null
+            tags = {f.py_name: repr(f.type.const) for f in t.fields
+                    if f.required and f.type.kind == "const" and not f.type.nullable}
+            if tags:
+                data[t.name]["acp_tags"] = tags
             tolerant = [f for f in t.fields if f.tolerant]
             if tolerant:
                 items = "".join(

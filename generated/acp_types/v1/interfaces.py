@@ -5,12 +5,18 @@
 ``Agent`` lists the methods an agent handles (a client calls them);
 ``Client`` lists those a client handles. Methods of the protocol itself
 (``$/...``) appear in both. Notifications return ``None``.
+
+Both are ``typing.Protocol``s, and also base classes: a subclass implements
+only the methods it supports, and each stub it inherits raises
+``MethodNotImplemented``, which a connection answers with -32601 (method not
+found), never with a made-up success.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from acp_types._errors import not_implemented
 from acp_types.v1 import models as m
 
 
@@ -21,7 +27,7 @@ class Agent(Protocol):
         """
         `$/cancel_request` (notification, stable). Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.
         """
-        ...
+        raise not_implemented("$/cancel_request")
 
     async def authenticate(
         self, params: m.AuthenticateRequest
@@ -29,17 +35,17 @@ class Agent(Protocol):
         """
         `authenticate` (request, stable). Runs the agent-handled login flow of an advertised authentication method.
         """
-        ...
+        raise not_implemented("authenticate")
 
     async def initialize(self, params: m.InitializeRequest) -> m.InitializeResponse:
         """
         `initialize` (request, stable). Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.
         """
-        ...
+        raise not_implemented("initialize")
 
     async def logout(self, params: m.LogoutRequest) -> m.LogoutResponse:
         """`logout` (request, stable). Ends the current authenticated state."""
-        ...
+        raise not_implemented("logout")
 
     async def session_archive(
         self, params: m.ArchiveSessionRequest
@@ -47,13 +53,13 @@ class Agent(Protocol):
         """
         `session/archive` (request, proposal). Archives a session (closing it first when active). Unknown sessions yield -32002.
         """
-        ...
+        raise not_implemented("session/archive")
 
     async def session_cancel(self, params: m.CancelNotification) -> None:
         """
         `session/cancel` (notification, stable). Asks the agent to stop the ongoing prompt turn of a session.
         """
-        ...
+        raise not_implemented("session/cancel")
 
     async def session_close(
         self, params: m.CloseSessionRequest
@@ -61,7 +67,7 @@ class Agent(Protocol):
         """
         `session/close` (request, stable). Cancels all work of an active session and frees its resources.
         """
-        ...
+        raise not_implemented("session/close")
 
     async def session_delete(
         self, params: m.DeleteSessionRequest
@@ -69,7 +75,7 @@ class Agent(Protocol):
         """
         `session/delete` (request, stable). Removes a session from future listings; succeeds silently for unknown sessions.
         """
-        ...
+        raise not_implemented("session/delete")
 
     async def session_list(
         self, params: m.ListSessionsRequest
@@ -77,25 +83,25 @@ class Agent(Protocol):
         """
         `session/list` (request, stable). Lists known sessions page by page, optionally filtered by working directory and archive state.
         """
-        ...
+        raise not_implemented("session/list")
 
     async def session_load(self, params: m.LoadSessionRequest) -> m.LoadSessionResponse:
         """
         `session/load` (request, stable). Reopens a session, replaying its history as `session/update` notifications before answering.
         """
-        ...
+        raise not_implemented("session/load")
 
     async def session_new(self, params: m.NewSessionRequest) -> m.NewSessionResponse:
         """
         `session/new` (request, stable). Creates a session and returns its id with its initial state.
         """
-        ...
+        raise not_implemented("session/new")
 
     async def session_prompt(self, params: m.PromptRequest) -> m.PromptResponse:
         """
         `session/prompt` (request, stable). Sends a user prompt; the agent streams updates and answers when the turn ends.
         """
-        ...
+        raise not_implemented("session/prompt")
 
     async def session_resume(
         self, params: m.ResumeSessionRequest
@@ -103,7 +109,7 @@ class Agent(Protocol):
         """
         `session/resume` (request, stable). Reconnects to an existing session without replaying its history.
         """
-        ...
+        raise not_implemented("session/resume")
 
     async def session_set_config_option(
         self, params: m.SetSessionConfigOptionRequest
@@ -111,7 +117,7 @@ class Agent(Protocol):
         """
         `session/set_config_option` (request, stable). Changes one session config option and returns the full updated option list.
         """
-        ...
+        raise not_implemented("session/set_config_option")
 
     async def session_set_mode(
         self, params: m.SetSessionModeRequest
@@ -119,7 +125,7 @@ class Agent(Protocol):
         """
         `session/set_mode` (request, stable). Switches the session to one of the modes the agent advertised.
         """
-        ...
+        raise not_implemented("session/set_mode")
 
     async def session_unarchive(
         self, params: m.UnarchiveSessionRequest
@@ -127,7 +133,7 @@ class Agent(Protocol):
         """
         `session/unarchive` (request, proposal). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
         """
-        ...
+        raise not_implemented("session/unarchive")
 
 
 class Client(Protocol):
@@ -137,7 +143,7 @@ class Client(Protocol):
         """
         `$/cancel_request` (notification, stable). Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.
         """
-        ...
+        raise not_implemented("$/cancel_request")
 
     async def elicitation_complete(
         self, params: m.CompleteElicitationNotification
@@ -145,7 +151,7 @@ class Client(Protocol):
         """
         `elicitation/complete` (notification, stable). Tells the client that an external URL elicitation has finished.
         """
-        ...
+        raise not_implemented("elicitation/complete")
 
     async def elicitation_create(
         self, params: m.CreateElicitationRequest
@@ -153,7 +159,7 @@ class Client(Protocol):
         """
         `elicitation/create` (request, stable). Asks the user for structured input through a form or an external URL.
         """
-        ...
+        raise not_implemented("elicitation/create")
 
     async def fs_read_text_file(
         self, params: m.ReadTextFileRequest
@@ -161,7 +167,7 @@ class Client(Protocol):
         """
         `fs/read_text_file` (request, stable). Reads a text file through the client, including unsaved editor state.
         """
-        ...
+        raise not_implemented("fs/read_text_file")
 
     async def fs_write_text_file(
         self, params: m.WriteTextFileRequest
@@ -169,7 +175,7 @@ class Client(Protocol):
         """
         `fs/write_text_file` (request, stable). Writes a text file through the client.
         """
-        ...
+        raise not_implemented("fs/write_text_file")
 
     async def session_request_permission(
         self, params: m.RequestPermissionRequest
@@ -177,13 +183,13 @@ class Client(Protocol):
         """
         `session/request_permission` (request, stable). Asks the user to approve or reject a tool call.
         """
-        ...
+        raise not_implemented("session/request_permission")
 
     async def session_update(self, params: m.SessionNotification) -> None:
         """
         `session/update` (notification, stable). Streams session progress to the client: messages, tool calls, plans, commands and state changes.
         """
-        ...
+        raise not_implemented("session/update")
 
     async def terminal_create(
         self, params: m.CreateTerminalRequest
@@ -191,7 +197,7 @@ class Client(Protocol):
         """
         `terminal/create` (request, stable). Starts a command in a client-managed terminal.
         """
-        ...
+        raise not_implemented("terminal/create")
 
     async def terminal_kill(
         self, params: m.KillTerminalRequest
@@ -199,7 +205,7 @@ class Client(Protocol):
         """
         `terminal/kill` (request, stable). Kills a terminal's command but keeps the terminal available.
         """
-        ...
+        raise not_implemented("terminal/kill")
 
     async def terminal_output(
         self, params: m.TerminalOutputRequest
@@ -207,7 +213,7 @@ class Client(Protocol):
         """
         `terminal/output` (request, stable). Returns the output collected so far by a terminal and its exit status if finished.
         """
-        ...
+        raise not_implemented("terminal/output")
 
     async def terminal_release(
         self, params: m.ReleaseTerminalRequest
@@ -215,7 +221,7 @@ class Client(Protocol):
         """
         `terminal/release` (request, stable). Kills a terminal's command if still running and frees the terminal.
         """
-        ...
+        raise not_implemented("terminal/release")
 
     async def terminal_wait_for_exit(
         self, params: m.WaitForTerminalExitRequest
@@ -223,4 +229,4 @@ class Client(Protocol):
         """
         `terminal/wait_for_exit` (request, stable). Waits until a terminal's command exits and returns its exit status.
         """
-        ...
+        raise not_implemented("terminal/wait_for_exit")

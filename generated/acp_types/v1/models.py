@@ -25,7 +25,7 @@ class CancelledPermissionOutcome(AcpModel):
     Outcome `cancelled`: the work was cancelled before the user answered. After sending `session/cancel`, a client answers every pending permission request this way.
     """
 
-    outcome: Literal["cancelled"]
+    outcome: Literal["cancelled"] = "cancelled"
 
 
 ElicitationContentValue = TypeAliasType(
@@ -72,7 +72,7 @@ class NumberPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["number"]
+    type: Literal["number"] = "number"
     title: str | None = None
     description: str | None = None
     minimum: int | float | None = None
@@ -154,7 +154,7 @@ Role = TypeAliasType("Role", Literal["assistant", "user"])
 class SelectedPermissionOutcome(AcpModel):
     """Outcome `selected`: the user picked one of the offered options."""
 
-    outcome: Literal["selected"]
+    outcome: Literal["selected"] = "selected"
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -256,7 +256,7 @@ class SessionInfoUpdate(AcpModel):
     )
     session_update: Annotated[
         Literal["session_info_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "session_info_update"
     title: str | None = None
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
     archived: bool | None = None
@@ -284,7 +284,7 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
 
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
-    type: Literal["boolean"]
+    type: Literal["boolean"] = "boolean"
     value: bool
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -332,7 +332,7 @@ StringFormat = TypeAliasType(
 class StringMultiSelectItems(AcpModel):
     """Choices given as plain strings (`type: "string"`)."""
 
-    type: Literal["string"]
+    type: Literal["string"] = "string"
     enum: list[str]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -542,7 +542,7 @@ class AudioContent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["audio"]
+    type: Literal["audio"] = "audio"
     data: str
     mime_type: Annotated[str, Field(alias="mimeType")]
     annotations: Annotations | None = None
@@ -586,7 +586,7 @@ class AuthMethodTerminal(AcpModel):
         TolerantField("args", "args", True, True),
         TolerantField("env", "env", True, False),
     )
-    type: Literal["terminal"]
+    type: Literal["terminal"] = "terminal"
     id: AuthMethodId
     name: str
     description: str | None = None
@@ -646,7 +646,7 @@ class BooleanPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["boolean"]
+    type: Literal["boolean"] = "boolean"
     title: str | None = None
     description: str | None = None
     default: bool | None = None
@@ -717,7 +717,7 @@ class CurrentModeUpdate(AcpModel):
 
     session_update: Annotated[
         Literal["current_mode_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "current_mode_update"
     current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -747,7 +747,7 @@ class Diff(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("oldText", "old_text", True, False),
     )
-    type: Literal["diff"]
+    type: Literal["diff"] = "diff"
     path: str
     old_text: Annotated[str | None, Field(alias="oldText")] = None
     new_text: Annotated[str, Field(alias="newText")]
@@ -759,7 +759,7 @@ class ElicitationAcceptAction(AcpModel):
     The user accepted (`action: "accept"`): they submitted the form, or agreed to open the URL.
     """
 
-    action: Literal["accept"]
+    action: Literal["accept"] = "accept"
     content: dict[str, ElicitationContentValue] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -769,14 +769,14 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    action: Literal["cancel"]
+    action: Literal["cancel"] = "cancel"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    action: Literal["decline"]
+    action: Literal["decline"] = "decline"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -820,7 +820,7 @@ class ElicitationUrlMode(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
-    mode: Literal["url"]
+    mode: Literal["url"] = "url"
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
@@ -913,7 +913,7 @@ class ImageContent(AcpModel):
         TolerantField("uri", "uri", True, False),
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["image"]
+    type: Literal["image"] = "image"
     data: str
     mime_type: Annotated[str, Field(alias="mimeType")]
     uri: str | None = None
@@ -943,7 +943,7 @@ class IntegerPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["integer"]
+    type: Literal["integer"] = "integer"
     title: str | None = None
     description: str | None = None
     minimum: int | None = None
@@ -1026,7 +1026,7 @@ class McpCapabilities(AcpModel):
 class McpServerHttp(AcpModel):
     """A remote MCP server reached over streamable HTTP."""
 
-    type: Literal["http"]
+    type: Literal["http"] = "http"
     name: str
     url: str
     headers: list[HttpHeader]
@@ -1036,7 +1036,7 @@ class McpServerHttp(AcpModel):
 class McpServerSse(AcpModel):
     """A remote MCP server reached over the older HTTP+SSE transport."""
 
-    type: Literal["sse"]
+    type: Literal["sse"] = "sse"
     name: str
     url: str
     headers: list[HttpHeader]
@@ -1139,7 +1139,7 @@ class ResourceLink(AcpModel):
         TolerantField("size", "size", True, False),
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["resource_link"]
+    type: Literal["resource_link"] = "resource_link"
     name: str
     uri: str
     title: str | None = None
@@ -1188,7 +1188,7 @@ class SessionConfigBoolean(AcpModel):
     name: str
     description: str | None = None
     category: SessionConfigOptionCategory | None = None
-    type: Literal["boolean"]
+    type: Literal["boolean"] = "boolean"
     current_value: Annotated[bool, Field(alias="currentValue")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1271,7 +1271,7 @@ class StringPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["string"]
+    type: Literal["string"] = "string"
     title: str | None = None
     description: str | None = None
     min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
@@ -1293,7 +1293,7 @@ class Terminal(AcpModel):
     Tool call content of type `terminal`: shows a terminal, referenced by its ID.
     """
 
-    type: Literal["terminal"]
+    type: Literal["terminal"] = "terminal"
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1306,7 +1306,7 @@ class TextContent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["text"]
+    type: Literal["text"] = "text"
     text: str
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1327,7 +1327,9 @@ class UsageUpdate(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("cost", "cost", True, False),
     )
-    session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
+    session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")] = (
+        "usage_update"
+    )
     used: Annotated[int, Field(ge=0, le=18446744073709551615)]
     size: Annotated[int, Field(ge=0, le=18446744073709551615)]
     cost: Cost | None = None
@@ -1415,7 +1417,7 @@ class AvailableCommandsUpdate(AcpModel):
     )
     session_update: Annotated[
         Literal["available_commands_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "available_commands_update"
     available_commands: Annotated[
         list[AvailableCommand], Field(alias="availableCommands")
     ]
@@ -1503,7 +1505,7 @@ class EmbeddedResource(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["resource"]
+    type: Literal["resource"] = "resource"
     resource: EmbeddedResourceResource
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1586,7 +1588,7 @@ class MultiSelectPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, True),
     )
-    type: Literal["array"]
+    type: Literal["array"] = "array"
     title: str | None = None
     description: str | None = None
     min_items: Annotated[
@@ -1625,7 +1627,7 @@ class Plan(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("entries", "entries", False, True),
     )
-    session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
+    session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")] = "plan"
     entries: list[PlanEntry]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1835,7 +1837,7 @@ class SessionConfigSelect(AcpModel):
     name: str
     description: str | None = None
     category: SessionConfigOptionCategory | None = None
-    type: Literal["select"]
+    type: Literal["select"] = "select"
     current_value: Annotated[SessionConfigValueId, Field(alias="currentValue")]
     options: SessionConfigSelectOptions
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1849,7 +1851,7 @@ class UserMessageChunk(AcpModel):
     )
     session_update: Annotated[
         Literal["user_message_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "user_message_chunk"
     message_id: Annotated[MessageId | None, Field(alias="messageId")] = None
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1863,7 +1865,7 @@ class AgentMessageChunk(AcpModel):
     )
     session_update: Annotated[
         Literal["agent_message_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "agent_message_chunk"
     message_id: Annotated[MessageId | None, Field(alias="messageId")] = None
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1879,7 +1881,7 @@ class AgentThoughtChunk(AcpModel):
     )
     session_update: Annotated[
         Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "agent_thought_chunk"
     message_id: Annotated[MessageId | None, Field(alias="messageId")] = None
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1888,7 +1890,7 @@ class AgentThoughtChunk(AcpModel):
 class Content(AcpModel):
     """Tool call content of type `content`: an ordinary content block."""
 
-    type: Literal["content"]
+    type: Literal["content"] = "content"
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1901,7 +1903,7 @@ class ElicitationFormMode(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
-    mode: Literal["form"]
+    mode: Literal["form"] = "form"
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
@@ -1967,7 +1969,9 @@ class ToolCallProgress(AcpModel):
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
     )
-    session_update: Annotated[Literal["tool_call_update"], Field(alias="sessionUpdate")]
+    session_update: Annotated[
+        Literal["tool_call_update"], Field(alias="sessionUpdate")
+    ] = "tool_call_update"
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str | None = None
     kind: ToolKind | None = None
@@ -2014,7 +2018,7 @@ class ConfigOptionUpdate(AcpModel):
     )
     session_update: Annotated[
         Literal["config_option_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "config_option_update"
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -2106,7 +2110,9 @@ class ToolCall(AcpModel):
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
     )
-    session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")]
+    session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")] = (
+        "tool_call"
+    )
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str
     kind: Annotated[ToolKind | None, NOT_NULL] = None

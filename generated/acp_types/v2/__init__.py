@@ -9,9 +9,13 @@ What is here:
 - the models, one class per schema definition (snake_case attributes,
   camelCase wire names as aliases);
 - ``METHODS``, ``parse_params`` and ``parse_result`` (see ``.methods``);
-- ``parse_message`` for whole JSON-RPC messages, with ``PendingRequests`` and
-  ``MessageError`` (see ``.messages``);
-- ``Agent`` and ``Client``, the method stubs each side implements;
+- the error codes (``RESOURCE_NOT_FOUND``... and JSON-RPC's own), ``ERRORS``;
+- ``parse_message`` for whole JSON-RPC messages, with the envelopes
+  (``Request``, ``Notification``, ``Response``, ``ErrorResponse``, ``Batch``),
+  ``PendingRequests`` and ``MessageError`` (see ``.messages``);
+- ``Agent`` and ``Client``, the method stubs each side implements, and
+  ``AgentPeer`` / ``ClientPeer``, the typed calls to the other side over a
+  connection (see ``acp_types.connection``); ``RequestError`` to answer with;
 - ``method_allowed`` and ``feature_supported`` (see ``.capabilities``);
 - ``SCHEMA_PATH``: the bundled JSON Schema, for validating with jsonschema.
 """
@@ -19,6 +23,7 @@ What is here:
 from pathlib import Path as _Path
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
+from acp_types._errors import MethodNotImplemented, RequestError
 from acp_types._runtime import (
     AcpModel,
     MethodSpec,
@@ -28,7 +33,20 @@ from acp_types._runtime import (
 )
 from acp_types.v2.capabilities import FEATURES, feature_supported, method_allowed
 from acp_types.v2.interfaces import Agent, Client
-from acp_types.v2.methods import METHODS, parse_params, parse_result
+from acp_types.v2.methods import (
+    ERRORS,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    METHODS,
+    PARSE_ERROR,
+    REQUEST_CANCELLED,
+    RESOURCE_NOT_FOUND,
+    AUTH_REQUIRED,
+    parse_params,
+    parse_result,
+)
 from acp_types.v2.models import (
     AbsolutePath,
     AgentAuthCapabilities,
@@ -225,28 +243,72 @@ IS_DRAFT = True
 SCHEMA_PATH = _Path(__file__).with_name("schema.json")
 """The bundled canonical schema of this version (JSON Schema 2020-12)."""
 
+_LAZY = {
+    "AgentPeer": "peer",
+    "Batch": "messages",
+    "ClientPeer": "peer",
+    "ErrorResponse": "messages",
+    "InvalidParams": "messages",
+    "InvalidRequest": "messages",
+    "InvalidResult": "messages",
+    "Message": "messages",
+    "MessageError": "messages",
+    "MethodNotFound": "messages",
+    "Notification": "messages",
+    "ParseError": "messages",
+    "PendingRequests": "messages",
+    "Request": "messages",
+    "Response": "messages",
+    "parse_message": "messages",
+}
+"""Names loaded on first use: the JSON-RPC layer and the typed peers."""
+
 __all__ = [
     "AcpModel",
     "Agent",
     "Client",
+    "ERRORS",
     "FEATURES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
     "IS_DRAFT",
     "METHODS",
-    "MessageError",
+    "METHOD_NOT_FOUND",
+    "MethodNotImplemented",
     "MethodSpec",
     "NotARequestError",
+    "PARSE_ERROR",
     "PROTOCOL_VERSION",
-    "PendingRequests",
+    "RequestError",
     "SCHEMA_PATH",
     "STATUS",
     "UnknownMethodError",
     "UnknownVariant",
     "VERSION",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "AUTH_REQUIRED",
     "feature_supported",
     "method_allowed",
-    "parse_message",
     "parse_params",
     "parse_result",
+    "AgentPeer",
+    "Batch",
+    "ClientPeer",
+    "ErrorResponse",
+    "InvalidParams",
+    "InvalidRequest",
+    "InvalidResult",
+    "Message",
+    "MessageError",
+    "MethodNotFound",
+    "Notification",
+    "ParseError",
+    "PendingRequests",
+    "Request",
+    "Response",
+    "parse_message",
     "AbsolutePath",
     "AgentAuthCapabilities",
     "AgentCapabilities",
@@ -434,16 +496,37 @@ __all__ = [
 ]
 
 if _TYPE_CHECKING:
-    from acp_types.v2.messages import MessageError, PendingRequests, parse_message
-
-_LAZY = {"MessageError", "PendingRequests", "parse_message"}
+    from acp_types.v2.messages import (
+        Batch,
+        ErrorResponse,
+        InvalidParams,
+        InvalidRequest,
+        InvalidResult,
+        Message,
+        MessageError,
+        MethodNotFound,
+        Notification,
+        ParseError,
+        PendingRequests,
+        Request,
+        Response,
+        parse_message,
+    )
+    from acp_types.v2.peer import AgentPeer, ClientPeer
 
 
 def __getattr__(name: str) -> object:
-    # The JSON-RPC layer (acp_types.v2.messages) loads on first use, so code that
-    # only needs the models does not pay for it at import.
-    if name in _LAZY:
-        from acp_types.v2 import messages
+    # The JSON-RPC layer (acp_types.v2.messages) and the peers load on first
+    # use, so code that only needs the models does not pay for them at import.
+    module = _LAZY.get(name)
+    if module is not None:
+        from importlib import import_module
 
-        return getattr(messages, name)
+        value = getattr(import_module(f"acp_types.v2.{module}"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -5,12 +5,18 @@
 ``Agent`` lists the methods an agent handles (a client calls them);
 ``Client`` lists those a client handles. Methods of the protocol itself
 (``$/...``) appear in both. Notifications return ``None``.
+
+Both are ``typing.Protocol``s, and also base classes: a subclass implements
+only the methods it supports, and each stub it inherits raises
+``MethodNotImplemented``, which a connection answers with -32601 (method not
+found), never with a made-up success.
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from acp_types._errors import not_implemented
 from acp_types.v2 import models as m
 
 
@@ -21,25 +27,25 @@ class Agent(Protocol):
         """
         `$/cancel_request` (notification, stable). Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.
         """
-        ...
+        raise not_implemented("$/cancel_request")
 
     async def auth_login(self, params: m.LoginAuthRequest) -> m.LoginAuthResponse:
         """
         `auth/login` (request, stable). Runs the login flow of an advertised authentication method; callable only when `authMethods` is non-empty.
         """
-        ...
+        raise not_implemented("auth/login")
 
     async def auth_logout(self, params: m.LogoutAuthRequest) -> m.LogoutAuthResponse:
         """
         `auth/logout` (request, stable). Ends the current authenticated state; callable only when `authMethods` is non-empty.
         """
-        ...
+        raise not_implemented("auth/logout")
 
     async def initialize(self, params: m.InitializeRequest) -> m.InitializeResponse:
         """
         `initialize` (request, stable). Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.
         """
-        ...
+        raise not_implemented("initialize")
 
     async def session_archive(
         self, params: m.ArchiveSessionRequest
@@ -47,13 +53,13 @@ class Agent(Protocol):
         """
         `session/archive` (request, proposal). Archives a session (closing it first when active). Unknown sessions yield -32002.
         """
-        ...
+        raise not_implemented("session/archive")
 
     async def session_cancel(self, params: m.CancelSessionNotification) -> None:
         """
         `session/cancel` (notification, stable). Asks the agent to stop the foreground work of a session; completion is reported by an idle state update.
         """
-        ...
+        raise not_implemented("session/cancel")
 
     async def session_close(
         self, params: m.CloseSessionRequest
@@ -61,7 +67,7 @@ class Agent(Protocol):
         """
         `session/close` (request, stable). Cancels all work of an active session and frees its resources.
         """
-        ...
+        raise not_implemented("session/close")
 
     async def session_delete(
         self, params: m.DeleteSessionRequest
@@ -69,7 +75,7 @@ class Agent(Protocol):
         """
         `session/delete` (request, stable). Removes a session from future listings; succeeds silently for unknown sessions.
         """
-        ...
+        raise not_implemented("session/delete")
 
     async def session_list(
         self, params: m.ListSessionsRequest
@@ -77,19 +83,19 @@ class Agent(Protocol):
         """
         `session/list` (request, stable). Lists known sessions page by page, optionally filtered by working directory and archive state.
         """
-        ...
+        raise not_implemented("session/list")
 
     async def session_new(self, params: m.NewSessionRequest) -> m.NewSessionResponse:
         """
         `session/new` (request, stable). Creates a session and returns its id with its initial state.
         """
-        ...
+        raise not_implemented("session/new")
 
     async def session_prompt(self, params: m.PromptRequest) -> m.PromptResponse:
         """
         `session/prompt` (request, stable). Submits a user prompt; the answer only acknowledges it, and progress arrives as `session/update` notifications.
         """
-        ...
+        raise not_implemented("session/prompt")
 
     async def session_resume(
         self, params: m.ResumeSessionRequest
@@ -97,7 +103,7 @@ class Agent(Protocol):
         """
         `session/resume` (request, stable). Reconnects to an existing session, replaying its history first when `replayFrom` asks for it.
         """
-        ...
+        raise not_implemented("session/resume")
 
     async def session_set_config_option(
         self, params: m.SetSessionConfigOptionRequest
@@ -105,7 +111,7 @@ class Agent(Protocol):
         """
         `session/set_config_option` (request, stable). Changes one session config option and returns the full updated option list.
         """
-        ...
+        raise not_implemented("session/set_config_option")
 
     async def session_unarchive(
         self, params: m.UnarchiveSessionRequest
@@ -113,7 +119,7 @@ class Agent(Protocol):
         """
         `session/unarchive` (request, proposal). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
         """
-        ...
+        raise not_implemented("session/unarchive")
 
 
 class Client(Protocol):
@@ -123,7 +129,7 @@ class Client(Protocol):
         """
         `$/cancel_request` (notification, stable). Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.
         """
-        ...
+        raise not_implemented("$/cancel_request")
 
     async def elicitation_complete(
         self, params: m.CompleteElicitationNotification
@@ -131,7 +137,7 @@ class Client(Protocol):
         """
         `elicitation/complete` (notification, stable). Tells the client that an external URL elicitation has finished.
         """
-        ...
+        raise not_implemented("elicitation/complete")
 
     async def elicitation_create(
         self, params: m.CreateElicitationRequest
@@ -139,7 +145,7 @@ class Client(Protocol):
         """
         `elicitation/create` (request, stable). Asks the user for structured input through a form or an external URL.
         """
-        ...
+        raise not_implemented("elicitation/create")
 
     async def session_request_permission(
         self, params: m.RequestPermissionRequest
@@ -147,10 +153,10 @@ class Client(Protocol):
         """
         `session/request_permission` (request, stable). Asks the user to approve or reject an action of the agent.
         """
-        ...
+        raise not_implemented("session/request_permission")
 
     async def session_update(self, params: m.UpdateSessionNotification) -> None:
         """
         `session/update` (notification, stable). Streams session changes to the client as upserts: messages, tool calls, plans, terminals and state.
         """
-        ...
+        raise not_implemented("session/update")

@@ -29,7 +29,7 @@ class CancelledPermissionOutcome(AcpModel):
     Outcome `cancelled`: the work was cancelled before the user answered. After sending `session/cancel`, a client answers every pending permission request this way.
     """
 
-    outcome: Literal["cancelled"]
+    outcome: Literal["cancelled"] = "cancelled"
 
 
 DiffFileType = TypeAliasType(
@@ -109,7 +109,7 @@ class NumberPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["number"]
+    type: Literal["number"] = "number"
     title: str | None = None
     description: str | None = None
     minimum: int | float | None = None
@@ -196,7 +196,7 @@ Major protocol version number; it only changes with breaking changes, additions 
 class ReplayFromStart(AcpModel):
     """Replay all retained history from the beginning of the conversation."""
 
-    type: Literal["start"]
+    type: Literal["start"] = "start"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -211,8 +211,10 @@ class RequiresActionStateUpdate(AcpModel):
     State `requires_action`: foreground work waits for the user, for example on a permission request.
     """
 
-    session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
-    state: Literal["requires_action"]
+    session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")] = (
+        "state_update"
+    )
+    state: Literal["requires_action"] = "requires_action"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -228,15 +230,17 @@ Role = TypeAliasType(
 class RunningStateUpdate(AcpModel):
     """State `running`: foreground work is under way."""
 
-    session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
-    state: Literal["running"]
+    session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")] = (
+        "state_update"
+    )
+    state: Literal["running"] = "running"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class SelectedPermissionOutcome(AcpModel):
     """Outcome `selected`: the user picked one of the offered options."""
 
-    outcome: Literal["selected"]
+    outcome: Literal["selected"] = "selected"
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -336,7 +340,7 @@ class SessionInfoUpdate(AcpModel):
     )
     session_update: Annotated[
         Literal["session_info_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "session_info_update"
     title: str | None = None
     updated_at: Annotated[str | None, Field(alias="updatedAt")] = None
     archived: bool | None = None
@@ -354,7 +358,7 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
 
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
-    type: Literal["boolean"]
+    type: Literal["boolean"] = "boolean"
     value: bool
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -366,7 +370,7 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
 
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
-    type: Literal["id"]
+    type: Literal["id"] = "id"
     value: SessionConfigValueId
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -401,7 +405,7 @@ StringFormat = TypeAliasType(
 class StringMultiSelectItems(AcpModel):
     """Choices given as plain strings (`type: "string"`)."""
 
-    type: Literal["string"]
+    type: Literal["string"] = "string"
     enum: Annotated[list[str], Field(min_length=1)]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -448,7 +452,7 @@ class TerminalOutputChunk(AcpModel):
 
     session_update: Annotated[
         Literal["terminal_output_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "terminal_output_chunk"
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     data: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -465,7 +469,9 @@ class TerminalUpdate(AcpModel):
         TolerantField("output", "output", True, False),
         TolerantField("exitStatus", "exit_status", True, False),
     )
-    session_update: Annotated[Literal["terminal_update"], Field(alias="sessionUpdate")]
+    session_update: Annotated[
+        Literal["terminal_update"], Field(alias="sessionUpdate")
+    ] = "terminal_update"
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     command: str | None = None
     cwd: AbsolutePath | None = None
@@ -479,7 +485,7 @@ class TextCommandInput(AcpModel):
     Free-form text input (`type: "text"`): everything typed after the command name is passed to the agent as is.
     """
 
-    type: Literal["text"]
+    type: Literal["text"] = "text"
     hint: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -617,7 +623,7 @@ class AudioContent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["audio"]
+    type: Literal["audio"] = "audio"
     data: str
     mime_type: Annotated[MediaType, Field(alias="mimeType")]
     annotations: Annotations | None = None
@@ -644,7 +650,7 @@ class AuthMethodAgent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
     )
-    type: Literal["agent"]
+    type: Literal["agent"] = "agent"
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     name: str
     description: str | None = None
@@ -690,7 +696,7 @@ class BooleanPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["boolean"]
+    type: Literal["boolean"] = "boolean"
     title: str | None = None
     description: str | None = None
     default: bool | None = None
@@ -739,7 +745,7 @@ class CommandPermissionSubject(AcpModel):
         TolerantField("toolCallId", "tool_call_id", True, False),
         TolerantField("terminalId", "terminal_id", True, False),
     )
-    type: Literal["command"]
+    type: Literal["command"] = "command"
     command: str
     cwd: AbsolutePath
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
@@ -788,7 +794,7 @@ class DiffAddChange(AcpModel):
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
     )
-    operation: Literal["add"]
+    operation: Literal["add"] = "add"
     path: AbsolutePath
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
@@ -802,7 +808,7 @@ class DiffCopyChange(AcpModel):
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
     )
-    operation: Literal["copy"]
+    operation: Literal["copy"] = "copy"
     old_path: Annotated[AbsolutePath, Field(alias="oldPath")]
     path: AbsolutePath
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
@@ -817,7 +823,7 @@ class DiffDeleteChange(AcpModel):
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
     )
-    operation: Literal["delete"]
+    operation: Literal["delete"] = "delete"
     path: AbsolutePath
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
@@ -831,7 +837,7 @@ class DiffModifyChange(AcpModel):
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
     )
-    operation: Literal["modify"]
+    operation: Literal["modify"] = "modify"
     path: AbsolutePath
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
     mime_type: Annotated[MediaType | None, Field(alias="mimeType")] = None
@@ -845,7 +851,7 @@ class DiffMoveChange(AcpModel):
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
     )
-    operation: Literal["move"]
+    operation: Literal["move"] = "move"
     old_path: Annotated[AbsolutePath, Field(alias="oldPath")]
     path: AbsolutePath
     file_type: Annotated[DiffFileType | None, Field(alias="fileType")] = None
@@ -865,7 +871,7 @@ class ElicitationAcceptAction(AcpModel):
     The user accepted (`action: "accept"`): they submitted the form, or agreed to open the URL.
     """
 
-    action: Literal["accept"]
+    action: Literal["accept"] = "accept"
     content: dict[str, ElicitationContentValue] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -875,14 +881,14 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    action: Literal["cancel"]
+    action: Literal["cancel"] = "cancel"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    action: Literal["decline"]
+    action: Literal["decline"] = "decline"
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -926,7 +932,7 @@ class ElicitationUrlMode(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
-    mode: Literal["url"]
+    mode: Literal["url"] = "url"
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
@@ -1016,8 +1022,10 @@ class IdleStateUpdate(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("stopReason", "stop_reason", True, False),
     )
-    session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
-    state: Literal["idle"]
+    session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")] = (
+        "state_update"
+    )
+    state: Literal["idle"] = "idle"
     stop_reason: Annotated[StopReason | None, Field(alias="stopReason")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1031,7 +1039,7 @@ class ImageContent(AcpModel):
         TolerantField("uri", "uri", True, False),
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["image"]
+    type: Literal["image"] = "image"
     data: str
     mime_type: Annotated[MediaType, Field(alias="mimeType")]
     uri: str | None = None
@@ -1061,7 +1069,7 @@ class IntegerPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["integer"]
+    type: Literal["integer"] = "integer"
     title: str | None = None
     description: str | None = None
     minimum: int | None = None
@@ -1135,7 +1143,7 @@ class McpHttpCapabilities(AcpModel):
 class McpServerHttp(AcpModel):
     """A remote MCP server reached over streamable HTTP."""
 
-    type: Literal["http"]
+    type: Literal["http"] = "http"
     name: str
     url: str
     headers: Annotated[list[HttpHeader] | None, NOT_NULL] = None
@@ -1147,7 +1155,7 @@ class McpServerStdio(AcpModel):
     An MCP server the agent launches as a subprocess and talks to over stdio.
     """
 
-    type: Literal["stdio"]
+    type: Literal["stdio"] = "stdio"
     name: str
     command: AbsolutePath
     args: Annotated[list[str] | None, NOT_NULL] = None
@@ -1187,7 +1195,7 @@ class PlanItems(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("entries", "entries", False, True),
     )
-    type: Literal["items"]
+    type: Literal["items"] = "items"
     plan_id: Annotated[PlanId, Field(alias="planId")]
     entries: list[PlanEntry]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1293,7 +1301,7 @@ class ResourceLink(AcpModel):
         TolerantField("size", "size", True, False),
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["resource_link"]
+    type: Literal["resource_link"] = "resource_link"
     name: str
     uri: str
     title: str | None = None
@@ -1318,7 +1326,7 @@ class SessionConfigBoolean(AcpModel):
     name: str
     description: str | None = None
     category: SessionConfigOptionCategory | None = None
-    type: Literal["boolean"]
+    type: Literal["boolean"] = "boolean"
     current_value: Annotated[bool, Field(alias="currentValue")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1390,7 +1398,7 @@ class StringPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
     )
-    type: Literal["string"]
+    type: Literal["string"] = "string"
     title: str | None = None
     description: str | None = None
     min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
@@ -1414,7 +1422,7 @@ class Terminal(AcpModel):
     Tool call content of type `terminal`: shows a terminal, referenced by its ID.
     """
 
-    type: Literal["terminal"]
+    type: Literal["terminal"] = "terminal"
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1427,7 +1435,7 @@ class TextContent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["text"]
+    type: Literal["text"] = "text"
     text: str
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1448,7 +1456,9 @@ class UsageUpdate(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("cost", "cost", True, False),
     )
-    session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
+    session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")] = (
+        "usage_update"
+    )
     used: Annotated[int, Field(ge=0, le=18446744073709551615)]
     size: Annotated[int, Field(ge=0, le=18446744073709551615)]
     cost: Cost | None = None
@@ -1465,7 +1475,7 @@ class AuthMethodTerminal(AcpModel):
         TolerantField("args", "args", True, True),
         TolerantField("env", "env", True, True),
     )
-    type: Literal["terminal"]
+    type: Literal["terminal"] = "terminal"
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     name: str
     description: str | None = None
@@ -1498,7 +1508,7 @@ class AvailableCommandsUpdate(AcpModel):
     )
     session_update: Annotated[
         Literal["available_commands_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "available_commands_update"
     available_commands: Annotated[
         list[AvailableCommand], Field(alias="availableCommands")
     ]
@@ -1577,7 +1587,7 @@ class EmbeddedResource(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
     )
-    type: Literal["resource"]
+    type: Literal["resource"] = "resource"
     resource: EmbeddedResourceResource
     annotations: Annotations | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1645,7 +1655,7 @@ class MultiSelectPropertySchema(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, True),
     )
-    type: Literal["array"]
+    type: Literal["array"] = "array"
     title: str | None = None
     description: str | None = None
     min_items: Annotated[
@@ -1683,7 +1693,9 @@ class PlanUpdate(AcpModel):
     Branch `plan_update`: new content for one plan, identified by its plan ID.
     """
 
-    session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
+    session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")] = (
+        "plan_update"
+    )
     plan: PlanUpdateContent
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1865,7 +1877,7 @@ class Diff(AcpModel):
         TolerantField("changes", "changes", False, True),
         TolerantField("patch", "patch", True, False),
     )
-    type: Literal["diff"]
+    type: Literal["diff"] = "diff"
     changes: list[DiffChange]
     patch: DiffPatch | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1973,7 +1985,7 @@ class SessionConfigSelect(AcpModel):
     name: str
     description: str | None = None
     category: SessionConfigOptionCategory | None = None
-    type: Literal["select"]
+    type: Literal["select"] = "select"
     current_value: Annotated[SessionConfigValueId, Field(alias="currentValue")]
     options: SessionConfigSelectOptions
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1987,7 +1999,9 @@ class UserMessage(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("content", "content", True, True),
     )
-    session_update: Annotated[Literal["user_message"], Field(alias="sessionUpdate")]
+    session_update: Annotated[Literal["user_message"], Field(alias="sessionUpdate")] = (
+        "user_message"
+    )
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: list[ContentBlock] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1998,7 +2012,7 @@ class UserMessageChunk(AcpModel):
 
     session_update: Annotated[
         Literal["user_message_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "user_message_chunk"
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2012,7 +2026,9 @@ class AgentMessage(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("content", "content", True, True),
     )
-    session_update: Annotated[Literal["agent_message"], Field(alias="sessionUpdate")]
+    session_update: Annotated[
+        Literal["agent_message"], Field(alias="sessionUpdate")
+    ] = "agent_message"
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: list[ContentBlock] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2023,7 +2039,7 @@ class AgentMessageChunk(AcpModel):
 
     session_update: Annotated[
         Literal["agent_message_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "agent_message_chunk"
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2037,7 +2053,9 @@ class AgentThought(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("content", "content", True, True),
     )
-    session_update: Annotated[Literal["agent_thought"], Field(alias="sessionUpdate")]
+    session_update: Annotated[
+        Literal["agent_thought"], Field(alias="sessionUpdate")
+    ] = "agent_thought"
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: list[ContentBlock] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2050,7 +2068,7 @@ class AgentThoughtChunk(AcpModel):
 
     session_update: Annotated[
         Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "agent_thought_chunk"
     message_id: Annotated[MessageId, Field(alias="messageId")]
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2059,7 +2077,7 @@ class AgentThoughtChunk(AcpModel):
 class Content(AcpModel):
     """Tool call content of type `content`: an ordinary content block."""
 
-    type: Literal["content"]
+    type: Literal["content"] = "content"
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -2072,7 +2090,7 @@ class ElicitationFormMode(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
     )
-    mode: Literal["form"]
+    mode: Literal["form"] = "form"
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
     request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
@@ -2149,7 +2167,7 @@ class ToolCallContentChunk(AcpModel):
 
     session_update: Annotated[
         Literal["tool_call_content_chunk"], Field(alias="sessionUpdate")
-    ]
+    ] = "tool_call_content_chunk"
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     content: ToolCallContent
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2169,7 +2187,9 @@ class ToolCallProgress(AcpModel):
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
     )
-    session_update: Annotated[Literal["tool_call_update"], Field(alias="sessionUpdate")]
+    session_update: Annotated[
+        Literal["tool_call_update"], Field(alias="sessionUpdate")
+    ] = "tool_call_update"
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str | None = None
     kind: ToolKind | None = None
@@ -2216,7 +2236,7 @@ class ConfigOptionUpdate(AcpModel):
     )
     session_update: Annotated[
         Literal["config_option_update"], Field(alias="sessionUpdate")
-    ]
+    ] = "config_option_update"
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -2338,7 +2358,7 @@ class ToolCallPermissionSubject(AcpModel):
     Subject `tool_call`: permission to run a tool call. A client applies `toolCall` like any tool call update.
     """
 
-    type: Literal["tool_call"]
+    type: Literal["tool_call"] = "tool_call"
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
 
 

@@ -1,0 +1,166 @@
+"""Connection benchmark: ours against the official SDK's connection, over an OS pipe pair.
+
+Both sides of each connection run in one event loop, joined by two ``os.pipe()``
+pairs (agent -> client, client -> agent), so every message really crosses the
+kernel. Two figures, each the median of ``repeats`` runs, ours and the SDK's
+interleaved: an agent streaming 1,000 ``agent_message_chunk`` notifications to a
+client (counted when the client's handler has seen the last one), and
+sequential ``session/new`` round trips. ``run(repeats)`` returns
+``[(name, ours, baseline, unit)]``; ``benchmarks/__main__.py`` prints them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+CHUNKS = 1000
+ROUND_TRIPS = 300
+
+
+async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    loop = asyncio.get_running_loop()
+    r_fd, w_fd = os.pipe()
+    reader = asyncio.StreamReader(limit=1 << 20)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(r_fd, "rb", 0))
+    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(w_fd, "wb", 0))
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    return reader, writer
+
+
+async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]]:
+    from acp_types import connection, v1
+
+    class Agent:
+        async def initialize(self, params: Any) -> Any:
+            return v1.InitializeResponse(protocol_version=1)
+
+        async def session_new(self, params: Any) -> Any:
+            return v1.NewSessionResponse(session_id="s1")
+
+    class Client:
+        def __init__(self) -> None:
+            self.count = 0
+            self.done = asyncio.Event()
+
+        async def session_update(self, params: Any) -> None:
+            self.count += 1
+            if self.count == CHUNKS:
+                self.done.set()
+
+    (a_in, c_out), (c_in, a_out) = await _pipe(), await _pipe()
+    agent = connection.AgentConnection(a_in, a_out, Agent(), versions=("v1",))
+    client_handler = Client()
+    client = connection.ClientConnection(c_in, c_out, client_handler, versions=("v1",))
+    agent.start()
+    client.start()
+    await client.initialize(v1.InitializeRequest(protocol_version=1))
+    peer = agent.peer
+
+    async def stream() -> float:
+        client_handler.count = 0
+        client_handler.done.clear()
+        t0 = time.perf_counter()
+        for i in range(CHUNKS):
+            chunk = v1.AgentMessageChunk(content=v1.TextContent(text=f"chunk {i} "))
+            await peer.session_update(v1.SessionNotification(session_id="s1", update=chunk))
+        await client_handler.done.wait()
+        return CHUNKS / (time.perf_counter() - t0)
+
+    async def round_trips() -> float:
+        t0 = time.perf_counter()
+        cpeer = client.peer
+        for _ in range(ROUND_TRIPS):
+            await cpeer.session_new(v1.NewSessionRequest(cwd="/tmp", mcp_servers=[]))
+        return ROUND_TRIPS / (time.perf_counter() - t0)
+
+    async def close() -> None:
+        await client.close()
+        await agent.close()
+
+    return stream, round_trips, close
+
+
+async def _sdk() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]]:
+    import acp
+    from acp import InitializeResponse, NewSessionResponse, text_block, update_agent_message
+
+    class Agent(acp.Agent):
+        async def initialize(self, protocol_version: int, **kw: Any) -> Any:
+            return InitializeResponse(protocol_version=1)
+
+        async def new_session(self, cwd: str, mcp_servers: Any = None, **kw: Any) -> Any:
+            return NewSessionResponse(session_id="s1")
+
+    class Client:
+        def __init__(self) -> None:
+            self.count = 0
+            self.done = asyncio.Event()
+
+        async def session_update(self, session_id: str, update: Any, **kw: Any) -> None:
+            self.count += 1
+            if self.count == CHUNKS:
+                self.done.set()
+
+    (a_in, c_out), (c_in, a_out) = await _pipe(), await _pipe()
+    agent = acp.AgentSideConnection(Agent(), a_out, a_in, listening=False)
+    listen = asyncio.ensure_future(agent.listen())
+    client_handler = Client()
+    client = acp.ClientSideConnection(client_handler, c_out, c_in)
+    await client.initialize(protocol_version=1)
+
+    async def stream() -> float:
+        client_handler.count = 0
+        client_handler.done.clear()
+        t0 = time.perf_counter()
+        for i in range(CHUNKS):
+            await agent.session_update(session_id="s1", update=update_agent_message(text_block(f"chunk {i} ")))
+        await client_handler.done.wait()
+        return CHUNKS / (time.perf_counter() - t0)
+
+    async def round_trips() -> float:
+        t0 = time.perf_counter()
+        for _ in range(ROUND_TRIPS):
+            await client.new_session(cwd="/tmp", mcp_servers=[])
+        return ROUND_TRIPS / (time.perf_counter() - t0)
+
+    async def close() -> None:
+        await client.close()
+        await agent.close()
+        listen.cancel()
+
+    return stream, round_trips, close
+
+
+async def _measure(repeats: int) -> list[tuple[str, float, float, str]]:
+    ours, theirs = await _ours(), await _sdk()
+    rates: dict[str, dict[str, list[float]]] = {"stream": {"ours": [], "sdk": []}, "rt": {"ours": [], "sdk": []}}
+    for _side, (stream, rt, _close) in (("ours", ours), ("sdk", theirs)):  # warm up both
+        await stream()
+        await rt()
+    for _ in range(repeats):
+        for side, (stream, rt, _close) in (("ours", ours), ("sdk", theirs)):
+            rates["stream"][side].append(await stream())
+            rates["rt"][side].append(await rt())
+    for _s, _r, close in (ours, theirs):
+        await close()
+    med = {k: {s: statistics.median(v) for s, v in d.items()} for k, d in rates.items()}
+    return [
+        ("connection: 1,000 agent_message_chunk notifications over a pipe", med["stream"]["ours"],
+         med["stream"]["sdk"], "msg/s"),
+        ("connection: request round trips (session/new) over a pipe", med["rt"]["ours"], med["rt"]["sdk"], "msg/s"),
+    ]
+
+
+def run(repeats: int) -> list[tuple[str, float, float, str]]:
+    """Each figure as (name, ours, the SDK's, unit), medians of ``repeats`` interleaved runs."""
+    return asyncio.run(_measure(repeats))
+
+
+if __name__ == "__main__":
+    for name, ours, sdk, unit in run(5):
+        print(f"{name}: ours {ours:,.0f} {unit}, sdk {sdk:,.0f} {unit}, ratio {ours / sdk:.2f}x")

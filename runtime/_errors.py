@@ -1,0 +1,53 @@
+"""Protocol errors a handler raises and a caller receives, shared by every version of acp_types.
+
+A handler of an incoming request answers with an error by raising
+:class:`RequestError` with a code from the version's error table
+(``acp_types.v1.RESOURCE_NOT_FOUND`` and the rest) or one of JSON-RPC's own;
+a request sent to the peer that is answered with an error raises the same
+class on the caller's side. This module imports nothing heavy, so the
+generated ``Agent`` / ``Client`` stubs can use it without loading asyncio.
+
+Hand-written: the source is runtime/_errors.py, which the generator copies
+into the package unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+METHOD_NOT_FOUND = -32601
+
+
+class RequestError(Exception):
+    """A JSON-RPC error answer: ``code``, ``message`` and optional ``data``.
+
+    Raise it from a handler to answer the request with this error (the
+    message and data go to the peer as they are, so keep secrets out). When a
+    request you sent is answered with an error, awaiting it raises this class.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC error object: ``{"code": ..., "message": ...}`` and ``data`` when set."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class MethodNotImplemented(RequestError):
+    """The handler does not implement the method: answered with -32601 (method not found)."""
+
+    def __init__(self, method: str) -> None:
+        super().__init__(METHOD_NOT_FOUND, f"method not implemented: {method}", None)
+        self.method = method
+
+
+def not_implemented(method: str) -> MethodNotImplemented:
+    """The error the generated ``Agent`` / ``Client`` stubs raise for a method a subclass leaves out."""
+    return MethodNotImplemented(method)

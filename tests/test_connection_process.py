@@ -1,0 +1,103 @@
+"""Connections to real processes: the examples from the command line, a hostile peer over OS pipes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from acp_types import connection, v1
+from acp_types.connection import ConnectionClosed
+
+ROOT = Path(__file__).resolve().parents[1]
+AGENT = [sys.executable, str(ROOT / "examples" / "echo_agent.py")]
+CLIENT = [sys.executable, str(ROOT / "examples" / "client.py")]
+
+
+@pytest.mark.parametrize("protocol", ["v1", "v2"])
+def test_the_example_client_prints_what_the_example_agent_streams(protocol: str) -> None:
+    out = subprocess.run([*CLIENT, "--protocol", protocol, "--prompt", "hi", "--", *AGENT],
+                         capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "hi\n", "")
+    out = subprocess.run([*CLIENT, "--protocol", protocol, "--prompt", "streamed in  pieces", "--", *AGENT],
+                         capture_output=True, text=True, timeout=30)
+    assert out.stdout == "streamed in  pieces\n"
+
+
+async def _hostile_session() -> None:
+    proc = await asyncio.create_subprocess_exec(*AGENT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                limit=1 << 20)
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    async def send(obj: Any) -> None:
+        stdin.write((obj if isinstance(obj, bytes) else json.dumps(obj).encode()) + b"\n")
+        await stdin.drain()
+
+    async def answer() -> dict[str, Any]:
+        line = await asyncio.wait_for(stdout.readline(), 20)
+        assert line, "the agent died"
+        out: dict[str, Any] = json.loads(line)
+        return out
+
+    await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}})
+    assert (await answer())["result"]["protocolVersion"] == 1
+    await send(b"\x00\xff garbage \xfe")
+    assert (await answer())["error"]["code"] == -32700
+    # a line of 100 MB: skipped as it streams in (16 MiB limit), answered, the loop goes on
+    chunk = b"x" * (1 << 20)
+    stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"_big","params":{"pad":"')
+    for _ in range(100):
+        stdin.write(chunk)
+        await stdin.drain()
+    await send(b'"}}')
+    big = await answer()
+    assert big["id"] is None and big["error"]["code"] == -32600
+    await send({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}})
+    assert (await answer()) == {"jsonrpc": "2.0", "id": 3, "result": {"sessions": []}}
+    await send({"jsonrpc": "2.0", "id": 77, "result": {"unknown": "id"}})
+    await send({"jsonrpc": "2.0", "id": 4, "method": "session/list", "params": {}})
+    assert (await answer())["id"] == 4
+    stdin.close()
+    assert await asyncio.wait_for(proc.wait(), 20) == 0
+
+
+def test_a_hostile_peer_over_os_pipes_gets_answers_and_the_agent_survives() -> None:
+    asyncio.run(asyncio.wait_for(_hostile_session(), 60))
+
+
+DYING_AGENT = """
+import os, sys
+sys.path.insert(0, {generated!r})
+import asyncio
+from acp_types import connection, v1
+
+class Dies:
+    def __init__(self, conn):
+        self.conn = conn
+    async def initialize(self, params):
+        return v1.InitializeResponse(protocol_version=1)
+    async def session_list(self, params):
+        os._exit(3)
+
+asyncio.run(connection.serve_stdio(Dies, versions=("v1",)))
+"""
+
+
+def test_an_agent_that_exits_mid_request_fails_the_request_clearly() -> None:
+    code = DYING_AGENT.format(generated=str(ROOT / "generated"))
+
+    async def main() -> None:
+        async with connection.spawn_agent([sys.executable, "-c", code], versions=("v1",)) as conn:
+            await conn.initialize(v1.InitializeRequest(protocol_version=1))
+            with pytest.raises(ConnectionClosed, match="session/list"):
+                await conn.request("session/list", {})
+            assert conn.process is not None
+            assert await asyncio.wait_for(conn.process.wait(), 10) == 3
+
+    asyncio.run(asyncio.wait_for(main(), 30))
