@@ -141,6 +141,7 @@ def _render_templated(inputs: Inputs) -> dict[str, str]:
             hdr = header(source.format(src=proto.source))
             out[f"{base}/{name}.py"] = templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx)
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
+        out[f"{base}/schema.stable.json"] = json.dumps(proto.stable_bundle, indent=2, ensure_ascii=False) + "\n"
     md_header = header("the protocol.json of each version in schema/", comment="").replace("\n", " ").strip()
     out["docs/capabilities.md"] = templated.render(
         "docs/capabilities.md.jinja2", header_md=md_header, **capability_rows(inputs)
@@ -219,5 +220,6 @@ def capability_rows(inputs: Inputs) -> dict[str, object]:
             "left_cap": f"`{'.'.join(a.capability)}`" if a else "—",
             "right_cap": f"`{'.'.join(b.capability)}`" if b else "—",
             "description": (a or b).description,
+            "stability": f"{a.stability if a else '—'} / {b.stability if b else '—'}",
         })
     return {"left": left, "right": right, "method_rows": rows, "feature_rows": feats}

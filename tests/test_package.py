@@ -49,9 +49,10 @@ def test_wheel_imports_on_its_own(wheel: Path, tmp_path: Path) -> None:
     code = (
         "import acp_types.v1 as a, acp_types.v2 as b, json;"
         "assert json.loads(a.SCHEMA_PATH.read_text())['$defs'];"
-        "print(len(a.METHODS), len(b.METHODS))"
+        "assert json.loads(b.STABLE_SCHEMA_PATH.read_text())['$defs'];"
+        "print(len(a.METHODS), len(b.METHODS), len(a.stable_methods()), len(b.stable_methods()))"
     )
     done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {code}"],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["27", "18"]
+    assert done.stdout.split() == ["44", "35", "25", "16"]

@@ -267,7 +267,7 @@ class NotARequestError(ValueError):
 
 Side = Literal["agent", "client", "protocol"]
 Kind = Literal["request", "notification"]
-Stability = Literal["stable", "draft", "proposal"]
+Stability = Literal["stable", "unstable", "draft", "proposal"]
 
 
 @dataclass(frozen=True)
@@ -320,6 +320,7 @@ class FeatureSpec:
     side: Literal["agent", "client"]
     capability: tuple[str, ...]
     description: str
+    stability: Stability = "stable"
 
 
 def is_extension(method: str) -> bool:

@@ -11,16 +11,33 @@ from acp_types.v1 import models as m
 
 CANCEL_REQUEST = "$/cancel_request"
 AUTHENTICATE = "authenticate"
+DOCUMENT_DID_CHANGE = "document/didChange"
+DOCUMENT_DID_CLOSE = "document/didClose"
+DOCUMENT_DID_FOCUS = "document/didFocus"
+DOCUMENT_DID_OPEN = "document/didOpen"
+DOCUMENT_DID_SAVE = "document/didSave"
 ELICITATION_COMPLETE = "elicitation/complete"
 ELICITATION_CREATE = "elicitation/create"
 FS_READ_TEXT_FILE = "fs/read_text_file"
 FS_WRITE_TEXT_FILE = "fs/write_text_file"
 INITIALIZE = "initialize"
 LOGOUT = "logout"
+MCP_CONNECT = "mcp/connect"
+MCP_DISCONNECT = "mcp/disconnect"
+MCP_MESSAGE = "mcp/message"
+NES_ACCEPT = "nes/accept"
+NES_CLOSE = "nes/close"
+NES_REJECT = "nes/reject"
+NES_START = "nes/start"
+NES_SUGGEST = "nes/suggest"
+PROVIDERS_DISABLE = "providers/disable"
+PROVIDERS_LIST = "providers/list"
+PROVIDERS_SET = "providers/set"
 SESSION_ARCHIVE = "session/archive"
 SESSION_CANCEL = "session/cancel"
 SESSION_CLOSE = "session/close"
 SESSION_DELETE = "session/delete"
+SESSION_FORK = "session/fork"
 SESSION_LIST = "session/list"
 SESSION_LOAD = "session/load"
 SESSION_NEW = "session/new"
@@ -59,6 +76,61 @@ METHODS: dict[str, MethodSpec] = {
         errors=(),
         stability="stable",
         description="Runs the agent-handled login flow of an advertised authentication method.",
+    ),
+    DOCUMENT_DID_CHANGE: MethodSpec(
+        name="document/didChange",
+        params=m.DidChangeDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes", "events", "document", "didChange"),
+        errors=(),
+        stability="unstable",
+        description="An open document changed; carries the changes in the sync kind the agent asked for.",
+    ),
+    DOCUMENT_DID_CLOSE: MethodSpec(
+        name="document/didClose",
+        params=m.DidCloseDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes", "events", "document", "didClose"),
+        errors=(),
+        stability="unstable",
+        description="The client closed a document.",
+    ),
+    DOCUMENT_DID_FOCUS: MethodSpec(
+        name="document/didFocus",
+        params=m.DidFocusDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes", "events", "document", "didFocus"),
+        errors=(),
+        stability="unstable",
+        description="The user moved to a document; carries the cursor and the visible range.",
+    ),
+    DOCUMENT_DID_OPEN: MethodSpec(
+        name="document/didOpen",
+        params=m.DidOpenDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes", "events", "document", "didOpen"),
+        errors=(),
+        stability="unstable",
+        description="The client opened a document; carries its full text and version.",
+    ),
+    DOCUMENT_DID_SAVE: MethodSpec(
+        name="document/didSave",
+        params=m.DidSaveDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes", "events", "document", "didSave"),
+        errors=(),
+        stability="unstable",
+        description="A document was saved.",
     ),
     ELICITATION_COMPLETE: MethodSpec(
         name="elicitation/complete",
@@ -126,6 +198,127 @@ METHODS: dict[str, MethodSpec] = {
         stability="stable",
         description="Ends the current authenticated state.",
     ),
+    MCP_CONNECT: MethodSpec(
+        name="mcp/connect",
+        params=m.ConnectMcpRequest,
+        result=m.ConnectMcpResponse,
+        side="client",
+        kind="request",
+        capability=None,
+        errors=(-32002,),
+        stability="unstable",
+        description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
+    ),
+    MCP_DISCONNECT: MethodSpec(
+        name="mcp/disconnect",
+        params=m.DisconnectMcpRequest,
+        result=m.DisconnectMcpResponse,
+        side="client",
+        kind="request",
+        capability=None,
+        errors=(),
+        stability="unstable",
+        description="Closes a connection opened with `mcp/connect`.",
+    ),
+    MCP_MESSAGE: MethodSpec(
+        name="mcp/message",
+        params=m.MessageMcpRequest,
+        result=m.MessageMcpResponse,
+        side="protocol",
+        kind="request",
+        capability=None,
+        errors=(-32002,),
+        stability="unstable",
+        description="Carries one MCP request on a connection opened with `mcp/connect`, in either direction; the result is the MCP answer. An unknown connection yields -32002. (The published protocol also allows it as a notification with MessageMcpNotification params.)",
+    ),
+    NES_ACCEPT: MethodSpec(
+        name="nes/accept",
+        params=m.AcceptNesNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes"),
+        errors=(),
+        stability="unstable",
+        description="Tells the agent the user took a suggestion.",
+    ),
+    NES_CLOSE: MethodSpec(
+        name="nes/close",
+        params=m.CloseNesRequest,
+        result=m.CloseNesResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "nes"),
+        errors=(-32002,),
+        stability="unstable",
+        description="Ends a next-edit suggestion session.",
+    ),
+    NES_REJECT: MethodSpec(
+        name="nes/reject",
+        params=m.RejectNesNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("agentCapabilities", "nes"),
+        errors=(),
+        stability="unstable",
+        description="Tells the agent the user did not take a suggestion, and why.",
+    ),
+    NES_START: MethodSpec(
+        name="nes/start",
+        params=m.StartNesRequest,
+        result=m.StartNesResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "nes"),
+        errors=(),
+        stability="unstable",
+        description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
+    ),
+    NES_SUGGEST: MethodSpec(
+        name="nes/suggest",
+        params=m.SuggestNesRequest,
+        result=m.SuggestNesResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "nes"),
+        errors=(-32002,),
+        stability="unstable",
+        description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
+    ),
+    PROVIDERS_DISABLE: MethodSpec(
+        name="providers/disable",
+        params=m.DisableProviderRequest,
+        result=m.DisableProviderResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "providers"),
+        errors=(),
+        stability="unstable",
+        description="Turns one model provider off.",
+    ),
+    PROVIDERS_LIST: MethodSpec(
+        name="providers/list",
+        params=m.ListProvidersRequest,
+        result=m.ListProvidersResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "providers"),
+        errors=(),
+        stability="unstable",
+        description="Lists the model providers the agent can use, with how each is set up now.",
+    ),
+    PROVIDERS_SET: MethodSpec(
+        name="providers/set",
+        params=m.SetProviderRequest,
+        result=m.SetProviderResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "providers"),
+        errors=(),
+        stability="unstable",
+        description="Sets the endpoint, API dialect and headers of one model provider.",
+    ),
     SESSION_ARCHIVE: MethodSpec(
         name="session/archive",
         params=m.ArchiveSessionRequest,
@@ -169,6 +362,17 @@ METHODS: dict[str, MethodSpec] = {
         errors=(),
         stability="stable",
         description="Removes a session from future listings; succeeds silently for unknown sessions.",
+    ),
+    SESSION_FORK: MethodSpec(
+        name="session/fork",
+        params=m.ForkSessionRequest,
+        result=m.ForkSessionResponse,
+        side="agent",
+        kind="request",
+        capability=("agentCapabilities", "sessionCapabilities", "fork"),
+        errors=(-32002,),
+        stability="unstable",
+        description="Starts a new session whose history is a copy of an existing session's; the original is left as it was. An unknown session yields -32002.",
     ),
     SESSION_LIST: MethodSpec(
         name="session/list",
