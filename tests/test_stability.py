@@ -150,7 +150,10 @@ def test_a_stable_field_cannot_use_an_unstable_type(tmp_path: Path) -> None:
     text = _fails(tmp_path, doc, "stable property refers to the unstable definition 'Extra'")
     assert "/$defs/Payload/properties/extra" in text
     doc["defs"]["Payload"]["properties"]["extra"]["x-acp-stability"] = "unstable"
-    load(write_version(doc, tmp_path / "fixed"), "t")  # marking the field unstable is the fix
+    proto = load(write_version(doc, tmp_path / "fixed"), "t")  # marking the field unstable is the fix
+    assert "extra" in proto.bundle["$defs"]["Payload"]["properties"] and "Extra" in proto.bundle["$defs"]
+    assert "extra" not in proto.stable_bundle["$defs"]["Payload"]["properties"]
+    assert "Extra" not in proto.stable_bundle["$defs"]
 
 
 def test_an_unstable_field_cannot_be_required(tmp_path: Path) -> None:
