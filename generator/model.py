@@ -153,6 +153,7 @@ class Method:
     errors: tuple[int, ...]
     stability: str
     description: str
+    notification_params: str | None = None  # a request that may also be sent as a notification, with these params
 
     @property
     def advertiser(self) -> str | None:
@@ -498,7 +499,10 @@ class _Builder:
         methods = []
         for wire, m in doc["methods"].items():
             ptr = pointer("methods", wire)
-            for part in ("params", "result"):
+            if "notificationParams" in m and m["kind"] != "request":
+                self.problem(None, ptr + "/notificationParams", "only a request can also be sent as a notification",
+                             "drop notificationParams, or make the method a request")
+            for part in ("params", "result", "notificationParams"):
                 tname = m.get(part)
                 if tname is None:
                     continue
@@ -516,7 +520,7 @@ class _Builder:
                              "set capability to null")
                 cap = None
             method = Method(wire, m["side"], m["kind"], m["params"], m["result"], cap,
-                            tuple(m["errors"]), m["stability"], m["description"])
+                            tuple(m["errors"]), m["stability"], m["description"], m.get("notificationParams"))
             if cap is not None:
                 self.check_path(proto, m["side"], cap, ptr + "/capability")
             methods.append(method)
@@ -569,7 +573,7 @@ class _Builder:
             ptr = pointer("methods", m.name)
             if m.stability == "unstable":
                 continue
-            for part, tname in (("params", m.params), ("result", m.result)):
+            for part, tname in (("params", m.params), ("result", m.result), ("notificationParams", m.notification_params)):
                 if tname is not None and unstable(tname):
                     self.problem(None, ptr + "/" + part, f"{m.stability} method uses the unstable type {tname!r}",
                                  'set "stability": "unstable" on the method, or make the type stable')

@@ -201,3 +201,27 @@ def test_unstable_methods_need_no_stable_anything(tmp_path: Path) -> None:
     assert "session/fork" in proto.bundle["x-acp-methods"]
     assert "session/fork" not in proto.stable_bundle["x-acp-methods"]
     assert "ForkRequest" not in proto.stable_bundle["$defs"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_mcp_message_travels_as_request_and_as_notification(version: str) -> None:
+    """`mcp/message` is a request that the published protocol also allows as a notification."""
+    from acp_types._jsonrpc import Notification, Request
+
+    m = api(version)
+    params = {"connectionId": "conn_1", "method": "tools/list"}
+    req = m.parse_message({"jsonrpc": "2.0", "id": 3, "method": "mcp/message", "params": params})
+    assert isinstance(req, Request) and type(req.params).__name__ == "MessageMcpRequest"
+    note = m.parse_message({"jsonrpc": "2.0", "method": "mcp/message", "params": params})
+    assert isinstance(note, Notification) and type(note.params).__name__ == "MessageMcpNotification"
+    with pytest.raises(m.MessageError):  # other requests still need an id
+        m.parse_message({"jsonrpc": "2.0", "method": "session/fork", "params": {"sessionId": "s", "cwd": "/w"}})
+    with pytest.raises(m.MessageError):  # and the notification form is validated too
+        m.parse_message({"jsonrpc": "2.0", "method": "mcp/message", "params": {"method": "x"}})
+
+
+def test_only_requests_may_have_a_notification_form(tmp_path: Path) -> None:
+    doc = base_doc()
+    doc["protocol"]["methods"]["note"] = dict(method("agent", "RunRequest", None, None, kind="notification"),
+                                              notificationParams="RunRequest")
+    _fails(tmp_path, doc, "only a request can also be sent as a notification")

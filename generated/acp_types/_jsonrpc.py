@@ -553,7 +553,7 @@ def _parse_call(
         return Notification(name, params, extra, has_params)
     if is_request and spec.kind == "notification":
         raise bad(f"{name!r} is a notification; it must not carry an id")
-    if not is_request and spec.kind == "request":
+    if not is_request and spec.kind == "request" and spec.notification_params is None:
         raise bad(f'{name!r} is a request; it needs an "id"')
     if not has_params:
         raise InvalidParams(
@@ -563,7 +563,7 @@ def _parse_call(
             data=value,
         )
     try:
-        typed = spec.validate_params(params)
+        typed = spec.validate_params(params) if is_request else spec.validate_notification_params(params)
     except ValidationError as exc:
         raise InvalidParams(
             f"invalid params of {name!r}: {_describe(exc)}",

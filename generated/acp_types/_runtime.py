@@ -289,10 +289,16 @@ class MethodSpec:
     errors: tuple[int, ...]
     stability: Stability
     description: str
+    notification_params: Any = None
+    """For a request that may also be sent as a notification (``mcp/message``): the params type then."""
 
     def validate_params(self, params: Any) -> Any:
         """Validate ``params`` as this method's params type and return the model."""
         return _validator(self.params)(params)
+
+    def validate_notification_params(self, params: Any) -> Any:
+        """Validate the params of this method sent as a notification (``notification_params``, else ``params``)."""
+        return _validator(self.notification_params if self.notification_params is not None else self.params)(params)
 
     def validate_result(self, result: Any) -> Any:
         """Validate ``result`` as this method's result type; raise NotARequestError for a notification."""

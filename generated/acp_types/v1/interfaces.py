@@ -75,7 +75,7 @@ class Agent(Protocol):
 
     async def mcp_message(self, params: m.MessageMcpRequest) -> m.MessageMcpResponse:
         """
-        `mcp/message` (request, unstable). Carries one MCP request on a connection opened with `mcp/connect`, in either direction; the result is the MCP answer. An unknown connection yields -32002. (The published protocol also allows it as a notification with MessageMcpNotification params.) UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         ...
 
@@ -285,7 +285,7 @@ class Client(Protocol):
 
     async def mcp_message(self, params: m.MessageMcpRequest) -> m.MessageMcpResponse:
         """
-        `mcp/message` (request, unstable). Carries one MCP request on a connection opened with `mcp/connect`, in either direction; the result is the MCP answer. An unknown connection yields -32002. (The published protocol also allows it as a notification with MessageMcpNotification params.) UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         ...
 

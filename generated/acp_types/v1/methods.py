@@ -229,7 +229,8 @@ METHODS: dict[str, MethodSpec] = {
         capability=None,
         errors=(-32002,),
         stability="unstable",
-        description="Carries one MCP request on a connection opened with `mcp/connect`, in either direction; the result is the MCP answer. An unknown connection yields -32002. (The published protocol also allows it as a notification with MessageMcpNotification params.)",
+        description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
+        notification_params=m.MessageMcpNotification,
     ),
     NES_ACCEPT: MethodSpec(
         name="nes/accept",

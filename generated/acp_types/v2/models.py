@@ -131,12 +131,6 @@ MessageId = TypeAliasType("MessageId", str)
 """Opaque identifier of a message within a session, chosen by the agent."""
 
 
-class MessageMcpResponse(AcpModel):
-    """
-    Result of `mcp/message`: the MCP server's result object, passed on unchanged (every key is kept).
-    """
-
-
 Meta = TypeAliasType("Meta", dict[str, Any] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
@@ -1762,6 +1756,14 @@ class MessageMcpRequest(AcpModel):
     connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
     method: str
     params: dict[str, Any] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class MessageMcpResponse(AcpModel):
+    """
+    Result of `mcp/message`: the MCP server's result object, passed on unchanged (every key is kept).
+    """
+
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
