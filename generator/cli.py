@@ -93,6 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--fail-on", choices=("breaking", "possibly-breaking", "any"), default=None,
                    help="exit 1 if a change at this level or worse is found (any: any change at all); "
                         "without it the exit code is 0 whatever is found")
+    d.add_argument("--ignore-unstable", action="store_true",
+                   help="with --fail-on, do not count changes that touch only the unstable surface (methods, "
+                        "definitions, fields and union branches unstable on every side they exist); moves between "
+                        "unstable and stable still count")
     maps = d.add_mutually_exclusive_group()
     maps.add_argument("--map", type=Path, default=None, metavar="FILE",
                       help="the cross-version map to pair renames with (default: crossversion.json beside NEW, "

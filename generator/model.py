@@ -76,6 +76,11 @@ class Field:
     patch: bool = False
     default: Any = None
     has_default: bool = False
+    stability: str = "stable"
+
+    @property
+    def unstable(self) -> bool:
+        return self.stability == "unstable"
 
     @property
     def tolerant(self) -> bool:
@@ -88,6 +93,7 @@ class ObjectType:
     description: str
     fields: tuple[Field, ...]
     kind: str = "object"
+    stability: str = "stable"
 
     def field(self, wire_name: str) -> Field | None:
         for f in self.fields:
@@ -112,6 +118,7 @@ class UnionType:
     default: str | None
     open: bool
     kind: str = "union"
+    stability: str = "stable"
 
 
 @dataclass(frozen=True)
@@ -122,6 +129,7 @@ class EnumType:
     value_descriptions: tuple[tuple[str, str], ...]
     open: bool
     kind: str = "enum"
+    stability: str = "stable"
 
 
 @dataclass(frozen=True)
@@ -130,6 +138,7 @@ class AliasType:
     description: str
     type: TypeExpr
     kind: str = "alias"
+    stability: str = "stable"
 
 
 TypeDef = ObjectType | UnionType | EnumType | AliasType
@@ -146,6 +155,7 @@ class Method:
     errors: tuple[int, ...]
     stability: str
     description: str
+    notification_params: str | None = None  # a request that may also be sent as a notification, with these params
 
     @property
     def advertiser(self) -> str | None:
@@ -159,6 +169,7 @@ class Feature:
     side: str
     capability: tuple[str, ...]
     description: str
+    stability: str = "stable"
 
 
 @dataclass(frozen=True)
@@ -186,6 +197,7 @@ class Protocol:
     features: tuple[Feature, ...]
     types: tuple[TypeDef, ...]
     bundle: dict[str, Any] = field(compare=False, hash=False, repr=False)
+    stable_bundle: dict[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def type(self, name: str) -> TypeDef:
         return self._types[name]
@@ -200,6 +212,10 @@ class Protocol:
 
     def has_type(self, name: str) -> bool:
         return name in self._types
+
+    def stable_methods(self) -> tuple[Method, ...]:
+        """The methods of the stable protocol (``stable`` stability), without unstable, draft or proposal ones."""
+        return tuple(m for m in self.methods if m.stability == "stable")
 
     def method(self, name: str) -> Method | None:
         for m in self.methods:
@@ -328,6 +344,11 @@ class _Builder:
                          "make the const and the type agree")
 
     def build_type(self, name: str, schema: dict[str, Any]) -> TypeDef | None:
+        t = self._build_type(name, schema)
+        stability = schema.get("x-acp-stability", "stable")
+        return replace(t, stability=stability) if t is not None and stability != "stable" else t
+
+    def _build_type(self, name: str, schema: dict[str, Any]) -> TypeDef | None:
         ptr = pointer("$defs", name)
         desc = schema.get("description", "")
         if "oneOf" in schema:
@@ -377,7 +398,8 @@ class _Builder:
                              "a required property cannot be omitted on error (a malformed value is treated as omitted)",
                              "drop it from required or remove the marker")
             fields.append(Field(wire, py, texpr, wire in required, prop.get("description", ""),
-                                omit, skip, patch, prop.get("default"), "default" in prop))
+                                omit, skip, patch, prop.get("default"), "default" in prop,
+                                prop.get("x-acp-stability", "stable")))
         used: set[str] = set()
         for f in fields:
             used |= builtins_of(f.type)
@@ -543,7 +565,10 @@ class _Builder:
                                             "keyword", f"rename the method (for example session/{py})")
         for wire, m in doc["methods"].items():
             ptr = pointer("methods", wire)
-            for part in ("params", "result"):
+            if "notificationParams" in m and m["kind"] != "request":
+                self.problem(None, ptr + "/notificationParams", "only a request can also be sent as a notification",
+                             "drop notificationParams, or make the method a request")
+            for part in ("params", "result", "notificationParams"):
                 tname = m.get(part)
                 if tname is None:
                     continue
@@ -561,7 +586,7 @@ class _Builder:
                              "set capability to null")
                 cap = None
             method = Method(wire, m["side"], m["kind"], m["params"], m["result"], cap,
-                            tuple(m["errors"]), m["stability"], m["description"])
+                            tuple(m["errors"]), m["stability"], m["description"], m.get("notificationParams"))
             if cap is not None:
                 self.check_path(proto, m["side"], cap, ptr + "/capability")
             methods.append(method)
@@ -569,8 +594,74 @@ class _Builder:
         for fname, f in doc["features"].items():
             cap = tuple(f["capability"].split("."))
             self.check_path(proto, f["side"], cap, pointer("features", fname, "capability"))
-            features.append(Feature(fname, f["side"], cap, f["description"]))
+            features.append(Feature(fname, f["side"], cap, f["description"], f.get("stability", "stable")))
         return tuple(sorted(methods, key=lambda m: m.name)), tuple(sorted(features, key=lambda f: f.name))
+
+    # -- stability
+
+    def check_stability(self, types: dict[str, TypeDef], proto: Protocol) -> None:
+        """The stable protocol must stand on its own: nothing stable may need something unstable."""
+
+        def unstable(name: str) -> bool:
+            t = types.get(name)
+            return t is not None and t.stability == "unstable"
+
+        for t in types.values():
+            if t.stability == "unstable":
+                continue
+            if isinstance(t, ObjectType):
+                for f in t.fields:
+                    fptr = pointer("$defs", t.name, "properties", f.wire_name)
+                    if f.unstable:
+                        if f.required:
+                            self.problem(t.name, fptr + "/x-acp-stability",
+                                         "an unstable property of a stable definition cannot be required",
+                                         "drop it from required, or mark the whole definition unstable")
+                        continue
+                    bad = [r for r in f.type.refs() if unstable(r)]
+                    if bad:
+                        self.problem(t.name, fptr, f"stable property refers to the unstable definition {bad[0]!r}",
+                                     'mark the property "x-acp-stability": "unstable", or make the target stable')
+            elif isinstance(t, AliasType):
+                bad = [r for r in t.type.refs() if unstable(r)]
+                if bad:
+                    self.problem(t.name, pointer("$defs", t.name), f"stable alias refers to the unstable definition {bad[0]!r}",
+                                 'mark the alias "x-acp-stability": "unstable", or make the target stable')
+            elif isinstance(t, UnionType):
+                if t.variants and all(unstable(v.name) for v in t.variants):
+                    self.problem(t.name, pointer("$defs", t.name, "oneOf"),
+                                 "every branch of this stable union is unstable, so the stable protocol has none",
+                                 'mark the union "x-acp-stability": "unstable"')
+                if t.default is not None and unstable(t.default):
+                    self.problem(t.name, pointer("$defs", t.name, "x-acp-union", "default"),
+                                 "the default branch of a stable union cannot be unstable", "choose a stable default")
+        for m in proto.methods:
+            ptr = pointer("methods", m.name)
+            if m.stability == "unstable":
+                continue
+            for part, tname in (("params", m.params), ("result", m.result), ("notificationParams", m.notification_params)):
+                if tname is not None and unstable(tname):
+                    self.problem(None, ptr + "/" + part, f"{m.stability} method uses the unstable type {tname!r}",
+                                 'set "stability": "unstable" on the method, or make the type stable')
+            self._check_stable_path(proto, m.side, m.capability, ptr + "/capability", m.stability)
+        for feat in proto.features:
+            if feat.stability != "unstable":
+                self._check_stable_path(proto, feat.side, feat.capability, pointer("features", feat.name, "capability"),
+                                        feat.stability)
+
+    def _check_stable_path(self, proto: Protocol, side: str, path: tuple[str, ...] | None, ptr: str, what: str) -> None:
+        if not path or side == "protocol":
+            return
+        try:
+            walked = proto.resolve_path(side, path)
+        except KeyError:
+            return  # reported by check_path
+        for f in walked:
+            if f.unstable or (f.type.kind == "ref" and f.type.name and proto.has_type(f.type.name)
+                              and proto.type(f.type.name).stability == "unstable"):
+                self.problem(None, ptr, f"a {what} entry is gated by {'.'.join(path)!r}, which passes through the unstable field {f.wire_name!r}",
+                             'set "stability": "unstable" on the entry, or make the capability stable')
+                return
 
     def check_path(self, proto: Protocol, side: str, path: tuple[str, ...], ptr: str) -> None:
         root = proto.capability_root(side)
@@ -683,23 +774,38 @@ def build_protocol(loaded: LoadedVersion) -> Protocol:
         methods=(), features=(), types=tuple(types[n] for n in sorted(types)), bundle={},
     )
     methods, features = b.build_protocol(types, proto)
+    b.check_stability(types, replace(proto, methods=methods, features=features))
     if b.problems:
         raise SchemaError(b.problems)
-    bundle = bundle_schema(loaded, proto)
-    return replace(proto, methods=methods, features=features, bundle=bundle)
+    proto = replace(proto, methods=methods, features=features)
+    return replace(proto, bundle=bundle_schema(loaded, proto), stable_bundle=bundle_schema(loaded, proto, stable_only=True))
 
 
-def bundle_schema(loaded: LoadedVersion, proto: Protocol) -> dict[str, Any]:
+def bundle_schema(loaded: LoadedVersion, proto: Protocol, stable_only: bool = False) -> dict[str, Any]:
     """The single-document schema shipped as acp_types/<version>/schema.json.
 
     Definitions keep their canonical form and markers; each union also gets the
     JSON Schema that dispatches on its tag the way the models do, so jsonschema
     and the models agree on what is valid.
+
+    ``stable_only`` builds ``schema.stable.json``: definitions, properties and
+    union branches marked unstable are left out, and the method table holds
+    only ``stable`` methods (the semantic checks guarantee nothing left refers
+    to what was removed).
     """
     defs: dict[str, Any] = {}
+    dropped = {t.name for t in proto.types if t.stability == "unstable"} if stable_only else set()
     for t in proto.types:
+        if t.name in dropped:
+            continue
         schema = dict(loaded.definitions[t.name])
+        if stable_only and isinstance(t, ObjectType) and any(f.unstable for f in t.fields):
+            schema["properties"] = {k: v for k, v in schema["properties"].items()
+                                    if v.get("x-acp-stability") != "unstable"}
         if isinstance(t, UnionType):
+            if stable_only:
+                t = replace(t, variants=tuple(v for v in t.variants if v.name not in dropped))
+                schema["oneOf"] = [b for b in schema["oneOf"] if b["$ref"][len(REF_PREFIX):] not in dropped]
             schema = _compile_union(t, schema)
         elif isinstance(t, EnumType) and t.open:
             values = schema.pop("enum")
@@ -709,13 +815,15 @@ def bundle_schema(loaded: LoadedVersion, proto: Protocol) -> dict[str, Any]:
     doc = loaded.protocol
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": f"urn:acp-types:schema:{proto.version}",
+        "$id": f"urn:acp-types:schema:{proto.version}" + (":stable" if stable_only else ""),
         "description": doc["description"],
         "x-acp-version": {"version": proto.version, "protocolVersion": proto.protocol_version,
                           "status": proto.status, "batches": proto.batches, "initialize": doc["initialize"]},
         "x-acp-errors": doc["errors"],
-        "x-acp-methods": {m: doc["methods"][m] for m in sorted(doc["methods"])},
-        "x-acp-features": {f: doc["features"][f] for f in sorted(doc["features"])},
+        "x-acp-methods": {m: doc["methods"][m] for m in sorted(doc["methods"])
+                          if not stable_only or doc["methods"][m]["stability"] == "stable"},
+        "x-acp-features": {f: doc["features"][f] for f in sorted(doc["features"])
+                           if not stable_only or doc["features"][f].get("stability", "stable") == "stable"},
         "$defs": defs,
     }
 

@@ -193,6 +193,7 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
             path = f"{base}/{name}.py"
             out[path] = _format(path, templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx))
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
+        out[f"{base}/schema.stable.json"] = json.dumps(proto.stable_bundle, indent=2, ensure_ascii=False) + "\n"
     return out
 
 
@@ -297,5 +298,6 @@ def capability_rows(inputs: Inputs) -> dict[str, object]:
             "name": name, "side": first_feature.side,
             "caps": [f"`{'.'.join(f.capability)}`" if f else "—" for f in present],
             "description": first_feature.description,
+            "stability": " / ".join(f.stability if f else "—" for f in present),
         })
     return {"versions": [proto.version for proto in protos], "method_rows": rows, "feature_rows": feats}

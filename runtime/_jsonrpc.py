@@ -634,7 +634,7 @@ def _parse_call(
         return Notification(name, params, extra, has_params)
     if is_request and spec.kind == "notification":
         raise bad(f"{name!r} is a notification; it must not carry an id")
-    if not is_request and spec.kind == "request":
+    if not is_request and spec.kind == "request" and spec.notification_params is None:
         raise bad(f'{name!r} is a request; it needs an "id"')
     if not has_params:
         raise InvalidParams(
@@ -644,7 +644,12 @@ def _parse_call(
             data=value,
         )
     try:
-        typed = _validator(spec.params)(params)
+        params_type = (
+            spec.params
+            if is_request or spec.notification_params is None
+            else spec.notification_params
+        )
+        typed = _validator(params_type)(params)
     except ValidationError as exc:
         raise InvalidParams(
             f"invalid params of {name!r}: {_describe(exc)}",

@@ -358,6 +358,8 @@ class MethodSpec:
     description: str
     handler: str = ""
     """The name of the handler method a connection calls for it (see ``acp_types.connection``)."""
+    notification_params: Any = None
+    """For a request that may also be sent as a notification (``mcp/message``): the params type then."""
 
     def validate_params(self, params: Any) -> Any:
         """Validate ``params`` as this method's params type and return the model.
@@ -366,6 +368,15 @@ class MethodSpec:
         (``acp_types._wire``); beyond them, the ``ValidationError`` says where.
         """
         return _validator(self.params)(wire_payload(params, self.params))
+
+    def validate_notification_params(self, params: Any) -> Any:
+        """Validate the params of this method sent as a notification (``notification_params``, else ``params``)."""
+        tp = (
+            self.notification_params
+            if self.notification_params is not None
+            else self.params
+        )
+        return _validator(tp)(wire_payload(params, tp))
 
     def validate_result(self, result: Any) -> Any:
         """Validate ``result`` as this method's result type; raise NotARequestError for a notification."""
@@ -485,6 +496,7 @@ class FeatureSpec:
     side: FeatureSide
     capability: tuple[str, ...]
     description: str
+    stability: Stability = "stable"
 
 
 def is_extension(method: str) -> bool:

@@ -127,7 +127,9 @@ def test_agent_and_client_stubs(version: str) -> None:
     for side, proto in (("agent", m.Agent), ("client", m.Client)):
         expected = {name for name, spec in m.METHODS.items() if spec.side in (side, "protocol")}
         stubs = {name for name, fn in inspect.getmembers(proto, inspect.iscoroutinefunction)}
-        wanted = {re.sub(r"[^0-9a-z]+", "_", name.removeprefix("$/")).strip("_"): name for name in expected}
+        # camelCase segments (document/didOpen) become snake_case (document_did_open)
+        wanted = {re.sub(r"[^0-9a-z]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.removeprefix("$/")).lower()).strip("_"): name
+                  for name in expected}
         assert stubs == set(wanted), stubs ^ set(wanted)
         for name in stubs:
             fn = getattr(proto, name)

@@ -285,18 +285,26 @@ CASES: list[Case] = [
     Case("method-error-removed", S, W, nothing, base=_method(errors=[-32002])),
     Case("stability-promoted", S, W, nothing, base=_method(stability="draft")),
     Case("stability-demoted", P, W, _method(stability="proposal")),
+    Case("method-stabilized", S, W, nothing, base=_method(stability="unstable")),
+    Case("method-destabilized", P, W, _method(stability="unstable")),
     # features
     Case("feature-added", S, W, nothing, base=lambda d: d["protocol"]["features"].clear()),
     Case("feature-removed", B, W, lambda d: d["protocol"]["features"].clear()),
     Case("feature-gate-moved", B, W, _feature(capability="agentCapabilities.extra")),
     Case("feature-side-changed", B, W, _feature(side="client", capability="clientCapabilities.fs")),
+    Case("feature-stabilized", S, W, nothing, base=_feature(stability="unstable")),
+    Case("feature-destabilized", P, W, _feature(stability="unstable")),
     # definitions
     Case("type-added", S, SRC, lambda d: d["defs"].update(Extra={"type": "string", "description": "New."})),
     Case("type-removed", B, SRC, lambda d: d["defs"].pop("Unused")),
     Case("type-renamed", B, SRC, both(_rename_type, _doc(version="v2")), crossmap=_map(types=[("PayloadId", "Ident")])),
     Case("type-kind-changed", B, W, lambda d: d["defs"]["PayloadId"].update(enum=["a"])),
+    Case("type-stabilized", S, W, nothing, base=lambda d: d["defs"]["Unused"].update({"x-acp-stability": "unstable"})),
+    Case("type-destabilized", P, W, lambda d: d["defs"]["Unused"].update({"x-acp-stability": "unstable"})),
     # fields
     Case("optional-field-added", S, W, _add_field(False)),
+    Case("field-stabilized", S, W, nothing, base=_count(**{"x-acp-stability": "unstable"})),
+    Case("field-destabilized", P, W, _count(**{"x-acp-stability": "unstable"})),
     Case("request-required-field-added", B, W, _add_field(True)),
     Case("response-required-field-added", B, SRC, _add_field(True), direction=RESP),
     Case("request-field-removed", B, SRC, _remove_field("count")),
@@ -533,7 +541,8 @@ def test_v1_to_v2_agrees_with_the_protocol_notes(v1_to_v2) -> None:
         ("request-field-removed", "RequestPermissionRequest.toolCall"),
         ("type-renamed", "SessionNotification"),
         ("type-renamed", "CancelNotification"),
-        ("union-variant-tag-changed", "SessionUpdate"),
+        ("type-removed", "Plan"),
+        ("type-stabilized", "PlanUpdate"),
         ("request-union-variant-removed", "SessionUpdate"),
         ("field-renamed", "Diff.path"),
         ("field-renamed", "Diff.newText"),
@@ -551,11 +560,11 @@ def test_v1_to_v2_agrees_with_the_protocol_notes(v1_to_v2) -> None:
     assert renamed["SessionConfigSelectGroup.group"] == "groupId"
     assert renamed["SessionNotification"] == "UpdateSessionNotification"
     assert renamed["CancelNotification"] == "CancelSessionNotification"
-    assert renamed["Plan"] == "PlanUpdate"
-    tags = {(c.old, c.new) for c in _find(changes, "union-variant-tag-changed", "SessionUpdate")}
-    assert ("plan", "plan_update") in tags
+    # v1's single-plan `plan` update is gone; v2's `plan_update` is the stable form of v1's unstable one
+    assert "Plan" not in renamed
+    assert not _find(changes, "union-variant-tag-changed", "SessionUpdate")
     removed_variants = {c.old for c in _find(changes, "request-union-variant-removed", "SessionUpdate")}
-    assert "ToolCall" in removed_variants
+    assert {"ToolCall", "Plan"} <= removed_variants
     added_variants = {c.new for c in changes if c.location == "SessionUpdate" and c.rule_id.endswith("variant-added")}
     assert {"UserMessage", "AgentMessage", "AgentThought", "StateUpdate", "ToolCallContentChunk",
             "TerminalUpdate", "TerminalOutputChunk"} <= added_variants
@@ -621,6 +630,59 @@ def test_cli_exit_codes_follow_fail_on(pair: Path, capsys, monkeypatch) -> None:
     assert run_cli(["old/v1", "safe/v1", "--fail-on", "any"], pair, capsys, monkeypatch)[0] == 1
 
 
+def _unstable_method(name: str = "run/again", stability: str = "unstable") -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["protocol"]["methods"][name] = method("agent", "RunRequest", "RunResponse", None, stability=stability)
+    return run
+
+
+def test_changes_to_the_unstable_surface_are_marked(tmp_path: Path) -> None:
+    """A change is `unstable` only when what it touches is unstable on every side it exists."""
+    cases: list[tuple[Edit, Edit, str, bool]] = [
+        (_unstable_method(), nothing, "method-removed", True),
+        (nothing, _unstable_method(), "ungated-method-added", True),
+        (nothing, _add_method(None), "ungated-method-added", False),
+        (_unstable_method(), _unstable_method(stability="stable"), "method-stabilized", False),
+        (nothing, _count(**{"x-acp-stability": "unstable"}), "field-destabilized", False),
+        (nothing, lambda d: d["defs"]["Payload"]["properties"].update(note={"type": "string", "x-acp-stability": "unstable"}),
+         "optional-field-added", True),
+        (nothing, both(add_square_variant, lambda d: d["defs"]["Triangle"].update({"x-acp-stability": "unstable"})),
+         "request-union-variant-added", True),
+        (nothing, add_square_variant, "request-union-variant-added", False),
+    ]
+    for i, (base_edit, rev_edit, rule_id, unstable) in enumerate(cases):
+        base, rev = base_doc(), base_doc()
+        base_edit(base)
+        rev_edit(rev)
+        old, new = protocols(tmp_path / str(i), base, rev)
+        hits = [c for c in compare(old, new, None) if c.rule_id == rule_id]
+        assert hits, (i, rule_id)
+        assert all(c.unstable is unstable for c in hits), (i, rule_id, hits)
+        assert all(c.to_json()["unstable"] is unstable for c in hits)
+
+
+def test_cli_ignore_unstable(tmp_path: Path, capsys, monkeypatch) -> None:
+    """--ignore-unstable drops changes to the unstable surface from --fail-on, and nothing else."""
+    base = base_doc()
+    _unstable_method()(base)
+    write_version(base, tmp_path / "old" / "v1")
+    write_version(base_doc(), tmp_path / "gone" / "v1")  # the unstable method removed: breaking, unstable only
+    promoted = base_doc()
+    _unstable_method(stability="stable")(promoted)
+    write_version(promoted, tmp_path / "promoted" / "v1")
+    both_kinds = base_doc()
+    _add_field(True)(both_kinds)  # a breaking change to the stable surface as well
+    write_version(both_kinds, tmp_path / "mixed" / "v1")
+    assert run_cli(["old/v1", "gone/v1", "--fail-on", "breaking"], tmp_path, capsys, monkeypatch)[0] == 1
+    code, out, _ = run_cli(["old/v1", "gone/v1", "--fail-on", "breaking", "--ignore-unstable"], tmp_path, capsys,
+                           monkeypatch)
+    assert code == 0 and "[unstable]" in out
+    assert run_cli(["old/v1", "promoted/v1", "--fail-on", "any", "--ignore-unstable"], tmp_path, capsys,
+                   monkeypatch)[0] == 1
+    assert run_cli(["old/v1", "mixed/v1", "--fail-on", "breaking", "--ignore-unstable"], tmp_path, capsys,
+                   monkeypatch)[0] == 1
+
+
 def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     code, text, _ = run_cli(["old/v1", "new/v1"], pair, capsys, monkeypatch)
     assert code == 0
@@ -636,7 +698,7 @@ def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     assert doc["old"]["source"] == "old/v1"
     first = doc["changes"][0]
     assert set(first) == {"rule", "level", "axis", "scope", "location", "message", "old", "new", "direction",
-                          "sentBy", "hint"}
+                          "sentBy", "hint", "unstable"}
     assert (first["rule"], first["scope"], first["location"]) == ("method-added", "method", "run/again")
     for text_out in (text, md, js):
         assert str(pair) not in text_out

@@ -48,9 +48,11 @@ def test_wheel_imports_on_its_own(wheel: Path, tmp_path: Path, inputs) -> None:
         "import importlib, json, acp_types;"
         "mods = [importlib.import_module(f'acp_types.{v}') for v in acp_types.VERSIONS];"
         "assert all(json.loads(m.SCHEMA_PATH.read_text())['$defs'] for m in mods);"
-        "print(*[len(m.METHODS) for m in mods])"
+        "assert all(json.loads(m.STABLE_SCHEMA_PATH.read_text())['$defs'] for m in mods);"
+        "print(*[len(m.METHODS) for m in mods], *[len(m.stable_methods()) for m in mods])"
     )
     done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {code}"],
                           capture_output=True, text=True, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(len(proto.methods)) for proto in inputs.protocols.values()]
+    assert done.stdout.split() == [str(len(p.methods)) for p in inputs.protocols.values()] + [
+        str(sum(m.stability == "stable" for m in p.methods)) for p in inputs.protocols.values()]

@@ -14,7 +14,7 @@ Side = Literal["agent", "client", "protocol"]
 Kind = Literal["request", "notification"]
 """A method is a request (answered) or a notification (not answered)."""
 
-Stability = Literal["stable", "draft", "proposal"]
+Stability = Literal["stable", "unstable", "draft", "proposal"]
 """How settled a method is in its version."""
 
 FeatureSide = Literal["agent", "client"]

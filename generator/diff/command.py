@@ -71,11 +71,12 @@ def _find_map(sources: list[DirSource | GitSource], old: str, new: str) -> Cross
     return None
 
 
-def failed(changes: list[Change], fail_on: str | None) -> bool:
+def failed(changes: list[Change], fail_on: str | None, ignore_unstable: bool = False) -> bool:
+    """Whether a change reaches the --fail-on level; with ``ignore_unstable`` changes to the unstable surface only never count."""
     if fail_on is None:
         return False
     levels = FAIL_LEVELS[fail_on]
-    return any(levels is None or c.level in levels for c in changes)
+    return any(levels is None or c.level in levels for c in changes if not (ignore_unstable and c.unstable))
 
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
@@ -101,4 +102,4 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         colour = out.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
         text = report.text_report(old, new, changes, crossmap, colour=colour)
     out.write(text)
-    return 1 if failed(changes, args.fail_on) else 0
+    return 1 if failed(changes, args.fail_on, getattr(args, "ignore_unstable", False)) else 0

@@ -20,7 +20,7 @@ from generator.diff.rules import ANY, DIRECTIONS, REQUEST, RESPONSE, Rule, level
 from generator.model import AliasType, EnumType, Field, Method, ObjectType, Protocol, TypeDef, TypeExpr, UnionType
 
 SCOPES = ("protocol", "method", "feature", "type")
-_STABILITY = {"proposal": 0, "draft": 1, "stable": 2}
+_STABILITY = {"proposal": 0, "unstable": 1, "draft": 2, "stable": 3}
 NO_TAG = "(no tag)"
 _TOLERANCE = (("on_error_omit", "x-acp-on-error"), ("skip_invalid_items", "x-acp-invalid-items"))
 
@@ -40,6 +40,7 @@ class Change:
     direction: str | None = None  # request or response, for rules that depend on it
     sent_by: str | None = None  # client, agent or both, for changes to definitions reachable from a method
     hint: str | None = None
+    unstable: bool = False  # the change touches only the unstable surface (unstable on every side it exists)
 
     def sort_key(self) -> tuple[int, str, int, str, str, str]:
         return (SCOPES.index(self.scope), self.location, level_rank(self.level), self.rule_id,
@@ -49,7 +50,7 @@ class Change:
         return {
             "rule": self.rule_id, "level": self.level, "axis": self.axis, "scope": self.scope,
             "location": self.location, "message": self.message, "old": self.old, "new": self.new,
-            "direction": self.direction, "sentBy": self.sent_by, "hint": self.hint,
+            "direction": self.direction, "sentBy": self.sent_by, "hint": self.hint, "unstable": self.unstable,
         }
 
 
@@ -266,14 +267,63 @@ class _Differ:
 
     def emit(self, r: Rule, scope: str, location: str, message: str, *, old: object = None,
              new: object = None, direction: str | None = None, fl: set[tuple[str, str]] | None = None,
-             hint: str | None = None) -> None:
+             hint: str | None = None, unstable: bool | None = None) -> None:
+        if unstable is None:
+            unstable = self._unstable_only(scope, location)
         assert r.direction in (ANY, direction), f"{r.id} is a {r.direction} rule, used for {direction}"
         self.changes.append(Change(
             r.id, r.level, r.axis, scope, location, message,
             None if old is None else str(old), None if new is None else str(new),
             direction if r.direction != ANY else None,
-            _sent_by(fl, direction) if fl is not None else None, hint,
+            _sent_by(fl, direction) if fl is not None else None, hint, unstable,
         ))
+
+    def _unstable_only(self, scope: str, location: str) -> bool:
+        """Whether what ``location`` names is unstable on every side where it exists.
+
+        ``location`` is in the old side's names, or the new side's for an addition.
+        """
+        sides: list[bool] = []
+        if scope == "method":
+            old = self.old.method(location)
+            new = self.new.method(self.methods.get(location) or "") if old else self.new.method(location)
+            sides = [m.stability == "unstable" for m in (old, new) if m is not None]
+        elif scope == "feature":
+            of = {f.name: f for f in self.old.features}.get(location)
+            nf = {f.name: f for f in self.new.features}.get(location)
+            sides = [f.stability == "unstable" for f in (of, nf) if f is not None]
+        elif scope == "type":
+            tname, _, wire = location.partition(".")
+            if self.old.has_type(tname):
+                pairs = [(self.old, tname), (self.new, self.types.get(tname))]
+            else:
+                pairs = [(self.new, tname)]
+            for proto, name in pairs:
+                if name is None or not proto.has_type(name):
+                    continue
+                t = proto.type(name)
+                f = t.field(wire) if wire and isinstance(t, ObjectType) else None
+                if wire and f is None and t.stability != "unstable":
+                    continue  # the field does not exist on this side (added or removed)
+                sides.append(t.stability == "unstable" or (f is not None and f.unstable))
+        return bool(sides) and all(sides)
+
+    @staticmethod
+    def _branch_unstable(proto: Protocol, name: str) -> bool:
+        return proto.has_type(name) and proto.type(name).stability == "unstable"
+
+    def _stability(self, scope: str, loc: str, what: str, a: str, b: str) -> None:
+        """Report a move between unstable and stable under its own rule (``<scope>-stabilized`` / ``-destabilized``)."""
+        if a == b:
+            return
+        if a == "unstable" and b == "stable":
+            rule = rules.STABILIZED[scope]
+        elif a == "stable" and b == "unstable":
+            rule = rules.DESTABILIZED[scope]
+        else:
+            return
+        subject = "type" if scope == "field" else scope
+        self.emit(rule, subject, loc, f"{what} moved from {a} to {b}", old=a, new=b, unstable=False)
 
     def run(self) -> list[Change]:
         self.protocol()
@@ -362,7 +412,9 @@ class _Differ:
         for code in sorted(set(m.errors) - set(n.errors)):
             self.emit(rules.METHOD_ERROR_REMOVED, "method", loc, f"`{m.name}` no longer returns error {code}", old=code)
         a, b = _STABILITY[m.stability], _STABILITY[n.stability]
-        if a != b:
+        if {m.stability, n.stability} == {"unstable", "stable"}:
+            self._stability("method", loc, f"`{m.name}`", m.stability, n.stability)
+        elif a != b:
             rule = rules.STABILITY_PROMOTED if b > a else rules.STABILITY_DEMOTED
             self.emit(rule, "method", loc, f"`{m.name}` stability changed from {m.stability} to {n.stability}",
                       old=m.stability, new=n.stability)
@@ -407,6 +459,7 @@ class _Differ:
                           f"feature `{name}` is now advertised by the {b.side} side instead of the {a.side} side",
                           old=a.side, new=b.side)
             self.compare_gate(name, a.capability, b.capability, "feature", f"feature `{name}`")
+            self._stability("feature", name, f"feature `{name}`", a.stability, b.stability)
 
     # -- definitions
 
@@ -434,6 +487,7 @@ class _Differ:
 
     def compare_type(self, o: TypeDef, n: TypeDef) -> None:
         fl = self.old_flows.get(o.name, set()) | self.new_flows.get(n.name, set())
+        self._stability("type", o.name, f"definition `{o.name}`", o.stability, n.stability)
         if o.kind != n.kind:
             self.emit(rules.TYPE_KIND_CHANGED, "type", o.name, f"`{o.name}` changed from {_kind(o)} to {_kind(n)}",
                       old=_kind(o), new=_kind(n), fl=fl)
@@ -517,6 +571,8 @@ class _Differ:
                           new=g.type.render(), direction=d, fl=fl, hint=hint)
 
     def compare_field(self, o: ObjectType, n: ObjectType, f: Field, g: Field, fl: set[tuple[str, str]]) -> None:
+        if o.stability == n.stability == "stable":
+            self._stability("field", f"{o.name}.{f.wire_name}", f"field `{o.name}.{f.wire_name}`", f.stability, g.stability)
         loc = f"{o.name}.{f.wire_name}"
         name = f"`{o.name}.{f.wire_name}`"
         dirs = _directions(fl)
@@ -621,14 +677,16 @@ class _Differ:
         for ko in left_o:
             for d in dirs:
                 self.emit(rules.UNION_VARIANT_REMOVED[d], "type", loc, f"variant {ko} (`{okeys[ko]}`) removed from {name}",
-                          old=okeys[ko], direction=d, fl=fl)
+                          old=okeys[ko], direction=d, fl=fl,
+                          unstable=self._unstable_only("type", loc) or self._branch_unstable(self.old, okeys[ko]))
         for kn in left_n:
             for d in dirs:
                 rule = (rules.REQUEST_UNION_VARIANT_ADDED if d == REQUEST
                         else rules.RESPONSE_OPEN_UNION_VARIANT_ADDED if o.open
                         else rules.RESPONSE_CLOSED_UNION_VARIANT_ADDED)
                 self.emit(rule, "type", loc, f"variant {kn} (`{nkeys[kn]}`) added to {name}",
-                          new=nkeys[kn], direction=d, fl=fl)
+                          new=nkeys[kn], direction=d, fl=fl,
+                          unstable=self._unstable_only("type", loc) or self._branch_unstable(self.new, nkeys[kn]))
         self._openness("union", loc, name, o.open, n.open, dirs, fl)
 
     def _openness(self, kind: str, loc: str, name: str, was: bool, now: bool, dirs: tuple[str, ...],

@@ -78,7 +78,7 @@ def text_report(old: Protocol, new: Protocol, changes: list[Change], crossmap: C
             for c in sub:
                 ctx = _context(c)
                 tail = paint(f"[{c.rule_id}{'; ' + ctx if ctx else ''}]", _DIM)
-                lines.append(f"    {c.location}: {c.message}  {tail}")
+                lines.append(f"    {c.location}: {c.message}{' [unstable]' if c.unstable else ''}  {tail}")
                 if c.hint:
                     lines.append(f"      hint: {c.hint}")
     return "\n".join(lines) + "\n"
@@ -121,7 +121,7 @@ def markdown_changes(old: Protocol, new: Protocol, changes: list[Change], crossm
         out.append("| where | change | axis | direction | rule |")
         out.append("| --- | --- | --- | --- | --- |")
         for c in group:
-            message = c.message + (f" (hint: {c.hint})" if c.hint else "")
+            message = c.message + (" (unstable)" if c.unstable else "") + (f" (hint: {c.hint})" if c.hint else "")
             out.append(f"| `{md_cell(c.location)}` | {md_cell(message)} | {c.axis} | {md_cell(_context(c)) or '—'} "
                        f"| `{c.rule_id}` |")
     return "\n".join(out) + "\n"

@@ -128,6 +128,14 @@ STABILITY_PROMOTED = _rule("stability-promoted", "method", SAFE, WIRE, ANY,
 STABILITY_DEMOTED = _rule("stability-demoted", "method", POSSIBLY, WIRE, ANY,
     "a method became less stable",
     "A less stable method may change or disappear without a new protocol version.")
+METHOD_STABILIZED = _rule("method-stabilized", "method", SAFE, WIRE, ANY,
+    "an unstable method became stable",
+    "The method leaves the protocol's unstable schema for the stable one, which only strengthens the "
+    "promise that it keeps its shape.")
+METHOD_DESTABILIZED = _rule("method-destabilized", "method", POSSIBLY, WIRE, ANY,
+    "a stable method became unstable",
+    "It leaves the stable protocol: it may change or disappear without a new protocol version, and "
+    "peers that validate against the stable schema no longer accept it.")
 # -- features
 FEATURE_ADDED = _rule("feature-added", "feature", SAFE, WIRE, ANY,
     "an optional feature was added",
@@ -138,6 +146,12 @@ FEATURE_REMOVED = _rule("feature-removed", "feature", BREAKING, WIRE, ANY,
 FEATURE_GATE_MOVED = _rule("feature-gate-moved", "feature", BREAKING, WIRE, ANY,
     "the capability that advertises a feature moved",
     "Peers look for the old capability path and conclude the feature is unsupported.")
+FEATURE_STABILIZED = _rule("feature-stabilized", "feature", SAFE, WIRE, ANY,
+    "an unstable feature became stable",
+    "The ability joins the stable protocol; peers that negotiated it keep working.")
+FEATURE_DESTABILIZED = _rule("feature-destabilized", "feature", POSSIBLY, WIRE, ANY,
+    "a stable feature became unstable",
+    "The ability may now change or disappear without a new protocol version.")
 FEATURE_SIDE_CHANGED = _rule("feature-side-changed", "feature", BREAKING, WIRE, ANY,
     "the side that advertises a feature changed",
     "Peers look for the capability in the other side's initialize message and do not find it.")
@@ -154,6 +168,20 @@ TYPE_RENAMED = _rule("type-renamed", "type", BREAKING, SOURCE, ANY,
 TYPE_KIND_CHANGED = _rule("type-kind-changed", "type", BREAKING, WIRE, ANY,
     "a definition changed kind (object, union, enum, alias)",
     "Values of the old kind do not validate against the new one.")
+TYPE_STABILIZED = _rule("type-stabilized", "type", SAFE, WIRE, ANY,
+    "an unstable definition (or union branch) became stable",
+    "Its shape is now promised by the stable protocol, and the stable-only schema starts to carry it; "
+    "messages that use it are unchanged.")
+TYPE_DESTABILIZED = _rule("type-destabilized", "type", POSSIBLY, WIRE, ANY,
+    "a stable definition (or union branch) became unstable",
+    "It leaves the stable-only schema, so peers validating strictly against it reject messages "
+    "that carry it, and it may change without a new protocol version.")
+FIELD_STABILIZED = _rule("field-stabilized", "field", SAFE, WIRE, ANY,
+    "an unstable field became stable",
+    "The field joins the stable protocol with the shape it had; readers that ignored it may now rely on it.")
+FIELD_DESTABILIZED = _rule("field-destabilized", "field", POSSIBLY, WIRE, ANY,
+    "a stable field became unstable",
+    "The field leaves the stable-only schema and may change or disappear without a new protocol version.")
 # -- object fields
 OPTIONAL_FIELD_ADDED = _rule("optional-field-added", "field", SAFE, WIRE, ANY,
     "an optional field was added",
@@ -319,6 +347,10 @@ BECAME_CLOSED = {
     (REQUEST, "union"): REQUEST_UNION_BECAME_CLOSED, (RESPONSE, "union"): RESPONSE_UNION_BECAME_CLOSED,
     (REQUEST, "enum"): REQUEST_ENUM_BECAME_CLOSED, (RESPONSE, "enum"): RESPONSE_ENUM_BECAME_CLOSED,
 }
+STABILIZED = {"method": METHOD_STABILIZED, "feature": FEATURE_STABILIZED, "type": TYPE_STABILIZED,
+              "field": FIELD_STABILIZED}
+DESTABILIZED = {"method": METHOD_DESTABILIZED, "feature": FEATURE_DESTABILIZED, "type": TYPE_DESTABILIZED,
+                "field": FIELD_DESTABILIZED}
 ENUM_VALUE_REMOVED = {REQUEST: REQUEST_ENUM_VALUE_REMOVED, RESPONSE: RESPONSE_ENUM_VALUE_REMOVED}
 
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from acp_types._runtime import FeatureSpec, advertised, lookup
+from acp_types._runtime import FeatureSpec, MethodSpec, advertised, lookup
 from acp_types.v1.methods import METHODS
 
 FEATURES: dict[str, FeatureSpec] = {
@@ -22,72 +22,119 @@ FEATURES: dict[str, FeatureSpec] = {
         side="agent",
         capability=("agentCapabilities", "auth", "logout"),
         description="Logging out through the protocol.",
+        stability="stable",
     ),
     "auth.terminal": FeatureSpec(
         name="auth.terminal",
         side="client",
         capability=("clientCapabilities", "auth", "terminal"),
         description="Terminal authentication methods run by the client.",
+        stability="stable",
     ),
     "configOptions.boolean": FeatureSpec(
         name="configOptions.boolean",
         side="client",
         capability=("clientCapabilities", "session", "configOptions", "boolean"),
         description="Boolean session config options.",
+        stability="stable",
     ),
     "elicitation.form": FeatureSpec(
         name="elicitation.form",
         side="client",
         capability=("clientCapabilities", "elicitation", "form"),
         description="Form elicitations.",
+        stability="stable",
     ),
     "elicitation.url": FeatureSpec(
         name="elicitation.url",
         side="client",
         capability=("clientCapabilities", "elicitation", "url"),
         description="URL elicitations.",
+        stability="stable",
     ),
     "fs.readTextFile": FeatureSpec(
         name="fs.readTextFile",
         side="client",
         capability=("clientCapabilities", "fs", "readTextFile"),
         description="Reading text files through the client.",
+        stability="stable",
     ),
     "fs.writeTextFile": FeatureSpec(
         name="fs.writeTextFile",
         side="client",
         capability=("clientCapabilities", "fs", "writeTextFile"),
         description="Writing text files through the client.",
+        stability="stable",
+    ),
+    "mcp.acp": FeatureSpec(
+        name="mcp.acp",
+        side="agent",
+        capability=("agentCapabilities", "mcpCapabilities", "acp"),
+        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/*`).",
+        stability="unstable",
     ),
     "mcp.http": FeatureSpec(
         name="mcp.http",
         side="agent",
         capability=("agentCapabilities", "mcpCapabilities", "http"),
         description="MCP servers over streamable HTTP.",
+        stability="stable",
     ),
     "mcp.sse": FeatureSpec(
         name="mcp.sse",
         side="agent",
         capability=("agentCapabilities", "mcpCapabilities", "sse"),
         description="MCP servers over HTTP+SSE.",
+        stability="stable",
+    ),
+    "nes.jump": FeatureSpec(
+        name="nes.jump",
+        side="client",
+        capability=("clientCapabilities", "nes", "jump"),
+        description="Next-edit suggestions that move the cursor.",
+        stability="unstable",
+    ),
+    "nes.rename": FeatureSpec(
+        name="nes.rename",
+        side="client",
+        capability=("clientCapabilities", "nes", "rename"),
+        description="Next-edit suggestions that rename a symbol.",
+        stability="unstable",
+    ),
+    "nes.searchAndReplace": FeatureSpec(
+        name="nes.searchAndReplace",
+        side="client",
+        capability=("clientCapabilities", "nes", "searchAndReplace"),
+        description="Search-and-replace next-edit suggestions.",
+        stability="unstable",
+    ),
+    "plan.multiple": FeatureSpec(
+        name="plan.multiple",
+        side="client",
+        capability=("clientCapabilities", "plan"),
+        description="Several plans per session (`plan_update`, `plan_removed`).",
+        stability="unstable",
     ),
     "prompt.audio": FeatureSpec(
         name="prompt.audio",
         side="agent",
         capability=("agentCapabilities", "promptCapabilities", "audio"),
         description="Audio content in prompts.",
+        stability="stable",
     ),
     "prompt.embeddedContext": FeatureSpec(
         name="prompt.embeddedContext",
         side="agent",
         capability=("agentCapabilities", "promptCapabilities", "embeddedContext"),
         description="Embedded resources in prompts.",
+        stability="stable",
     ),
     "prompt.image": FeatureSpec(
         name="prompt.image",
         side="agent",
         capability=("agentCapabilities", "promptCapabilities", "image"),
         description="Image content in prompts.",
+        stability="stable",
     ),
     "session.additionalDirectories": FeatureSpec(
         name="session.additionalDirectories",
@@ -98,51 +145,81 @@ FEATURES: dict[str, FeatureSpec] = {
             "additionalDirectories",
         ),
         description="Extra workspace roots on session setup requests and in `SessionInfo`.",
+        stability="stable",
     ),
     "session.archive": FeatureSpec(
         name="session.archive",
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "archive"),
         description="`session/archive`, `session/unarchive` and the `archived` list filter.",
+        stability="stable",
     ),
     "session.close": FeatureSpec(
         name="session.close",
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "close"),
         description="`session/close`.",
+        stability="stable",
+    ),
+    "session.compaction": FeatureSpec(
+        name="session.compaction",
+        side="client",
+        capability=("clientCapabilities", "session", "compaction"),
+        description="Context compaction updates (`compaction_update`, `compaction_summary_chunk`).",
+        stability="unstable",
     ),
     "session.delete": FeatureSpec(
         name="session.delete",
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "delete"),
         description="`session/delete`.",
+        stability="stable",
     ),
     "session.list": FeatureSpec(
         name="session.list",
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "list"),
         description="`session/list`.",
+        stability="stable",
     ),
     "session.load": FeatureSpec(
         name="session.load",
         side="agent",
         capability=("agentCapabilities", "loadSession"),
         description="`session/load` with history replay.",
+        stability="stable",
     ),
     "session.resume": FeatureSpec(
         name="session.resume",
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "resume"),
         description="`session/resume`.",
+        stability="stable",
     ),
     "terminal": FeatureSpec(
         name="terminal",
         side="client",
         capability=("clientCapabilities", "terminal"),
         description="Client-managed terminals for running commands.",
+        stability="stable",
     ),
 }
 """Feature name -> the capability that advertises it."""
+
+
+def stable_methods() -> dict[str, MethodSpec]:
+    """The rows of ``METHODS`` whose stability is ``stable``: the stable protocol only.
+
+    Left out are ``unstable`` methods (published only in the protocol's
+    unstable schema) and ``draft`` or ``proposal`` ones. Filter ``METHODS`` on
+    ``spec.stability`` for any other view.
+    """
+    return {name: spec for name, spec in METHODS.items() if spec.stability == "stable"}
+
+
+def stable_features() -> dict[str, FeatureSpec]:
+    """The rows of ``FEATURES`` whose stability is ``stable``."""
+    return {name: spec for name, spec in FEATURES.items() if spec.stability == "stable"}
 
 
 def method_allowed(method: str, initialize: Mapping[str, Any] | Any) -> bool:

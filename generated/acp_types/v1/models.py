@@ -28,6 +28,24 @@ class CancelledPermissionOutcome(AcpModel):
     outcome: Literal["cancelled"] = "cancelled"
 
 
+class CompactionCapabilities(AcpModel):
+    """Marker: the client can display context compaction updates."""
+
+
+CompactionId = TypeAliasType("CompactionId", str)
+"""Identifier the agent gives one compaction of a session's context."""
+
+
+CompactionStatus = TypeAliasType(
+    "CompactionStatus",
+    Annotated[
+        Union[Literal["in_progress", "completed", "failed", "cancelled"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""Where a context compaction is in its life cycle."""
+
+
 ElicitationContentValue = TypeAliasType(
     "ElicitationContentValue", str | int | float | bool | list[str]
 )
@@ -54,6 +72,28 @@ Numeric JSON-RPC error code: one of the standard codes, an ACP code from the ver
 """
 
 
+LlmProtocol = TypeAliasType(
+    "LlmProtocol",
+    Annotated[
+        Union[Literal["anthropic", "openai", "azure", "vertex", "bedrock"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""
+The API dialect a model provider speaks; values outside the list name other dialects.
+"""
+
+
+McpConnectionId = TypeAliasType("McpConnectionId", str)
+"""Identifier of one MCP connection carried over ACP."""
+
+
+McpServerAcpId = TypeAliasType("McpServerAcpId", str)
+"""
+Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
+"""
+
+
 MessageId = TypeAliasType("MessageId", str)
 """Opaque identifier of a message within a session, chosen by the agent."""
 
@@ -62,6 +102,183 @@ Meta = TypeAliasType("Meta", dict[str, Any] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
 """
+
+
+NesDiagnosticSeverity = TypeAliasType(
+    "NesDiagnosticSeverity", Literal["error", "warning", "information", "hint"]
+)
+"""How serious a diagnostic is."""
+
+
+class NesDiagnosticsCapabilities(AcpModel):
+    """Marker: the agent wants diagnostics in the suggestion context."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidCloseCapabilities(AcpModel):
+    """Marker: the agent wants `document/didClose`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidFocusCapabilities(AcpModel):
+    """Marker: the agent wants `document/didFocus`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidOpenCapabilities(AcpModel):
+    """Marker: the agent wants `document/didOpen`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidSaveCapabilities(AcpModel):
+    """Marker: the agent wants `document/didSave`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEditHistoryCapabilities(AcpModel):
+    """
+    The agent wants recent edits in the suggestion context, up to a number of entries.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("maxCount", "max_count", True, False),
+    )
+    max_count: Annotated[int | None, Field(alias="maxCount", ge=0, le=4294967295)] = (
+        None
+    )
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEditHistoryEntry(AcpModel):
+    """One recent edit of a file, as a diff."""
+
+    uri: str
+    diff: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesExcerpt(AcpModel):
+    """A span of lines taken from a file."""
+
+    start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
+    end_line: Annotated[int, Field(alias="endLine", ge=0, le=4294967295)]
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesJumpCapabilities(AcpModel):
+    """Marker: the client can show suggestions that move the cursor."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesOpenFilesCapabilities(AcpModel):
+    """Marker: the agent wants the open files in the suggestion context."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRecentFile(AcpModel):
+    """A file the user looked at recently, with its text."""
+
+    uri: str
+    language_id: Annotated[str, Field(alias="languageId")]
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRecentFilesCapabilities(AcpModel):
+    """
+    The agent wants recently viewed files in the suggestion context, up to a number of files.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("maxCount", "max_count", True, False),
+    )
+    max_count: Annotated[int | None, Field(alias="maxCount", ge=0, le=4294967295)] = (
+        None
+    )
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NesRejectReason = TypeAliasType(
+    "NesRejectReason", Literal["rejected", "ignored", "replaced", "cancelled"]
+)
+"""Why a suggestion was not taken."""
+
+
+class NesRelatedSnippet(AcpModel):
+    """Parts of another file that relate to the code being edited."""
+
+    uri: str
+    excerpts: list[NesExcerpt]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRelatedSnippetsCapabilities(AcpModel):
+    """Marker: the agent wants related snippets in the suggestion context."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRenameCapabilities(AcpModel):
+    """Marker: the client can show suggestions that rename a symbol."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRepository(AcpModel):
+    """The source repository a suggestion session works in."""
+
+    name: str
+    owner: str
+    remote_url: Annotated[str, Field(alias="remoteUrl")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesSearchAndReplaceCapabilities(AcpModel):
+    """Marker: the client can show search-and-replace suggestions."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NesSuggestionId = TypeAliasType("NesSuggestionId", str)
+"""Identifier of one suggestion, used to accept or reject it."""
+
+
+NesTriggerKind = TypeAliasType(
+    "NesTriggerKind", Literal["automatic", "diagnostic", "manual"]
+)
+"""What made the client ask for suggestions."""
+
+
+class NesUserActionsCapabilities(AcpModel):
+    """
+    The agent wants recent user actions in the suggestion context, up to a number of actions.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("maxCount", "max_count", True, False),
+    )
+    max_count: Annotated[int | None, Field(alias="maxCount", ge=0, le=4294967295)] = (
+        None
+    )
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NoticeSeverity = TypeAliasType(
+    "NoticeSeverity",
+    Annotated[
+        Union[Literal["info", "warning", "error"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""How prominently a notice should be shown."""
 
 
 class NumberPropertySchema(AcpModel):
@@ -92,6 +309,14 @@ PermissionOptionKind = TypeAliasType(
 """The meaning of a permission option."""
 
 
+class PlanCapabilities(AcpModel):
+    """
+    Marker: the client can show plans sent as `plan_update` and `plan_removed`.
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 PlanEntryPriority = TypeAliasType("PlanEntryPriority", Literal["high", "medium", "low"])
 """How much a plan task matters."""
 
@@ -100,6 +325,47 @@ PlanEntryStatus = TypeAliasType(
     "PlanEntryStatus", Literal["pending", "in_progress", "completed"]
 )
 """Where a plan task stands."""
+
+
+PlanId = TypeAliasType("PlanId", str)
+"""Identifier the agent gives one of the plans of a session."""
+
+
+class PlanMarkdown(AcpModel):
+    """Branch `markdown`: the plan as Markdown text."""
+
+    type: Literal["markdown"] = "markdown"
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    content: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class PlanRemoved(AcpModel):
+    """
+    Branch `plan_removed`: a plan no longer applies and should not be shown.
+    """
+
+    session_update: Annotated[Literal["plan_removed"], Field(alias="sessionUpdate")] = (
+        "plan_removed"
+    )
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Position(AcpModel):
+    """
+    A place in a text document: zero-based line and character offset (the unit follows the negotiated position encoding).
+    """
+
+    line: Annotated[int, Field(ge=0, le=4294967295)]
+    character: Annotated[int, Field(ge=0, le=4294967295)]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+PositionEncodingKind = TypeAliasType(
+    "PositionEncodingKind", Literal["utf-16", "utf-32", "utf-8"]
+)
+"""The unit in which character offsets of positions are counted."""
 
 
 class PromptCapabilities(AcpModel):
@@ -126,6 +392,51 @@ ProtocolVersion = TypeAliasType(
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
 """
+
+
+class ProviderCurrentConfig(AcpModel):
+    """How a provider is set up right now."""
+
+    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    base_url: Annotated[str, Field(alias="baseUrl")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+ProviderId = TypeAliasType("ProviderId", str)
+"""Identifier of a model provider configuration of the agent."""
+
+
+class ProviderInfo(AcpModel):
+    """
+    One model provider of the agent: which dialects it accepts, whether it must be configured, and its current set-up.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("supported", "supported", False, True),
+    )
+    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    supported: list[LlmProtocol]
+    required: bool
+    current: ProviderCurrentConfig | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ProvidersCapabilities(AcpModel):
+    """
+    Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Range(AcpModel):
+    """
+    A span of a text document, from a start position (included) to an end position (excluded).
+    """
+
+    start: Position
+    end: Position
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class ReadTextFileResponse(AcpModel):
@@ -221,6 +532,12 @@ class SessionDeleteCapabilities(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class SessionForkCapabilities(AcpModel):
+    """Marker: the agent supports `session/fork`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 SessionId = TypeAliasType("SessionId", str)
 """Opaque identifier of a session, chosen by the agent."""
 
@@ -279,6 +596,24 @@ class SessionResumeCapabilities(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class SetProviderRequest(AcpModel):
+    """
+    Params of `providers/set`: point a provider at an endpoint and dialect.
+    """
+
+    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    base_url: Annotated[str, Field(alias="baseUrl")]
+    headers: Annotated[dict[str, str] | None, NOT_NULL] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class SetProviderResponse(AcpModel):
+    """Result of `providers/set`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class SetSessionConfigOptionBooleanRequest(AcpModel):
     """Turns a boolean option on or off (`type: "boolean"`)."""
 
@@ -313,6 +648,13 @@ class SetSessionModeRequest(AcpModel):
 class SetSessionModeResponse(AcpModel):
     """Result of `session/set_mode`; empty on success."""
 
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class StartNesResponse(AcpModel):
+    """Result of `nes/start`: the session to use for suggestions."""
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -377,6 +719,24 @@ class TerminalOutputResponse(AcpModel):
     truncated: bool
     exit_status: Annotated[TerminalExitStatus | None, Field(alias="exitStatus")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class TextDocumentContentChangeEvent(AcpModel):
+    """
+    One change to a document: new text for a range, or the whole new text when no range is given.
+    """
+
+    range: Range | None = None
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+TextDocumentSyncKind = TypeAliasType(
+    "TextDocumentSyncKind", Literal["full", "incremental"]
+)
+"""
+How document changes are sent: the whole text each time, or only the edited ranges.
+"""
 
 
 class TextResourceContents(AcpModel):
@@ -460,6 +820,35 @@ class UnstructuredCommandInput(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class Usage(AcpModel):
+    """Tokens spent by one turn, split by kind."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("thoughtTokens", "thought_tokens", True, False),
+        TolerantField("cachedReadTokens", "cached_read_tokens", True, False),
+        TolerantField("cachedWriteTokens", "cached_write_tokens", True, False),
+    )
+    total_tokens: Annotated[
+        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+    ]
+    input_tokens: Annotated[
+        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+    ]
+    output_tokens: Annotated[
+        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+    ]
+    thought_tokens: Annotated[
+        int | None, Field(alias="thoughtTokens", ge=0, le=18446744073709551615)
+    ] = None
+    cached_read_tokens: Annotated[
+        int | None, Field(alias="cachedReadTokens", ge=0, le=18446744073709551615)
+    ] = None
+    cached_write_tokens: Annotated[
+        int | None, Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615)
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class WaitForTerminalExitRequest(AcpModel):
     """
     Parameters of `terminal/wait_for_exit`: wait until a terminal's command ends.
@@ -484,6 +873,14 @@ class WaitForTerminalExitResponse(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class WorkspaceFolder(AcpModel):
+    """A root folder of the editor's workspace."""
+
+    uri: str
+    name: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class WriteTextFileRequest(AcpModel):
     """
     Parameters of `fs/write_text_file`: the agent writes a text file through the client, which creates it if missing. Needs the client capability `fs.writeTextFile`.
@@ -498,6 +895,16 @@ class WriteTextFileRequest(AcpModel):
 class WriteTextFileResponse(AcpModel):
     """Result of `fs/write_text_file`; an empty object on success."""
 
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class AcceptNesNotification(AcpModel):
+    """
+    Params of `nes/accept`: the client tells the agent that the user took a suggestion.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    id: NesSuggestionId
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -671,6 +1078,37 @@ class CancelRequestNotification(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class ClientNesCapabilities(AcpModel):
+    """
+    Which kinds of next-edit suggestion the client can show beyond plain edits.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("jump", "jump", True, False),
+        TolerantField("rename", "rename", True, False),
+        TolerantField("searchAndReplace", "search_and_replace", True, False),
+    )
+    jump: NesJumpCapabilities | None = None
+    rename: NesRenameCapabilities | None = None
+    search_and_replace: Annotated[
+        NesSearchAndReplaceCapabilities | None, Field(alias="searchAndReplace")
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class CloseNesRequest(AcpModel):
+    """Params of `nes/close`: end a next-edit suggestion session."""
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class CloseNesResponse(AcpModel):
+    """Result of `nes/close`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class CloseSessionRequest(AcpModel):
     """
     Parameters of `session/close`: stop all work in an active session and release what it holds.
@@ -694,6 +1132,22 @@ class CompleteElicitationNotification(AcpModel):
     """
 
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ConnectMcpRequest(AcpModel):
+    """
+    Params of `mcp/connect`: the agent opens a connection to an MCP server that the client carries over ACP.
+    """
+
+    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ConnectMcpResponse(AcpModel):
+    """Result of `mcp/connect`: the identifier of the new connection."""
+
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -739,6 +1193,65 @@ class DeleteSessionResponse(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class DidChangeDocumentNotification(AcpModel):
+    """Params of `document/didChange`: the text of an open document changed."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("contentChanges", "content_changes", False, True),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    content_changes: Annotated[
+        list[TextDocumentContentChangeEvent], Field(alias="contentChanges")
+    ]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidCloseDocumentNotification(AcpModel):
+    """
+    Params of `document/didClose`: the client no longer has the document open.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidFocusDocumentNotification(AcpModel):
+    """
+    Params of `document/didFocus`: the user switched to a document (cursor and visible part included).
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    position: Position
+    visible_range: Annotated[Range, Field(alias="visibleRange")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidOpenDocumentNotification(AcpModel):
+    """
+    Params of `document/didOpen`: the client opened a document and sends its full text.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    language_id: Annotated[str, Field(alias="languageId")]
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidSaveDocumentNotification(AcpModel):
+    """Params of `document/didSave`: a document was written to disk."""
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class Diff(AcpModel):
     """
     Tool call content of type `diff`: a change to one file, as its old and new text.
@@ -751,6 +1264,34 @@ class Diff(AcpModel):
     path: str
     old_text: Annotated[str | None, Field(alias="oldText")] = None
     new_text: Annotated[str, Field(alias="newText")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisableProviderRequest(AcpModel):
+    """Params of `providers/disable`: stop using one model provider."""
+
+    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisableProviderResponse(AcpModel):
+    """Result of `providers/disable`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisconnectMcpRequest(AcpModel):
+    """
+    Params of `mcp/disconnect`: close a connection opened with `mcp/connect`.
+    """
+
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisconnectMcpResponse(AcpModel):
+    """Result of `mcp/disconnect`: empty on success."""
+
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -968,6 +1509,23 @@ class KillTerminalResponse(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class ListProvidersRequest(AcpModel):
+    """
+    Params of `providers/list`: ask which model providers the agent can use.
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ListProvidersResponse(AcpModel):
+    """
+    Result of `providers/list`: every provider the agent knows, with its current set-up.
+    """
+
+    providers: list[ProviderInfo]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class ListSessionsRequest(AcpModel):
     """
     Parameters of `session/list`; every field is optional and an empty object asks for the first page.
@@ -1017,9 +1575,22 @@ class McpCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("http", "http", True, False),
         TolerantField("sse", "sse", True, False),
+        TolerantField("acp", "acp", True, False),
     )
     http: Annotated[bool | None, NOT_NULL] = False
     sse: Annotated[bool | None, NOT_NULL] = False
+    acp: Annotated[bool | None, NOT_NULL] = False
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class McpServerAcp(AcpModel):
+    """
+    An MCP server reached through the ACP connection (`mcp/connect`, `mcp/message`, `mcp/disconnect`) instead of a process or a URL.
+    """
+
+    type: Literal["acp"] = "acp"
+    name: str
+    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1056,6 +1627,220 @@ class McpServerStdio(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class MessageMcpNotification(AcpModel):
+    """
+    Params of `mcp/message` sent as a notification: one MCP notification on an ACP-carried connection.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("params", "params", True, False),
+    )
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class MessageMcpRequest(AcpModel):
+    """
+    Params of `mcp/message`: one MCP request carried on an ACP-carried connection.
+    """
+
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class MessageMcpResponse(AcpModel):
+    """
+    Result of `mcp/message`: the MCP server's result object, passed on unchanged (every key is kept).
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesContextCapabilities(AcpModel):
+    """Which kinds of context the agent wants in `nes/suggest` requests."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("recentFiles", "recent_files", True, False),
+        TolerantField("relatedSnippets", "related_snippets", True, False),
+        TolerantField("editHistory", "edit_history", True, False),
+        TolerantField("userActions", "user_actions", True, False),
+        TolerantField("openFiles", "open_files", True, False),
+        TolerantField("diagnostics", "diagnostics", True, False),
+    )
+    recent_files: Annotated[
+        NesRecentFilesCapabilities | None, Field(alias="recentFiles")
+    ] = None
+    related_snippets: Annotated[
+        NesRelatedSnippetsCapabilities | None, Field(alias="relatedSnippets")
+    ] = None
+    edit_history: Annotated[
+        NesEditHistoryCapabilities | None, Field(alias="editHistory")
+    ] = None
+    user_actions: Annotated[
+        NesUserActionsCapabilities | None, Field(alias="userActions")
+    ] = None
+    open_files: Annotated[NesOpenFilesCapabilities | None, Field(alias="openFiles")] = (
+        None
+    )
+    diagnostics: NesDiagnosticsCapabilities | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDiagnostic(AcpModel):
+    """
+    A problem (error, warning, ...) the editor reports at a range of a file.
+    """
+
+    uri: str
+    range: Range
+    severity: NesDiagnosticSeverity
+    message: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidChangeCapabilities(AcpModel):
+    """
+    The agent wants `document/didChange`, with full text or incremental edits.
+    """
+
+    sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentEventCapabilities(AcpModel):
+    """Which `document/*` notifications the agent wants to receive."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("didOpen", "did_open", True, False),
+        TolerantField("didChange", "did_change", True, False),
+        TolerantField("didClose", "did_close", True, False),
+        TolerantField("didSave", "did_save", True, False),
+        TolerantField("didFocus", "did_focus", True, False),
+    )
+    did_open: Annotated[
+        NesDocumentDidOpenCapabilities | None, Field(alias="didOpen")
+    ] = None
+    did_change: Annotated[
+        NesDocumentDidChangeCapabilities | None, Field(alias="didChange")
+    ] = None
+    did_close: Annotated[
+        NesDocumentDidCloseCapabilities | None, Field(alias="didClose")
+    ] = None
+    did_save: Annotated[
+        NesDocumentDidSaveCapabilities | None, Field(alias="didSave")
+    ] = None
+    did_focus: Annotated[
+        NesDocumentDidFocusCapabilities | None, Field(alias="didFocus")
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEventCapabilities(AcpModel):
+    """The editor events the agent wants to be told about."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("document", "document", True, False),
+    )
+    document: NesDocumentEventCapabilities | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesJumpSuggestion(AcpModel):
+    """
+    Branch `jump`: move the cursor to a position, possibly in another file.
+    """
+
+    kind: Literal["jump"] = "jump"
+    id: NesSuggestionId
+    uri: str
+    position: Position
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesOpenFile(AcpModel):
+    """A file the editor has open, for suggestion context."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("visibleRange", "visible_range", True, False),
+        TolerantField("lastFocusedMs", "last_focused_ms", True, False),
+    )
+    uri: str
+    language_id: Annotated[str, Field(alias="languageId")]
+    visible_range: Annotated[Range | None, Field(alias="visibleRange")] = None
+    last_focused_ms: Annotated[
+        int | None, Field(alias="lastFocusedMs", ge=0, le=18446744073709551615)
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRenameSuggestion(AcpModel):
+    """Branch `rename`: rename the symbol at a position."""
+
+    kind: Literal["rename"] = "rename"
+    id: NesSuggestionId
+    uri: str
+    position: Position
+    new_name: Annotated[str, Field(alias="newName")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesSearchAndReplaceSuggestion(AcpModel):
+    """
+    Branch `searchAndReplace`: replace every match of a text or pattern in one file.
+    """
+
+    kind: Literal["searchAndReplace"] = "searchAndReplace"
+    id: NesSuggestionId
+    uri: str
+    search: str
+    replace: str
+    is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesTextEdit(AcpModel):
+    """Replace the text in a range by new text."""
+
+    range: Range
+    new_text: Annotated[str, Field(alias="newText")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesUserAction(AcpModel):
+    """
+    One thing the user did in the editor (typing, moving the cursor, ...), with when and where.
+    """
+
+    action: str
+    uri: str
+    position: Position
+    timestamp_ms: Annotated[
+        int, Field(alias="timestampMs", ge=0, le=18446744073709551615)
+    ]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Notice(AcpModel):
+    """
+    Branch `notice`: a message for the user that is not part of the conversation (a warning, an outage, ...).
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("description", "description", True, False),
+    )
+    session_update: Annotated[Literal["notice"], Field(alias="sessionUpdate")] = (
+        "notice"
+    )
+    severity: NoticeSeverity
+    title: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class PermissionOption(AcpModel):
     """A choice offered to the user in a permission request."""
 
@@ -1074,10 +1859,49 @@ class PlanEntry(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class PlanFile(AcpModel):
+    """Branch `file`: the plan's content lives in a file."""
+
+    type: Literal["file"] = "file"
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    uri: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class PlanItems(AcpModel):
+    """Branch `items`: the plan as a list of entries."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("entries", "entries", False, True),
+    )
+    type: Literal["items"] = "items"
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    entries: list[PlanEntry]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+PlanUpdateContent = TypeAliasType(
+    "PlanUpdateContent",
+    Annotated[
+        Union[
+            PlanItems,
+            PlanFile,
+            PlanMarkdown,
+        ],
+        Field(discriminator="type"),
+    ],
+)
+"""The content of one plan, chosen by its `type`."""
+
+
 class PromptResponse(AcpModel):
     """Result of `session/prompt`, sent when the turn is over."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("usage", "usage", True, False),
+    )
     stop_reason: Annotated[StopReason, Field(alias="stopReason")]
+    usage: Usage | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1094,6 +1918,18 @@ class ReadTextFileRequest(AcpModel):
     path: str
     line: Annotated[int | None, Field(ge=0, le=4294967295)] = None
     limit: Annotated[int | None, Field(ge=0, le=4294967295)] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class RejectNesNotification(AcpModel):
+    """Params of `nes/reject`: the user did not take a suggestion."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("reason", "reason", True, False),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    id: NesSuggestionId
+    reason: NesRejectReason | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1162,6 +1998,7 @@ class SessionCapabilities(AcpModel):
         TolerantField("resume", "resume", True, False),
         TolerantField("close", "close", True, False),
         TolerantField("archive", "archive", True, False),
+        TolerantField("fork", "fork", True, False),
     )
     list: SessionListCapabilities | None = None
     delete: SessionDeleteCapabilities | None = None
@@ -1172,6 +2009,7 @@ class SessionCapabilities(AcpModel):
     resume: SessionResumeCapabilities | None = None
     close: SessionCloseCapabilities | None = None
     archive: SessionArchiveCapabilities | None = None
+    fork: SessionForkCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1261,6 +2099,23 @@ Parameters of `session/set_config_option`. The `type` field gives the shape of `
 """
 
 
+class StartNesRequest(AcpModel):
+    """
+    Params of `nes/start`: open a next-edit suggestion session for a workspace.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("workspaceUri", "workspace_uri", True, False),
+        TolerantField("repository", "repository", True, False),
+    )
+    workspace_uri: Annotated[str | None, Field(alias="workspaceUri")] = None
+    workspace_folders: Annotated[
+        list[WorkspaceFolder] | None, Field(alias="workspaceFolders")
+    ] = None
+    repository: NesRepository | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class StringPropertySchema(AcpModel):
     """
     A text field (`type: "string"`); with `enum` or `oneOf` it becomes a single-choice field.
@@ -1346,30 +2201,6 @@ class AgentAuthCapabilities(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
-class AgentCapabilities(AcpModel):
-    """Capabilities a v1 agent advertises in its `initialize` result."""
-
-    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("loadSession", "load_session", True, False),
-        TolerantField("promptCapabilities", "prompt_capabilities", True, False),
-        TolerantField("mcpCapabilities", "mcp_capabilities", True, False),
-        TolerantField("sessionCapabilities", "session_capabilities", True, False),
-        TolerantField("auth", "auth", True, False),
-    )
-    load_session: Annotated[bool | None, Field(alias="loadSession"), NOT_NULL] = False
-    prompt_capabilities: Annotated[
-        PromptCapabilities | None, Field(alias="promptCapabilities"), NOT_NULL
-    ] = None
-    mcp_capabilities: Annotated[
-        McpCapabilities | None, Field(alias="mcpCapabilities"), NOT_NULL
-    ] = None
-    session_capabilities: Annotated[
-        SessionCapabilities | None, Field(alias="sessionCapabilities"), NOT_NULL
-    ] = None
-    auth: Annotated[AgentAuthCapabilities | None, NOT_NULL] = None
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-
 AuthMethod = TypeAliasType(
     "AuthMethod",
     Annotated[
@@ -1429,10 +2260,12 @@ class ClientSessionCapabilities(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("configOptions", "config_options", True, False),
+        TolerantField("compaction", "compaction", True, False),
     )
     config_options: Annotated[
         SessionConfigOptionsCapabilities | None, Field(alias="configOptions")
     ] = None
+    compaction: CompactionCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1511,29 +2344,6 @@ class EmbeddedResource(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
-class InitializeResponse(AcpModel):
-    """
-    Result of `initialize`: the protocol version chosen by the agent, its capabilities, its authentication methods and its identity.
-    """
-
-    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("agentCapabilities", "agent_capabilities", True, False),
-        TolerantField("authMethods", "auth_methods", True, True),
-        TolerantField("agentInfo", "agent_info", True, False),
-    )
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
-    agent_capabilities: Annotated[
-        AgentCapabilities | None, Field(alias="agentCapabilities"), NOT_NULL
-    ] = None
-    auth_methods: Annotated[
-        list[AuthMethod] | None,
-        Field(alias="authMethods", validate_default=True),
-        NOT_NULL,
-    ] = []
-    agent_info: Annotated[Implementation | None, Field(alias="agentInfo")] = None
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
-
-
 McpServer = TypeAliasType(
     "McpServer",
     Annotated[
@@ -1541,12 +2351,13 @@ McpServer = TypeAliasType(
             Annotated[McpServerHttp, Tag("http")],
             Annotated[McpServerSse, Tag("sse")],
             Annotated[McpServerStdio, Tag("stdio")],
+            Annotated[McpServerAcp, Tag("acp")],
         ],
         Discriminator(
             tag_discriminator(
                 "type",
                 "type",
-                frozenset(["http", "sse", "stdio"]),
+                frozenset(["acp", "http", "sse", "stdio"]),
                 open=False,
                 default="stdio",
             )
@@ -1602,6 +2413,73 @@ class MultiSelectPropertySchema(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class NesCapabilities(AcpModel):
+    """
+    What the agent offers for next-edit suggestions: the events it wants and the context it reads.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("events", "events", True, False),
+        TolerantField("context", "context", True, False),
+    )
+    events: NesEventCapabilities | None = None
+    context: NesContextCapabilities | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEditSuggestion(AcpModel):
+    """
+    Branch `edit`: text edits to apply to one file, and where to put the cursor afterwards.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("cursorPosition", "cursor_position", True, False),
+    )
+    kind: Literal["edit"] = "edit"
+    id: NesSuggestionId
+    uri: str
+    edits: list[NesTextEdit]
+    cursor_position: Annotated[Position | None, Field(alias="cursorPosition")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesSuggestContext(AcpModel):
+    """
+    Optional context sent with `nes/suggest`, limited to the kinds the agent asked for.
+    """
+
+    recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
+        None
+    )
+    related_snippets: Annotated[
+        list[NesRelatedSnippet] | None, Field(alias="relatedSnippets")
+    ] = None
+    edit_history: Annotated[
+        list[NesEditHistoryEntry] | None, Field(alias="editHistory")
+    ] = None
+    user_actions: Annotated[list[NesUserAction] | None, Field(alias="userActions")] = (
+        None
+    )
+    open_files: Annotated[list[NesOpenFile] | None, Field(alias="openFiles")] = None
+    diagnostics: list[NesDiagnostic] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NesSuggestion = TypeAliasType(
+    "NesSuggestion",
+    Annotated[
+        Union[
+            NesEditSuggestion,
+            NesJumpSuggestion,
+            NesRenameSuggestion,
+            NesSearchAndReplaceSuggestion,
+        ],
+        Field(discriminator="kind"),
+    ],
+)
+"""One next-edit suggestion, chosen by its `kind`."""
+
+
 class NewSessionRequest(AcpModel):
     """
     Parameters of `session/new`: start a conversation rooted at a working directory.
@@ -1629,6 +2507,18 @@ class Plan(AcpModel):
     )
     session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")] = "plan"
     entries: list[PlanEntry]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class PlanUpdate(AcpModel):
+    """
+    Branch `plan_update`: new content for one plan, identified by its plan ID.
+    """
+
+    session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")] = (
+        "plan_update"
+    )
+    plan: PlanUpdateContent
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1696,6 +2586,60 @@ The values of a select option: either all plain values or all groups of values. 
 """
 
 
+class SuggestNesRequest(AcpModel):
+    """
+    Params of `nes/suggest`: ask for suggestions at the cursor of a document.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    position: Position
+    selection: Range | None = None
+    trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
+    context: NesSuggestContext | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class SuggestNesResponse(AcpModel):
+    """Result of `nes/suggest`: zero or more suggestions."""
+
+    suggestions: list[NesSuggestion]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class AgentCapabilities(AcpModel):
+    """Capabilities a v1 agent advertises in its `initialize` result."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("loadSession", "load_session", True, False),
+        TolerantField("promptCapabilities", "prompt_capabilities", True, False),
+        TolerantField("mcpCapabilities", "mcp_capabilities", True, False),
+        TolerantField("sessionCapabilities", "session_capabilities", True, False),
+        TolerantField("auth", "auth", True, False),
+        TolerantField("providers", "providers", True, False),
+        TolerantField("nes", "nes", True, False),
+        TolerantField("positionEncoding", "position_encoding", True, False),
+    )
+    load_session: Annotated[bool | None, Field(alias="loadSession"), NOT_NULL] = False
+    prompt_capabilities: Annotated[
+        PromptCapabilities | None, Field(alias="promptCapabilities"), NOT_NULL
+    ] = None
+    mcp_capabilities: Annotated[
+        McpCapabilities | None, Field(alias="mcpCapabilities"), NOT_NULL
+    ] = None
+    session_capabilities: Annotated[
+        SessionCapabilities | None, Field(alias="sessionCapabilities"), NOT_NULL
+    ] = None
+    auth: Annotated[AgentAuthCapabilities | None, NOT_NULL] = None
+    providers: ProvidersCapabilities | None = None
+    nes: NesCapabilities | None = None
+    position_encoding: Annotated[
+        PositionEncodingKind | None, Field(alias="positionEncoding")
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class ClientCapabilities(AcpModel):
     """Capabilities a v1 client advertises in `initialize`."""
 
@@ -1705,12 +2649,20 @@ class ClientCapabilities(AcpModel):
         TolerantField("session", "session", True, False),
         TolerantField("auth", "auth", True, False),
         TolerantField("elicitation", "elicitation", True, False),
+        TolerantField("plan", "plan", True, False),
+        TolerantField("nes", "nes", True, False),
+        TolerantField("positionEncodings", "position_encodings", True, True),
     )
     fs: Annotated[FileSystemCapabilities | None, NOT_NULL] = None
     terminal: Annotated[bool | None, NOT_NULL] = False
     session: ClientSessionCapabilities | None = None
     auth: Annotated[AuthCapabilities | None, NOT_NULL] = None
     elicitation: ElicitationCapabilities | None = None
+    plan: PlanCapabilities | None = None
+    nes: ClientNesCapabilities | None = None
+    position_encodings: Annotated[
+        list[PositionEncodingKind] | None, Field(alias="positionEncodings"), NOT_NULL
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1781,6 +2733,26 @@ class ElicitationSchema(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class ForkSessionRequest(AcpModel):
+    """
+    Params of `session/fork`: start a new session that begins with a copy of an existing one's history.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("additionalDirectories", "additional_directories", True, True),
+        TolerantField("mcpServers", "mcp_servers", True, True),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    cwd: str
+    additional_directories: Annotated[
+        list[str] | None, Field(alias="additionalDirectories"), NOT_NULL
+    ] = None
+    mcp_servers: Annotated[
+        list[McpServer] | None, Field(alias="mcpServers"), NOT_NULL
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class InitializeRequest(AcpModel):
     """
     Parameters of `initialize`: the client's latest protocol version, its capabilities and its identity.
@@ -1795,6 +2767,29 @@ class InitializeRequest(AcpModel):
         ClientCapabilities | None, Field(alias="clientCapabilities"), NOT_NULL
     ] = None
     client_info: Annotated[Implementation | None, Field(alias="clientInfo")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class InitializeResponse(AcpModel):
+    """
+    Result of `initialize`: the protocol version chosen by the agent, its capabilities, its authentication methods and its identity.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("agentCapabilities", "agent_capabilities", True, False),
+        TolerantField("authMethods", "auth_methods", True, True),
+        TolerantField("agentInfo", "agent_info", True, False),
+    )
+    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    agent_capabilities: Annotated[
+        AgentCapabilities | None, Field(alias="agentCapabilities"), NOT_NULL
+    ] = None
+    auth_methods: Annotated[
+        list[AuthMethod] | None,
+        Field(alias="authMethods", validate_default=True),
+        NOT_NULL,
+    ] = []
+    agent_info: Annotated[Implementation | None, Field(alias="agentInfo")] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1887,6 +2882,38 @@ class AgentThoughtChunk(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class CompactionSummaryChunk(AcpModel):
+    """
+    Branch `compaction_summary_chunk`: one more piece of the summary that replaces compacted context.
+    """
+
+    session_update: Annotated[
+        Literal["compaction_summary_chunk"], Field(alias="sessionUpdate")
+    ] = "compaction_summary_chunk"
+    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    content: ContentBlock
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class CompactionUpdate(AcpModel):
+    """
+    Branch `compaction_update`: the agent started, finished, failed or abandoned compacting the session's context.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("summary", "summary", True, True),
+        TolerantField("error", "error", True, False),
+    )
+    session_update: Annotated[
+        Literal["compaction_update"], Field(alias="sessionUpdate")
+    ] = "compaction_update"
+    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    status: CompactionStatus
+    summary: list[ContentBlock] | None = None
+    error: str | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class Content(AcpModel):
     """Tool call content of type `content`: an ordinary content block."""
 
@@ -1968,6 +2995,7 @@ class ToolCallProgress(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("name", "name", True, False),
     )
     session_update: Annotated[
         Literal["tool_call_update"], Field(alias="sessionUpdate")
@@ -1980,6 +3008,7 @@ class ToolCallProgress(AcpModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Annotated[Any | None, Field(alias="rawInput")] = None
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
+    name: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1996,6 +3025,7 @@ class ToolCallUpdate(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("name", "name", True, False),
     )
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str | None = None
@@ -2005,6 +3035,7 @@ class ToolCallUpdate(AcpModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Annotated[Any | None, Field(alias="rawInput")] = None
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
+    name: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -2041,6 +3072,23 @@ CreateElicitationRequest = TypeAliasType(
 """
 Parameters of `elicitation/create`: the agent asks the user for input through the client, tagged by `mode`. Each request is tied either to a session (`sessionId`, optionally `toolCallId`) or to a request (`requestId`). Unknown modes are kept but must not be rendered as a known mode.
 """
+
+
+class ForkSessionResponse(AcpModel):
+    """
+    Result of `session/fork`: the new session's identifier and initial state.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("modes", "modes", True, False),
+        TolerantField("configOptions", "config_options", True, True),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    modes: SessionModeState | None = None
+    config_options: Annotated[
+        list[SessionConfigOption] | None, Field(alias="configOptions")
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class LoadSessionResponse(AcpModel):
@@ -2109,6 +3157,7 @@ class ToolCall(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("name", "name", True, False),
     )
     session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")] = (
         "tool_call"
@@ -2121,6 +3170,7 @@ class ToolCall(AcpModel):
     locations: Annotated[list[ToolCallLocation] | None, NOT_NULL] = None
     raw_input: Annotated[Any | None, Field(alias="rawInput")] = None
     raw_output: Annotated[Any | None, Field(alias="rawOutput")] = None
+    name: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -2139,6 +3189,11 @@ SessionUpdate = TypeAliasType(
             ConfigOptionUpdate,
             SessionInfoUpdate,
             UsageUpdate,
+            PlanUpdate,
+            PlanRemoved,
+            Notice,
+            CompactionUpdate,
+            CompactionSummaryChunk,
         ],
         Field(discriminator="session_update"),
     ],

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from acp_types._runtime import FeatureSpec, advertised, lookup
+from acp_types._runtime import FeatureSpec, MethodSpec, advertised, lookup
 from acp_types.v2.methods import METHODS
 
 FEATURES: dict[str, FeatureSpec] = {
@@ -22,87 +22,144 @@ FEATURES: dict[str, FeatureSpec] = {
         side="client",
         capability=("capabilities", "auth", "terminal"),
         description="Terminal authentication methods run by the client.",
+        stability="stable",
     ),
     "elicitation.form": FeatureSpec(
         name="elicitation.form",
         side="client",
         capability=("capabilities", "elicitation", "form"),
         description="Form elicitations.",
+        stability="stable",
     ),
     "elicitation.url": FeatureSpec(
         name="elicitation.url",
         side="client",
         capability=("capabilities", "elicitation", "url"),
         description="URL elicitations.",
+        stability="stable",
+    ),
+    "mcp.acp": FeatureSpec(
+        name="mcp.acp",
+        side="agent",
+        capability=("capabilities", "session", "mcp", "acp"),
+        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/*`).",
+        stability="unstable",
     ),
     "mcp.http": FeatureSpec(
         name="mcp.http",
         side="agent",
         capability=("capabilities", "session", "mcp", "http"),
         description="MCP servers over streamable HTTP.",
+        stability="stable",
     ),
     "mcp.stdio": FeatureSpec(
         name="mcp.stdio",
         side="agent",
         capability=("capabilities", "session", "mcp", "stdio"),
         description="MCP servers launched as stdio subprocesses.",
+        stability="stable",
+    ),
+    "nes.jump": FeatureSpec(
+        name="nes.jump",
+        side="client",
+        capability=("capabilities", "nes", "jump"),
+        description="Next-edit suggestions that move the cursor.",
+        stability="unstable",
+    ),
+    "nes.rename": FeatureSpec(
+        name="nes.rename",
+        side="client",
+        capability=("capabilities", "nes", "rename"),
+        description="Next-edit suggestions that rename a symbol.",
+        stability="unstable",
+    ),
+    "nes.searchAndReplace": FeatureSpec(
+        name="nes.searchAndReplace",
+        side="client",
+        capability=("capabilities", "nes", "searchAndReplace"),
+        description="Search-and-replace next-edit suggestions.",
+        stability="unstable",
     ),
     "prompt.audio": FeatureSpec(
         name="prompt.audio",
         side="agent",
         capability=("capabilities", "session", "prompt", "audio"),
         description="Audio content in prompts.",
+        stability="stable",
     ),
     "prompt.embeddedContext": FeatureSpec(
         name="prompt.embeddedContext",
         side="agent",
         capability=("capabilities", "session", "prompt", "embeddedContext"),
         description="Embedded resources in prompts.",
+        stability="stable",
     ),
     "prompt.image": FeatureSpec(
         name="prompt.image",
         side="agent",
         capability=("capabilities", "session", "prompt", "image"),
         description="Image content in prompts.",
+        stability="stable",
     ),
     "session.additionalDirectories": FeatureSpec(
         name="session.additionalDirectories",
         side="agent",
         capability=("capabilities", "session", "additionalDirectories"),
         description="Extra workspace roots on session setup requests and in `SessionInfo`.",
+        stability="stable",
     ),
     "session.archive": FeatureSpec(
         name="session.archive",
         side="agent",
         capability=("capabilities", "session", "archive"),
         description="`session/archive`, `session/unarchive` and the `archived` list filter.",
+        stability="stable",
     ),
     "session.close": FeatureSpec(
         name="session.close",
         side="agent",
         capability=("capabilities", "session"),
         description="`session/close`, part of the session baseline in v2.",
+        stability="stable",
     ),
     "session.delete": FeatureSpec(
         name="session.delete",
         side="agent",
         capability=("capabilities", "session", "delete"),
         description="`session/delete`.",
+        stability="stable",
     ),
     "session.list": FeatureSpec(
         name="session.list",
         side="agent",
         capability=("capabilities", "session"),
         description="`session/list`, part of the session baseline in v2.",
+        stability="stable",
     ),
     "session.resume": FeatureSpec(
         name="session.resume",
         side="agent",
         capability=("capabilities", "session"),
         description="`session/resume`, part of the session baseline in v2.",
+        stability="stable",
     ),
 }
 """Feature name -> the capability that advertises it."""
+
+
+def stable_methods() -> dict[str, MethodSpec]:
+    """The rows of ``METHODS`` whose stability is ``stable``: the stable protocol only.
+
+    Left out are ``unstable`` methods (published only in the protocol's
+    unstable schema) and ``draft`` or ``proposal`` ones. Filter ``METHODS`` on
+    ``spec.stability`` for any other view.
+    """
+    return {name: spec for name, spec in METHODS.items() if spec.stability == "stable"}
+
+
+def stable_features() -> dict[str, FeatureSpec]:
+    """The rows of ``FEATURES`` whose stability is ``stable``."""
+    return {name: spec for name, spec in FEATURES.items() if spec.stability == "stable"}
 
 
 def method_allowed(method: str, initialize: Mapping[str, Any] | Any) -> bool:

@@ -12,13 +12,30 @@ from acp_types.v2 import models as m
 CANCEL_REQUEST = "$/cancel_request"
 AUTH_LOGIN = "auth/login"
 AUTH_LOGOUT = "auth/logout"
+DOCUMENT_DID_CHANGE = "document/didChange"
+DOCUMENT_DID_CLOSE = "document/didClose"
+DOCUMENT_DID_FOCUS = "document/didFocus"
+DOCUMENT_DID_OPEN = "document/didOpen"
+DOCUMENT_DID_SAVE = "document/didSave"
 ELICITATION_COMPLETE = "elicitation/complete"
 ELICITATION_CREATE = "elicitation/create"
 INITIALIZE = "initialize"
+MCP_CONNECT = "mcp/connect"
+MCP_DISCONNECT = "mcp/disconnect"
+MCP_MESSAGE = "mcp/message"
+NES_ACCEPT = "nes/accept"
+NES_CLOSE = "nes/close"
+NES_REJECT = "nes/reject"
+NES_START = "nes/start"
+NES_SUGGEST = "nes/suggest"
+PROVIDERS_DISABLE = "providers/disable"
+PROVIDERS_LIST = "providers/list"
+PROVIDERS_SET = "providers/set"
 SESSION_ARCHIVE = "session/archive"
 SESSION_CANCEL = "session/cancel"
 SESSION_CLOSE = "session/close"
 SESSION_DELETE = "session/delete"
+SESSION_FORK = "session/fork"
 SESSION_LIST = "session/list"
 SESSION_NEW = "session/new"
 SESSION_PROMPT = "session/prompt"
@@ -94,6 +111,66 @@ METHODS: dict[str, MethodSpec] = {
         description="Ends the current authenticated state; callable only when `authMethods` is non-empty.",
         handler="auth_logout",
     ),
+    DOCUMENT_DID_CHANGE: MethodSpec(
+        name="document/didChange",
+        params=m.DidChangeDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes", "events", "document", "didChange"),
+        errors=(),
+        stability="unstable",
+        description="An open document changed; carries the changes in the sync kind the agent asked for.",
+        handler="document_did_change",
+    ),
+    DOCUMENT_DID_CLOSE: MethodSpec(
+        name="document/didClose",
+        params=m.DidCloseDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes", "events", "document", "didClose"),
+        errors=(),
+        stability="unstable",
+        description="The client closed a document.",
+        handler="document_did_close",
+    ),
+    DOCUMENT_DID_FOCUS: MethodSpec(
+        name="document/didFocus",
+        params=m.DidFocusDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes", "events", "document", "didFocus"),
+        errors=(),
+        stability="unstable",
+        description="The user moved to a document; carries the cursor and the visible range.",
+        handler="document_did_focus",
+    ),
+    DOCUMENT_DID_OPEN: MethodSpec(
+        name="document/didOpen",
+        params=m.DidOpenDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes", "events", "document", "didOpen"),
+        errors=(),
+        stability="unstable",
+        description="The client opened a document; carries its full text and version.",
+        handler="document_did_open",
+    ),
+    DOCUMENT_DID_SAVE: MethodSpec(
+        name="document/didSave",
+        params=m.DidSaveDocumentNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes", "events", "document", "didSave"),
+        errors=(),
+        stability="unstable",
+        description="A document was saved.",
+        handler="document_did_save",
+    ),
     ELICITATION_COMPLETE: MethodSpec(
         name="elicitation/complete",
         params=m.CompleteElicitationNotification,
@@ -129,6 +206,139 @@ METHODS: dict[str, MethodSpec] = {
         stability="stable",
         description="Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.",
         handler="initialize",
+    ),
+    MCP_CONNECT: MethodSpec(
+        name="mcp/connect",
+        params=m.ConnectMcpRequest,
+        result=m.ConnectMcpResponse,
+        side="client",
+        kind="request",
+        capability=None,
+        errors=(-32002,),
+        stability="unstable",
+        description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
+        handler="mcp_connect",
+    ),
+    MCP_DISCONNECT: MethodSpec(
+        name="mcp/disconnect",
+        params=m.DisconnectMcpRequest,
+        result=m.DisconnectMcpResponse,
+        side="client",
+        kind="request",
+        capability=None,
+        errors=(),
+        stability="unstable",
+        description="Closes a connection opened with `mcp/connect`.",
+        handler="mcp_disconnect",
+    ),
+    MCP_MESSAGE: MethodSpec(
+        name="mcp/message",
+        params=m.MessageMcpRequest,
+        result=m.MessageMcpResponse,
+        side="protocol",
+        kind="request",
+        capability=None,
+        errors=(-32002,),
+        stability="unstable",
+        description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
+        handler="mcp_message",
+        notification_params=m.MessageMcpNotification,
+    ),
+    NES_ACCEPT: MethodSpec(
+        name="nes/accept",
+        params=m.AcceptNesNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes"),
+        errors=(),
+        stability="unstable",
+        description="Tells the agent the user took a suggestion.",
+        handler="nes_accept",
+    ),
+    NES_CLOSE: MethodSpec(
+        name="nes/close",
+        params=m.CloseNesRequest,
+        result=m.CloseNesResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "nes"),
+        errors=(-32002,),
+        stability="unstable",
+        description="Ends a next-edit suggestion session.",
+        handler="nes_close",
+    ),
+    NES_REJECT: MethodSpec(
+        name="nes/reject",
+        params=m.RejectNesNotification,
+        result=None,
+        side="agent",
+        kind="notification",
+        capability=("capabilities", "nes"),
+        errors=(),
+        stability="unstable",
+        description="Tells the agent the user did not take a suggestion, and why.",
+        handler="nes_reject",
+    ),
+    NES_START: MethodSpec(
+        name="nes/start",
+        params=m.StartNesRequest,
+        result=m.StartNesResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "nes"),
+        errors=(),
+        stability="unstable",
+        description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
+        handler="nes_start",
+    ),
+    NES_SUGGEST: MethodSpec(
+        name="nes/suggest",
+        params=m.SuggestNesRequest,
+        result=m.SuggestNesResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "nes"),
+        errors=(-32002,),
+        stability="unstable",
+        description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
+        handler="nes_suggest",
+    ),
+    PROVIDERS_DISABLE: MethodSpec(
+        name="providers/disable",
+        params=m.DisableProviderRequest,
+        result=m.DisableProviderResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "providers"),
+        errors=(),
+        stability="unstable",
+        description="Turns one model provider off.",
+        handler="providers_disable",
+    ),
+    PROVIDERS_LIST: MethodSpec(
+        name="providers/list",
+        params=m.ListProvidersRequest,
+        result=m.ListProvidersResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "providers"),
+        errors=(),
+        stability="unstable",
+        description="Lists the model providers the agent can use, with how each is set up now.",
+        handler="providers_list",
+    ),
+    PROVIDERS_SET: MethodSpec(
+        name="providers/set",
+        params=m.SetProviderRequest,
+        result=m.SetProviderResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "providers"),
+        errors=(),
+        stability="unstable",
+        description="Sets the endpoint, API dialect and headers of one model provider.",
+        handler="providers_set",
     ),
     SESSION_ARCHIVE: MethodSpec(
         name="session/archive",
@@ -177,6 +387,18 @@ METHODS: dict[str, MethodSpec] = {
         stability="stable",
         description="Removes a session from future listings; succeeds silently for unknown sessions.",
         handler="session_delete",
+    ),
+    SESSION_FORK: MethodSpec(
+        name="session/fork",
+        params=m.ForkSessionRequest,
+        result=m.ForkSessionResponse,
+        side="agent",
+        kind="request",
+        capability=("capabilities", "session", "fork"),
+        errors=(-32002,),
+        stability="unstable",
+        description="Starts a new session whose history is a copy of an existing session's; the original is left as it was. An unknown session yields -32002.",
+        handler="session_fork",
     ),
     SESSION_LIST: MethodSpec(
         name="session/list",
@@ -301,6 +523,36 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["document/didChange"], params: Any
+) -> m.DidChangeDocumentNotification: ...
+
+
+@overload
+def parse_params(
+    method: Literal["document/didClose"], params: Any
+) -> m.DidCloseDocumentNotification: ...
+
+
+@overload
+def parse_params(
+    method: Literal["document/didFocus"], params: Any
+) -> m.DidFocusDocumentNotification: ...
+
+
+@overload
+def parse_params(
+    method: Literal["document/didOpen"], params: Any
+) -> m.DidOpenDocumentNotification: ...
+
+
+@overload
+def parse_params(
+    method: Literal["document/didSave"], params: Any
+) -> m.DidSaveDocumentNotification: ...
+
+
+@overload
+def parse_params(
     method: Literal["elicitation/complete"], params: Any
 ) -> m.CompleteElicitationNotification: ...
 
@@ -313,6 +565,68 @@ def parse_params(
 
 @overload
 def parse_params(method: Literal["initialize"], params: Any) -> m.InitializeRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["mcp/connect"], params: Any
+) -> m.ConnectMcpRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["mcp/disconnect"], params: Any
+) -> m.DisconnectMcpRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["mcp/message"], params: Any
+) -> m.MessageMcpRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["nes/accept"], params: Any
+) -> m.AcceptNesNotification: ...
+
+
+@overload
+def parse_params(method: Literal["nes/close"], params: Any) -> m.CloseNesRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["nes/reject"], params: Any
+) -> m.RejectNesNotification: ...
+
+
+@overload
+def parse_params(method: Literal["nes/start"], params: Any) -> m.StartNesRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["nes/suggest"], params: Any
+) -> m.SuggestNesRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["providers/disable"], params: Any
+) -> m.DisableProviderRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["providers/list"], params: Any
+) -> m.ListProvidersRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["providers/set"], params: Any
+) -> m.SetProviderRequest: ...
 
 
 @overload
@@ -337,6 +651,12 @@ def parse_params(
 def parse_params(
     method: Literal["session/delete"], params: Any
 ) -> m.DeleteSessionRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["session/fork"], params: Any
+) -> m.ForkSessionRequest: ...
 
 
 @overload
@@ -430,6 +750,56 @@ def parse_result(
 
 @overload
 def parse_result(
+    method: Literal["mcp/connect"], result: Any
+) -> m.ConnectMcpResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["mcp/disconnect"], result: Any
+) -> m.DisconnectMcpResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["mcp/message"], result: Any
+) -> m.MessageMcpResponse: ...
+
+
+@overload
+def parse_result(method: Literal["nes/close"], result: Any) -> m.CloseNesResponse: ...
+
+
+@overload
+def parse_result(method: Literal["nes/start"], result: Any) -> m.StartNesResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["nes/suggest"], result: Any
+) -> m.SuggestNesResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["providers/disable"], result: Any
+) -> m.DisableProviderResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["providers/list"], result: Any
+) -> m.ListProvidersResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["providers/set"], result: Any
+) -> m.SetProviderResponse: ...
+
+
+@overload
+def parse_result(
     method: Literal["session/archive"], result: Any
 ) -> m.ArchiveSessionResponse: ...
 
@@ -444,6 +814,12 @@ def parse_result(
 def parse_result(
     method: Literal["session/delete"], result: Any
 ) -> m.DeleteSessionResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/fork"], result: Any
+) -> m.ForkSessionResponse: ...
 
 
 @overload

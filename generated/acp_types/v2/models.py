@@ -32,6 +32,20 @@ class CancelledPermissionOutcome(AcpModel):
     outcome: Literal["cancelled"] = "cancelled"
 
 
+CompactionId = TypeAliasType("CompactionId", str)
+"""Identifier the agent gives one compaction of a session's context."""
+
+
+CompactionStatus = TypeAliasType(
+    "CompactionStatus",
+    Annotated[
+        Union[Literal["in_progress", "completed", "failed", "cancelled"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""Where a context compaction is in its life cycle."""
+
+
 DiffFileType = TypeAliasType(
     "DiffFileType",
     Annotated[
@@ -85,6 +99,28 @@ IconTheme = TypeAliasType(
 """The kind of background an icon is drawn for."""
 
 
+LlmProtocol = TypeAliasType(
+    "LlmProtocol",
+    Annotated[
+        Union[Literal["anthropic", "openai", "azure", "vertex", "bedrock"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""
+The API dialect a model provider speaks; values outside the list name other dialects.
+"""
+
+
+McpConnectionId = TypeAliasType("McpConnectionId", str)
+"""Identifier of one MCP connection carried over ACP."""
+
+
+McpServerAcpId = TypeAliasType("McpServerAcpId", str)
+"""
+Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
+"""
+
+
 MediaType = TypeAliasType("MediaType", str)
 """
 An Internet media type (MIME type) naming the format of some content, such as `text/plain`.
@@ -99,6 +135,195 @@ Meta = TypeAliasType("Meta", dict[str, Any] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
 """
+
+
+NesDiagnosticSeverity = TypeAliasType(
+    "NesDiagnosticSeverity",
+    Annotated[
+        Union[Literal["error", "warning", "information", "hint"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""How serious a diagnostic is."""
+
+
+class NesDiagnosticsCapabilities(AcpModel):
+    """Marker: the agent wants diagnostics in the suggestion context."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidCloseCapabilities(AcpModel):
+    """Marker: the agent wants `document/didClose`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidFocusCapabilities(AcpModel):
+    """Marker: the agent wants `document/didFocus`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidOpenCapabilities(AcpModel):
+    """Marker: the agent wants `document/didOpen`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidSaveCapabilities(AcpModel):
+    """Marker: the agent wants `document/didSave`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEditHistoryCapabilities(AcpModel):
+    """
+    The agent wants recent edits in the suggestion context, up to a number of entries.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("maxCount", "max_count", True, False),
+    )
+    max_count: Annotated[int | None, Field(alias="maxCount", ge=0, le=4294967295)] = (
+        None
+    )
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEditHistoryEntry(AcpModel):
+    """One recent edit of a file, as a diff."""
+
+    uri: str
+    diff: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesExcerpt(AcpModel):
+    """A span of lines taken from a file."""
+
+    start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
+    end_line: Annotated[int, Field(alias="endLine", ge=0, le=4294967295)]
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesJumpCapabilities(AcpModel):
+    """Marker: the client can show suggestions that move the cursor."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesOpenFilesCapabilities(AcpModel):
+    """Marker: the agent wants the open files in the suggestion context."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRecentFile(AcpModel):
+    """A file the user looked at recently, with its text."""
+
+    uri: str
+    language_id: Annotated[str, Field(alias="languageId")]
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRecentFilesCapabilities(AcpModel):
+    """
+    The agent wants recently viewed files in the suggestion context, up to a number of files.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("maxCount", "max_count", True, False),
+    )
+    max_count: Annotated[int | None, Field(alias="maxCount", ge=0, le=4294967295)] = (
+        None
+    )
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NesRejectReason = TypeAliasType(
+    "NesRejectReason",
+    Annotated[
+        Union[Literal["rejected", "ignored", "replaced", "cancelled"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""Why a suggestion was not taken."""
+
+
+class NesRelatedSnippet(AcpModel):
+    """Parts of another file that relate to the code being edited."""
+
+    uri: str
+    excerpts: list[NesExcerpt]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRelatedSnippetsCapabilities(AcpModel):
+    """Marker: the agent wants related snippets in the suggestion context."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRenameCapabilities(AcpModel):
+    """Marker: the client can show suggestions that rename a symbol."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRepository(AcpModel):
+    """The source repository a suggestion session works in."""
+
+    name: str
+    owner: str
+    remote_url: Annotated[str, Field(alias="remoteUrl")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesSearchAndReplaceCapabilities(AcpModel):
+    """Marker: the client can show search-and-replace suggestions."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NesSuggestionId = TypeAliasType("NesSuggestionId", str)
+"""Identifier of one suggestion, used to accept or reject it."""
+
+
+NesTriggerKind = TypeAliasType(
+    "NesTriggerKind",
+    Annotated[
+        Union[Literal["automatic", "diagnostic", "manual"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""What made the client ask for suggestions."""
+
+
+class NesUserActionsCapabilities(AcpModel):
+    """
+    The agent wants recent user actions in the suggestion context, up to a number of actions.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("maxCount", "max_count", True, False),
+    )
+    max_count: Annotated[int | None, Field(alias="maxCount", ge=0, le=4294967295)] = (
+        None
+    )
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NoticeSeverity = TypeAliasType(
+    "NoticeSeverity",
+    Annotated[
+        Union[Literal["info", "warning", "error"], str],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""How prominently a notice should be shown."""
 
 
 class NumberPropertySchema(AcpModel):
@@ -159,6 +384,43 @@ Identifier of a plan within a session; one session may hold several plans.
 """
 
 
+class PlanMarkdown(AcpModel):
+    """Branch `markdown`: the plan as Markdown text."""
+
+    type: Literal["markdown"] = "markdown"
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    content: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class PlanRemoved(AcpModel):
+    """
+    Branch `plan_removed`: a plan no longer applies and should not be shown.
+    """
+
+    session_update: Annotated[Literal["plan_removed"], Field(alias="sessionUpdate")] = (
+        "plan_removed"
+    )
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Position(AcpModel):
+    """
+    A place in a text document: zero-based line and character offset (the unit follows the negotiated position encoding).
+    """
+
+    line: Annotated[int, Field(ge=0, le=4294967295)]
+    character: Annotated[int, Field(ge=0, le=4294967295)]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+PositionEncodingKind = TypeAliasType(
+    "PositionEncodingKind", Literal["utf-16", "utf-32", "utf-8"]
+)
+"""The unit in which character offsets of positions are counted."""
+
+
 class PromptAudioCapabilities(AcpModel):
     """Present when prompts may contain audio blocks."""
 
@@ -191,6 +453,51 @@ ProtocolVersion = TypeAliasType(
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
 """
+
+
+class ProviderCurrentConfig(AcpModel):
+    """How a provider is set up right now."""
+
+    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    base_url: Annotated[str, Field(alias="baseUrl")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+ProviderId = TypeAliasType("ProviderId", str)
+"""Identifier of a model provider configuration of the agent."""
+
+
+class ProviderInfo(AcpModel):
+    """
+    One model provider of the agent: which dialects it accepts, whether it must be configured, and its current set-up.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("supported", "supported", False, True),
+    )
+    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    supported: list[LlmProtocol]
+    required: bool
+    current: ProviderCurrentConfig | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ProvidersCapabilities(AcpModel):
+    """
+    Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Range(AcpModel):
+    """
+    A span of a text document, from a start position (included) to an end position (excluded).
+    """
+
+    start: Position
+    end: Position
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class ReplayFromStart(AcpModel):
@@ -305,6 +612,12 @@ class SessionDeleteCapabilities(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class SessionForkCapabilities(AcpModel):
+    """Marker: the agent supports `session/fork`."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 SessionId = TypeAliasType("SessionId", str)
 """Opaque identifier of a session, chosen by the agent."""
 
@@ -353,6 +666,24 @@ Opaque pagination token of `session/list`; clients pass it back unchanged and ne
 """
 
 
+class SetProviderRequest(AcpModel):
+    """
+    Params of `providers/set`: point a provider at an endpoint and dialect.
+    """
+
+    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    base_url: Annotated[str, Field(alias="baseUrl")]
+    headers: Annotated[dict[str, str] | None, NOT_NULL] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class SetProviderResponse(AcpModel):
+    """Result of `providers/set`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class SetSessionConfigOptionBooleanRequest(AcpModel):
     """Turns a boolean option on or off (`type: "boolean"`)."""
 
@@ -372,6 +703,13 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     type: Literal["id"] = "id"
     value: SessionConfigValueId
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class StartNesResponse(AcpModel):
+    """Result of `nes/start`: the session to use for suggestions."""
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -490,6 +828,24 @@ class TextCommandInput(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class TextDocumentContentChangeEvent(AcpModel):
+    """
+    One change to a document: new text for a range, or the whole new text when no range is given.
+    """
+
+    range: Range | None = None
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+TextDocumentSyncKind = TypeAliasType(
+    "TextDocumentSyncKind", Literal["full", "incremental"]
+)
+"""
+How document changes are sent: the whole text each time, or only the edited ranges.
+"""
+
+
 class TextResourceContents(AcpModel):
     """Contents of a text resource."""
 
@@ -571,6 +927,53 @@ class UnarchiveSessionResponse(AcpModel):
     Result of `session/unarchive`: an empty object once the session is no longer archived (also when it was not).
     """
 
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Usage(AcpModel):
+    """Tokens spent by one turn, split by kind."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("thoughtTokens", "thought_tokens", True, False),
+        TolerantField("cachedReadTokens", "cached_read_tokens", True, False),
+        TolerantField("cachedWriteTokens", "cached_write_tokens", True, False),
+    )
+    total_tokens: Annotated[
+        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+    ]
+    input_tokens: Annotated[
+        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+    ]
+    output_tokens: Annotated[
+        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+    ]
+    thought_tokens: Annotated[
+        int | None, Field(alias="thoughtTokens", ge=0, le=18446744073709551615)
+    ] = None
+    cached_read_tokens: Annotated[
+        int | None, Field(alias="cachedReadTokens", ge=0, le=18446744073709551615)
+    ] = None
+    cached_write_tokens: Annotated[
+        int | None, Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615)
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class WorkspaceFolder(AcpModel):
+    """A root folder of the editor's workspace."""
+
+    uri: str
+    name: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class AcceptNesNotification(AcpModel):
+    """
+    Params of `nes/accept`: the client tells the agent that the user took a suggestion.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -721,6 +1124,37 @@ class CancelSessionNotification(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class ClientNesCapabilities(AcpModel):
+    """
+    Which kinds of next-edit suggestion the client can show beyond plain edits.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("jump", "jump", True, False),
+        TolerantField("rename", "rename", True, False),
+        TolerantField("searchAndReplace", "search_and_replace", True, False),
+    )
+    jump: NesJumpCapabilities | None = None
+    rename: NesRenameCapabilities | None = None
+    search_and_replace: Annotated[
+        NesSearchAndReplaceCapabilities | None, Field(alias="searchAndReplace")
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class CloseNesRequest(AcpModel):
+    """Params of `nes/close`: end a next-edit suggestion session."""
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class CloseNesResponse(AcpModel):
+    """Result of `nes/close`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class CloseSessionRequest(AcpModel):
     """
     Parameters of `session/close`: stop all work in an active session and release what it holds.
@@ -762,6 +1196,22 @@ class CompleteElicitationNotification(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class ConnectMcpRequest(AcpModel):
+    """
+    Params of `mcp/connect`: the agent opens a connection to an MCP server that the client carries over ACP.
+    """
+
+    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ConnectMcpResponse(AcpModel):
+    """Result of `mcp/connect`: the identifier of the new connection."""
+
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class Cost(AcpModel):
     """An amount of money spent, with its currency."""
 
@@ -784,6 +1234,65 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidChangeDocumentNotification(AcpModel):
+    """Params of `document/didChange`: the text of an open document changed."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("contentChanges", "content_changes", False, True),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    content_changes: Annotated[
+        list[TextDocumentContentChangeEvent], Field(alias="contentChanges")
+    ]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidCloseDocumentNotification(AcpModel):
+    """
+    Params of `document/didClose`: the client no longer has the document open.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidFocusDocumentNotification(AcpModel):
+    """
+    Params of `document/didFocus`: the user switched to a document (cursor and visible part included).
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    position: Position
+    visible_range: Annotated[Range, Field(alias="visibleRange")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidOpenDocumentNotification(AcpModel):
+    """
+    Params of `document/didOpen`: the client opened a document and sends its full text.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    language_id: Annotated[str, Field(alias="languageId")]
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    text: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DidSaveDocumentNotification(AcpModel):
+    """Params of `document/didSave`: a document was written to disk."""
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -864,6 +1373,34 @@ class DiffPatch(AcpModel):
 
     format: DiffPatchFormat
     text: str
+
+
+class DisableProviderRequest(AcpModel):
+    """Params of `providers/disable`: stop using one model provider."""
+
+    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisableProviderResponse(AcpModel):
+    """Result of `providers/disable`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisconnectMcpRequest(AcpModel):
+    """
+    Params of `mcp/disconnect`: close a connection opened with `mcp/connect`.
+    """
+
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class DisconnectMcpResponse(AcpModel):
+    """Result of `mcp/disconnect`: empty on success."""
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class ElicitationAcceptAction(AcpModel):
@@ -1021,12 +1558,14 @@ class IdleStateUpdate(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("stopReason", "stop_reason", True, False),
+        TolerantField("usage", "usage", True, False),
     )
     session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")] = (
         "state_update"
     )
     state: Literal["idle"] = "idle"
     stop_reason: Annotated[StopReason | None, Field(alias="stopReason")] = None
+    usage: Usage | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1075,6 +1614,23 @@ class IntegerPropertySchema(AcpModel):
     minimum: int | None = None
     maximum: int | None = None
     default: int | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ListProvidersRequest(AcpModel):
+    """
+    Params of `providers/list`: ask which model providers the agent can use.
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ListProvidersResponse(AcpModel):
+    """
+    Result of `providers/list`: every provider the agent knows, with its current set-up.
+    """
+
+    providers: list[ProviderInfo]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1132,11 +1688,30 @@ class LogoutAuthResponse(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class McpAcpCapabilities(AcpModel):
+    """
+    Marker: the agent can reach MCP servers over the ACP connection itself.
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class McpHttpCapabilities(AcpModel):
     """
     Present when the agent can connect to MCP servers over streamable HTTP.
     """
 
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class McpServerAcp(AcpModel):
+    """
+    An MCP server reached through the ACP connection (`mcp/connect`, `mcp/message`, `mcp/disconnect`) instead of a process or a URL.
+    """
+
+    type: Literal["acp"] = "acp"
+    name: str
+    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1169,6 +1744,220 @@ class McpStdioCapabilities(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class MessageMcpNotification(AcpModel):
+    """
+    Params of `mcp/message` sent as a notification: one MCP notification on an ACP-carried connection.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("params", "params", True, False),
+    )
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class MessageMcpRequest(AcpModel):
+    """
+    Params of `mcp/message`: one MCP request carried on an ACP-carried connection.
+    """
+
+    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    method: str
+    params: dict[str, Any] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class MessageMcpResponse(AcpModel):
+    """
+    Result of `mcp/message`: the MCP server's result object, passed on unchanged (every key is kept).
+    """
+
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesContextCapabilities(AcpModel):
+    """Which kinds of context the agent wants in `nes/suggest` requests."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("recentFiles", "recent_files", True, False),
+        TolerantField("relatedSnippets", "related_snippets", True, False),
+        TolerantField("editHistory", "edit_history", True, False),
+        TolerantField("userActions", "user_actions", True, False),
+        TolerantField("openFiles", "open_files", True, False),
+        TolerantField("diagnostics", "diagnostics", True, False),
+    )
+    recent_files: Annotated[
+        NesRecentFilesCapabilities | None, Field(alias="recentFiles")
+    ] = None
+    related_snippets: Annotated[
+        NesRelatedSnippetsCapabilities | None, Field(alias="relatedSnippets")
+    ] = None
+    edit_history: Annotated[
+        NesEditHistoryCapabilities | None, Field(alias="editHistory")
+    ] = None
+    user_actions: Annotated[
+        NesUserActionsCapabilities | None, Field(alias="userActions")
+    ] = None
+    open_files: Annotated[NesOpenFilesCapabilities | None, Field(alias="openFiles")] = (
+        None
+    )
+    diagnostics: NesDiagnosticsCapabilities | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDiagnostic(AcpModel):
+    """
+    A problem (error, warning, ...) the editor reports at a range of a file.
+    """
+
+    uri: str
+    range: Range
+    severity: NesDiagnosticSeverity
+    message: str
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentDidChangeCapabilities(AcpModel):
+    """
+    The agent wants `document/didChange`, with full text or incremental edits.
+    """
+
+    sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesDocumentEventCapabilities(AcpModel):
+    """Which `document/*` notifications the agent wants to receive."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("didOpen", "did_open", True, False),
+        TolerantField("didChange", "did_change", True, False),
+        TolerantField("didClose", "did_close", True, False),
+        TolerantField("didSave", "did_save", True, False),
+        TolerantField("didFocus", "did_focus", True, False),
+    )
+    did_open: Annotated[
+        NesDocumentDidOpenCapabilities | None, Field(alias="didOpen")
+    ] = None
+    did_change: Annotated[
+        NesDocumentDidChangeCapabilities | None, Field(alias="didChange")
+    ] = None
+    did_close: Annotated[
+        NesDocumentDidCloseCapabilities | None, Field(alias="didClose")
+    ] = None
+    did_save: Annotated[
+        NesDocumentDidSaveCapabilities | None, Field(alias="didSave")
+    ] = None
+    did_focus: Annotated[
+        NesDocumentDidFocusCapabilities | None, Field(alias="didFocus")
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEventCapabilities(AcpModel):
+    """The editor events the agent wants to be told about."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("document", "document", True, False),
+    )
+    document: NesDocumentEventCapabilities | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesJumpSuggestion(AcpModel):
+    """
+    Branch `jump`: move the cursor to a position, possibly in another file.
+    """
+
+    kind: Literal["jump"] = "jump"
+    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    uri: str
+    position: Position
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesOpenFile(AcpModel):
+    """A file the editor has open, for suggestion context."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("visibleRange", "visible_range", True, False),
+        TolerantField("lastFocusedMs", "last_focused_ms", True, False),
+    )
+    uri: str
+    language_id: Annotated[str, Field(alias="languageId")]
+    visible_range: Annotated[Range | None, Field(alias="visibleRange")] = None
+    last_focused_ms: Annotated[
+        int | None, Field(alias="lastFocusedMs", ge=0, le=18446744073709551615)
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesRenameSuggestion(AcpModel):
+    """Branch `rename`: rename the symbol at a position."""
+
+    kind: Literal["rename"] = "rename"
+    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    uri: str
+    position: Position
+    new_name: Annotated[str, Field(alias="newName")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesSearchAndReplaceSuggestion(AcpModel):
+    """
+    Branch `searchAndReplace`: replace every match of a text or pattern in one file.
+    """
+
+    kind: Literal["searchAndReplace"] = "searchAndReplace"
+    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    uri: str
+    search: str
+    replace: str
+    is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesTextEdit(AcpModel):
+    """Replace the text in a range by new text."""
+
+    range: Range
+    new_text: Annotated[str, Field(alias="newText")]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesUserAction(AcpModel):
+    """
+    One thing the user did in the editor (typing, moving the cursor, ...), with when and where.
+    """
+
+    action: str
+    uri: str
+    position: Position
+    timestamp_ms: Annotated[
+        int, Field(alias="timestampMs", ge=0, le=18446744073709551615)
+    ]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class Notice(AcpModel):
+    """
+    Branch `notice`: a message for the user that is not part of the conversation (a warning, an outage, ...).
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("description", "description", True, False),
+    )
+    session_update: Annotated[Literal["notice"], Field(alias="sessionUpdate")] = (
+        "notice"
+    )
+    severity: NoticeSeverity
+    title: Annotated[str, Field(min_length=1)]
+    description: str | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class PermissionOption(AcpModel):
     """A choice offered to the user in a permission request."""
 
@@ -1184,6 +1973,15 @@ class PlanEntry(AcpModel):
     content: str
     priority: PlanEntryPriority
     status: PlanEntryStatus
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class PlanFile(AcpModel):
+    """Branch `file`: the plan's content lives in a file."""
+
+    type: Literal["file"] = "file"
+    plan_id: Annotated[PlanId, Field(alias="planId")]
+    uri: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1206,11 +2004,17 @@ PlanUpdateContent = TypeAliasType(
     Annotated[
         Union[
             Annotated[PlanItems, Tag("items")],
+            Annotated[PlanFile, Tag("file")],
+            Annotated[PlanMarkdown, Tag("markdown")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["items"]), open=True, default=None
+                "type",
+                "type",
+                frozenset(["file", "items", "markdown"]),
+                open=True,
+                default=None,
             )
         ),
     ],
@@ -1235,6 +2039,18 @@ class PromptCapabilities(AcpModel):
     embedded_context: Annotated[
         PromptEmbeddedContextCapabilities | None, Field(alias="embeddedContext")
     ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class RejectNesNotification(AcpModel):
+    """Params of `nes/reject`: the user did not take a suggestion."""
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("reason", "reason", True, False),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    reason: NesRejectReason | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1361,6 +2177,23 @@ SetSessionConfigOptionRequest = TypeAliasType(
 """
 Parameters of `session/set_config_option`, tagged by `type`, which gives the shape of `value`: `id` for a value identifier, `boolean` for a boolean.
 """
+
+
+class StartNesRequest(AcpModel):
+    """
+    Params of `nes/start`: open a next-edit suggestion session for a workspace.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("workspaceUri", "workspace_uri", True, False),
+        TolerantField("repository", "repository", True, False),
+    )
+    workspace_uri: Annotated[str | None, Field(alias="workspaceUri")] = None
+    workspace_folders: Annotated[
+        list[WorkspaceFolder] | None, Field(alias="workspaceFolders")
+    ] = None
+    repository: NesRepository | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 StateUpdate = TypeAliasType(
@@ -1599,9 +2432,11 @@ class McpCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("stdio", "stdio", True, False),
         TolerantField("http", "http", True, False),
+        TolerantField("acp", "acp", True, False),
     )
     stdio: McpStdioCapabilities | None = None
     http: McpHttpCapabilities | None = None
+    acp: McpAcpCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1611,11 +2446,16 @@ McpServer = TypeAliasType(
         Union[
             Annotated[McpServerHttp, Tag("http")],
             Annotated[McpServerStdio, Tag("stdio")],
+            Annotated[McpServerAcp, Tag("acp")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["http", "stdio"]), open=True, default=None
+                "type",
+                "type",
+                frozenset(["acp", "http", "stdio"]),
+                open=True,
+                default=None,
             )
         ),
     ],
@@ -1667,6 +2507,82 @@ class MultiSelectPropertySchema(AcpModel):
     items: MultiSelectItems
     default: list[str] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesCapabilities(AcpModel):
+    """
+    What the agent offers for next-edit suggestions: the events it wants and the context it reads.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("events", "events", True, False),
+        TolerantField("context", "context", True, False),
+    )
+    events: NesEventCapabilities | None = None
+    context: NesContextCapabilities | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesEditSuggestion(AcpModel):
+    """
+    Branch `edit`: text edits to apply to one file, and where to put the cursor afterwards.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("cursorPosition", "cursor_position", True, False),
+    )
+    kind: Literal["edit"] = "edit"
+    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    uri: str
+    edits: Annotated[list[NesTextEdit], Field(min_length=1)]
+    cursor_position: Annotated[Position | None, Field(alias="cursorPosition")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class NesSuggestContext(AcpModel):
+    """
+    Optional context sent with `nes/suggest`, limited to the kinds the agent asked for.
+    """
+
+    recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
+        None
+    )
+    related_snippets: Annotated[
+        list[NesRelatedSnippet] | None, Field(alias="relatedSnippets")
+    ] = None
+    edit_history: Annotated[
+        list[NesEditHistoryEntry] | None, Field(alias="editHistory")
+    ] = None
+    user_actions: Annotated[list[NesUserAction] | None, Field(alias="userActions")] = (
+        None
+    )
+    open_files: Annotated[list[NesOpenFile] | None, Field(alias="openFiles")] = None
+    diagnostics: list[NesDiagnostic] | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+NesSuggestion = TypeAliasType(
+    "NesSuggestion",
+    Annotated[
+        Union[
+            Annotated[NesEditSuggestion, Tag("edit")],
+            Annotated[NesJumpSuggestion, Tag("jump")],
+            Annotated[NesRenameSuggestion, Tag("rename")],
+            Annotated[NesSearchAndReplaceSuggestion, Tag("searchAndReplace")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "kind",
+                "kind",
+                frozenset(["edit", "jump", "rename", "searchAndReplace"]),
+                open=True,
+                default=None,
+            )
+        ),
+    ],
+)
+"""One next-edit suggestion, chosen by its `kind`."""
 
 
 class NewSessionRequest(AcpModel):
@@ -1733,6 +2649,7 @@ class SessionCapabilities(AcpModel):
         TolerantField("delete", "delete", True, False),
         TolerantField("additionalDirectories", "additional_directories", True, False),
         TolerantField("archive", "archive", True, False),
+        TolerantField("fork", "fork", True, False),
     )
     prompt: PromptCapabilities | None = None
     mcp: McpCapabilities | None = None
@@ -1742,6 +2659,7 @@ class SessionCapabilities(AcpModel):
         Field(alias="additionalDirectories"),
     ] = None
     archive: SessionArchiveCapabilities | None = None
+    fork: SessionForkCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1789,6 +2707,28 @@ The values of a select option: either all plain values or all groups of values. 
 """
 
 
+class SuggestNesRequest(AcpModel):
+    """
+    Params of `nes/suggest`: ask for suggestions at the cursor of a document.
+    """
+
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    uri: str
+    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    position: Position
+    selection: Range | None = None
+    trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
+    context: NesSuggestContext | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class SuggestNesResponse(AcpModel):
+    """Result of `nes/suggest`: zero or more suggestions."""
+
+    suggestions: list[NesSuggestion]
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class AgentCapabilities(AcpModel):
     """
     Capabilities a v2 agent advertises in its `initialize` result; each counts only when its field is present and not null.
@@ -1797,9 +2737,17 @@ class AgentCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("session", "session", True, False),
         TolerantField("auth", "auth", True, False),
+        TolerantField("providers", "providers", True, False),
+        TolerantField("nes", "nes", True, False),
+        TolerantField("positionEncoding", "position_encoding", True, False),
     )
     session: SessionCapabilities | None = None
     auth: AgentAuthCapabilities | None = None
+    providers: ProvidersCapabilities | None = None
+    nes: NesCapabilities | None = None
+    position_encoding: Annotated[
+        PositionEncodingKind | None, Field(alias="positionEncoding")
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1835,9 +2783,15 @@ class ClientCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("auth", "auth", True, False),
         TolerantField("elicitation", "elicitation", True, False),
+        TolerantField("nes", "nes", True, False),
+        TolerantField("positionEncodings", "position_encodings", True, True),
     )
     auth: AuthCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
+    nes: ClientNesCapabilities | None = None
+    position_encodings: Annotated[
+        list[PositionEncodingKind] | None, Field(alias="positionEncodings"), NOT_NULL
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1929,6 +2883,26 @@ class ElicitationSchema(AcpModel):
     ] = {}
     required: list[str] | None = None
     description: str | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class ForkSessionRequest(AcpModel):
+    """
+    Params of `session/fork`: start a new session that begins with a copy of an existing one's history.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("additionalDirectories", "additional_directories", True, True),
+        TolerantField("mcpServers", "mcp_servers", True, True),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    cwd: AbsolutePath
+    additional_directories: Annotated[
+        list[AbsolutePath] | None, Field(alias="additionalDirectories"), NOT_NULL
+    ] = None
+    mcp_servers: Annotated[
+        list[McpServer] | None, Field(alias="mcpServers"), NOT_NULL
+    ] = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -2074,6 +3048,38 @@ class AgentThoughtChunk(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
+class CompactionSummaryChunk(AcpModel):
+    """
+    Branch `compaction_summary_chunk`: one more piece of the summary that replaces compacted context.
+    """
+
+    session_update: Annotated[
+        Literal["compaction_summary_chunk"], Field(alias="sessionUpdate")
+    ] = "compaction_summary_chunk"
+    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    content: ContentBlock
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
+class CompactionUpdate(AcpModel):
+    """
+    Branch `compaction_update`: the agent started, finished, failed or abandoned compacting the session's context.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("summary", "summary", True, True),
+        TolerantField("error", "error", True, False),
+    )
+    session_update: Annotated[
+        Literal["compaction_update"], Field(alias="sessionUpdate")
+    ] = "compaction_update"
+    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    status: CompactionStatus
+    summary: list[ContentBlock] | None = None
+    error: str | None = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+
+
 class Content(AcpModel):
     """Tool call content of type `content`: an ordinary content block."""
 
@@ -2186,6 +3192,7 @@ class ToolCallProgress(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("name", "name", True, False),
     )
     session_update: Annotated[
         Literal["tool_call_update"], Field(alias="sessionUpdate")
@@ -2198,6 +3205,7 @@ class ToolCallProgress(AcpModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Annotated[Any, Field(alias="rawInput")] = None
     raw_output: Annotated[Any, Field(alias="rawOutput")] = None
+    name: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -2214,6 +3222,7 @@ class ToolCallUpdate(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("name", "name", True, False),
     )
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str | None = None
@@ -2223,6 +3232,7 @@ class ToolCallUpdate(AcpModel):
     locations: list[ToolCallLocation] | None = None
     raw_input: Annotated[Any, Field(alias="rawInput")] = None
     raw_output: Annotated[Any, Field(alias="rawOutput")] = None
+    name: str | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -2259,6 +3269,21 @@ CreateElicitationRequest = TypeAliasType(
 """
 Parameters of `elicitation/create`: the agent asks the user for input through the client, tagged by `mode`. Each request is tied either to a session (`sessionId`, optionally `toolCallId`) or to a request (`requestId`). Unknown modes are kept but must not be rendered as a known mode.
 """
+
+
+class ForkSessionResponse(AcpModel):
+    """
+    Result of `session/fork`: the new session's identifier and initial state.
+    """
+
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("configOptions", "config_options", True, True),
+    )
+    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    config_options: Annotated[
+        list[SessionConfigOption] | None, Field(alias="configOptions"), NOT_NULL
+    ] = None
+    meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class NewSessionResponse(AcpModel):
@@ -2316,6 +3341,10 @@ SessionUpdate = TypeAliasType(
             Annotated[ConfigOptionUpdate, Tag("config_option_update")],
             Annotated[SessionInfoUpdate, Tag("session_info_update")],
             Annotated[UsageUpdate, Tag("usage_update")],
+            Annotated[PlanRemoved, Tag("plan_removed")],
+            Annotated[Notice, Tag("notice")],
+            Annotated[CompactionUpdate, Tag("compaction_update")],
+            Annotated[CompactionSummaryChunk, Tag("compaction_summary_chunk")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
@@ -2329,7 +3358,11 @@ SessionUpdate = TypeAliasType(
                         "agent_thought",
                         "agent_thought_chunk",
                         "available_commands_update",
+                        "compaction_summary_chunk",
+                        "compaction_update",
                         "config_option_update",
+                        "notice",
+                        "plan_removed",
                         "plan_update",
                         "session_info_update",
                         "state_update",

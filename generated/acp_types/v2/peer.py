@@ -55,6 +55,121 @@ class AgentPeer(_Peer):
             "m.LogoutAuthResponse", await self.connection.request("auth/logout", params)
         )
 
+    async def document_did_change(
+        self, params: m.DidChangeDocumentNotification | dict[str, Any]
+    ) -> None:
+        """
+        `document/didChange` (notification, unstable). An open document changed; carries the changes in the sync kind the agent asked for.
+        """
+        await self.connection.notify("document/didChange", params)
+
+    async def document_did_close(
+        self, params: m.DidCloseDocumentNotification | dict[str, Any]
+    ) -> None:
+        """
+        `document/didClose` (notification, unstable). The client closed a document.
+        """
+        await self.connection.notify("document/didClose", params)
+
+    async def document_did_focus(
+        self, params: m.DidFocusDocumentNotification | dict[str, Any]
+    ) -> None:
+        """
+        `document/didFocus` (notification, unstable). The user moved to a document; carries the cursor and the visible range.
+        """
+        await self.connection.notify("document/didFocus", params)
+
+    async def document_did_open(
+        self, params: m.DidOpenDocumentNotification | dict[str, Any]
+    ) -> None:
+        """
+        `document/didOpen` (notification, unstable). The client opened a document; carries its full text and version.
+        """
+        await self.connection.notify("document/didOpen", params)
+
+    async def document_did_save(
+        self, params: m.DidSaveDocumentNotification | dict[str, Any]
+    ) -> None:
+        """`document/didSave` (notification, unstable). A document was saved."""
+        await self.connection.notify("document/didSave", params)
+
+    async def nes_accept(
+        self, params: m.AcceptNesNotification | dict[str, Any]
+    ) -> None:
+        """
+        `nes/accept` (notification, unstable). Tells the agent the user took a suggestion.
+        """
+        await self.connection.notify("nes/accept", params)
+
+    async def nes_close(
+        self, params: m.CloseNesRequest | dict[str, Any]
+    ) -> m.CloseNesResponse:
+        """`nes/close` (request, unstable). Ends a next-edit suggestion session."""
+        return cast(
+            "m.CloseNesResponse", await self.connection.request("nes/close", params)
+        )
+
+    async def nes_reject(
+        self, params: m.RejectNesNotification | dict[str, Any]
+    ) -> None:
+        """
+        `nes/reject` (notification, unstable). Tells the agent the user did not take a suggestion, and why.
+        """
+        await self.connection.notify("nes/reject", params)
+
+    async def nes_start(
+        self, params: m.StartNesRequest | dict[str, Any]
+    ) -> m.StartNesResponse:
+        """
+        `nes/start` (request, unstable). Opens a next-edit suggestion session for a workspace and returns its session ID.
+        """
+        return cast(
+            "m.StartNesResponse", await self.connection.request("nes/start", params)
+        )
+
+    async def nes_suggest(
+        self, params: m.SuggestNesRequest | dict[str, Any]
+    ) -> m.SuggestNesResponse:
+        """
+        `nes/suggest` (request, unstable). Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.
+        """
+        return cast(
+            "m.SuggestNesResponse", await self.connection.request("nes/suggest", params)
+        )
+
+    async def providers_disable(
+        self, params: m.DisableProviderRequest | dict[str, Any]
+    ) -> m.DisableProviderResponse:
+        """
+        `providers/disable` (request, unstable). Turns one model provider off.
+        """
+        return cast(
+            "m.DisableProviderResponse",
+            await self.connection.request("providers/disable", params),
+        )
+
+    async def providers_list(
+        self, params: m.ListProvidersRequest | dict[str, Any]
+    ) -> m.ListProvidersResponse:
+        """
+        `providers/list` (request, unstable). Lists the model providers the agent can use, with how each is set up now.
+        """
+        return cast(
+            "m.ListProvidersResponse",
+            await self.connection.request("providers/list", params),
+        )
+
+    async def providers_set(
+        self, params: m.SetProviderRequest | dict[str, Any]
+    ) -> m.SetProviderResponse:
+        """
+        `providers/set` (request, unstable). Sets the endpoint, API dialect and headers of one model provider.
+        """
+        return cast(
+            "m.SetProviderResponse",
+            await self.connection.request("providers/set", params),
+        )
+
     async def session_archive(
         self, params: m.ArchiveSessionRequest | dict[str, Any]
     ) -> m.ArchiveSessionResponse:
@@ -94,6 +209,17 @@ class AgentPeer(_Peer):
         return cast(
             "m.DeleteSessionResponse",
             await self.connection.request("session/delete", params),
+        )
+
+    async def session_fork(
+        self, params: m.ForkSessionRequest | dict[str, Any]
+    ) -> m.ForkSessionResponse:
+        """
+        `session/fork` (request, unstable). Starts a new session whose history is a copy of an existing session's; the original is left as it was. An unknown session yields -32002.
+        """
+        return cast(
+            "m.ForkSessionResponse",
+            await self.connection.request("session/fork", params),
         )
 
     async def session_list(
@@ -183,6 +309,27 @@ class ClientPeer(_Peer):
         return cast(
             "m.CreateElicitationResponse",
             await self.connection.request("elicitation/create", params),
+        )
+
+    async def mcp_connect(
+        self, params: m.ConnectMcpRequest | dict[str, Any]
+    ) -> m.ConnectMcpResponse:
+        """
+        `mcp/connect` (request, unstable). The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.
+        """
+        return cast(
+            "m.ConnectMcpResponse", await self.connection.request("mcp/connect", params)
+        )
+
+    async def mcp_disconnect(
+        self, params: m.DisconnectMcpRequest | dict[str, Any]
+    ) -> m.DisconnectMcpResponse:
+        """
+        `mcp/disconnect` (request, unstable). Closes a connection opened with `mcp/connect`.
+        """
+        return cast(
+            "m.DisconnectMcpResponse",
+            await self.connection.request("mcp/disconnect", params),
         )
 
     async def session_request_permission(
