@@ -10,26 +10,79 @@ into the package unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ModelWrapValidatorHandler,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
+from pydantic_core import CoreSchema, SchemaValidator, core_schema
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
+from typing_extensions import Self
 
 UNKNOWN_TAG = "__acp_unknown__"
-"""The pydantic tag under which an open union keeps a branch it does not know."""
+"""The tag under which an open union's slow path keeps a branch it does not know."""
 
 DEFAULT_TAG = "__acp_default__"
-"""The pydantic tag of an untagged default branch (chosen when the tag is absent)."""
+"""The tag of an untagged default branch on a union's slow path (chosen when the tag is absent)."""
 
 _MISSING = object()
+
+
+class _SlowPath(threading.local):
+    """Set while validating when a message needs the slow path (see :class:`WireKey`)."""
+
+    needed = False
+
+
+_SLOW = _SlowPath()
+
+
+class WireKey:
+    """Key marker of ``__pydantic_extra__``: the attribute spellings that are not wire names.
+
+    Only unknown keys reach this check. A key of ``names`` (wire ``meta``
+    beside the field ``_meta``) marks the message for the slow path: pydantic
+    counts every unknown key as "set", so the attribute of that spelling would
+    look set and be written back as ``null``. The entry points (the models'
+    ``model_validate`` / ``model_validate_json``, ``parse_params``,
+    ``parse_result``, ``parse_message``) then validate that message again with
+    :func:`slow_validator`, which un-sets such fields. The happy path, with no
+    such key, makes no Python call at all.
+    """
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        names = self.names
+
+        def check(key: str) -> str:
+            if key in names:
+                _SLOW.needed = True
+            return key
+
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+
+class _OmitOnError:
+    """Field marker of ``x-acp-on-error: omit``: a malformed value is treated as omitted.
+
+    pydantic-core drops the field natively (``on_error="omit"``), so it is
+    not counted as set and is not written back; the attribute then reads the
+    default, which :class:`AcpModel` keeps on the class for these fields.
+    """
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.with_default_schema(handler(source), on_error="omit")
+
+    def __repr__(self) -> str:
+        return "OMIT_ON_ERROR"
+
+
+OMIT_ON_ERROR = _OmitOnError()
+"""The one instance of the omit-on-error field marker."""
 
 
 class AcpModel(BaseModel):
@@ -47,6 +100,10 @@ class AcpModel(BaseModel):
     Use :meth:`to_wire` / :meth:`to_json` to write a message back: they keep
     omitted fields omitted, so an omitted patch field and an explicit ``null``
     stay different.
+
+    Every wire rule runs inside pydantic-core (tolerant fields, skip-invalid
+    items, union tags, not-null); the one Python step left is the slow path
+    of a key spelled like an attribute (:class:`AttributeSpelledKey`).
     """
 
     model_config = ConfigDict(
@@ -58,31 +115,52 @@ class AcpModel(BaseModel):
         defer_build=True,
     )
 
-    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = ()
-    """The properties the schema marks tolerant (x-acp-on-error, x-acp-invalid-items); set per class."""
-
-    @model_validator(mode="wrap")
     @classmethod
-    def _acp_receive(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        # The one Python step per model: the tolerant receiver where the
-        # schema asks for it, then a fix for pydantic counting every unknown
-        # key as "set": one spelled like an attribute (wire "meta" beside the
-        # field "_meta") would make that field look set and be written back
-        # as null.
-        fields = cls._acp_tolerant_fields
-        model = tolerant_receive(data, handler, fields) if fields else handler(data)
-        extra = model.__pydantic_extra__
-        if extra and isinstance(data, Mapping):
-            known = cls.__pydantic_fields__
-            for key in extra:
-                field = known.get(key)
-                if (
-                    field is not None
-                    and field.alias not in (None, key)
-                    and field.alias not in data
-                ):
-                    model.__pydantic_fields_set__.discard(key)
-        return model
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        # A tolerant field dropped on error is absent from the instance; the
+        # attribute then reads the class's default, as if it were omitted.
+        for name, info in cls.__pydantic_fields__.items():
+            if any(isinstance(m, _OmitOnError) for m in info.metadata):
+                type.__setattr__(cls, name, info.default)
+
+    @classmethod
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: Literal["allow", "ignore", "forbid"] | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        kw: dict[str, Any] = dict(strict=strict, extra=extra, from_attributes=from_attributes,
+                                  context=context, by_alias=by_alias, by_name=by_name)
+        _SLOW.needed = False
+        model = cls.__pydantic_validator__.validate_python(obj, **kw)
+        if _SLOW.needed:
+            model = slow_validator(cls).validate_python(obj, **kw)
+        return model  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: Literal["allow", "ignore", "forbid"] | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        kw: dict[str, Any] = dict(strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name)
+        _SLOW.needed = False
+        model = cls.__pydantic_validator__.validate_json(json_data, **kw)
+        if _SLOW.needed:
+            model = slow_validator(cls).validate_json(json_data, **kw)
+        return model  # type: ignore[no-any-return]
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready wire form: wire names, unset fields left out."""
@@ -91,6 +169,79 @@ class AcpModel(BaseModel):
     def to_json(self) -> str:
         """The wire form as compact JSON text."""
         return self.model_dump_json(by_alias=True, exclude_unset=True)
+
+
+def _unset_attribute_spellings(data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Slow path, per model: validate, then un-set fields whose only trace was an unknown key of their spelling."""
+    model = handler(data)
+    extra = model.__pydantic_extra__
+    if extra and isinstance(data, Mapping):
+        known = type(model).__pydantic_fields__
+        for key in extra:
+            field = known.get(key)
+            if field is not None and field.alias not in (None, key) and field.alias not in data:
+                model.__pydantic_fields_set__.discard(key)
+    return model
+
+
+def _slow_schema(node: Any) -> Any:
+    """``node`` for the slow path: every model wrapped by :func:`_unset_attribute_spellings`, keys not checked."""
+    if isinstance(node, list):
+        return [_slow_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _slow_schema(v) for k, v in node.items() if k != "extras_keys_schema"}
+    if out.get("type") == "model":
+        ref = out.pop("ref", None)
+        wrapped: dict[str, Any] = {
+            "type": "function-wrap",
+            "function": {"type": "no-info", "function": _unset_attribute_spellings},
+            "schema": out,
+        }
+        if ref is not None:
+            wrapped["ref"] = ref
+        return wrapped
+    return out
+
+
+@cache
+def slow_validator(tp: Any) -> SchemaValidator:
+    """The validator of the slow path for ``tp`` (a model class or a union alias), built on first need."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if not isinstance(tp.__pydantic_core_schema__, dict):  # deferred, not built yet
+            tp.model_rebuild()
+        schema = tp.__pydantic_core_schema__
+    else:
+        from pydantic import TypeAdapter  # noqa: PLC0415
+
+        schema = TypeAdapter(tp).core_schema
+    slow = _slow_schema(schema)
+    # pydantic-core reuses a complete model class's own (fast) validator for a
+    # nested model schema; the slow path needs its own, so the classes read as
+    # incomplete while it is built.
+    classes = {node["cls"] for node in _models_in(slow)}
+    complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
+    try:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", False)
+        return SchemaValidator(slow)
+    finally:
+        for cls, value in complete.items():
+            if value is None:
+                type.__delattr__(cls, "__pydantic_complete__")
+            else:
+                type.__setattr__(cls, "__pydantic_complete__", value)
+
+
+def _models_in(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, list):
+        for v in node:
+            yield from _models_in(v)
+    elif isinstance(node, dict):
+        if node.get("type") == "model":
+            yield node
+        for v in node.values():
+            yield from _models_in(v)
 
 
 class UnknownVariant(AcpModel):
@@ -165,13 +316,13 @@ class _NotNull:
     no Python call at validation time.
     """
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
         schema = handler(source)
         if schema.get("type") != "nullable":
             raise TypeError(
                 f"NOT_NULL applies to an optional (X | None) field, not {source!r}"
             )
-        return schema["schema"]
+        return schema["schema"]  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return "NOT_NULL"
@@ -179,73 +330,6 @@ class _NotNull:
 
 NOT_NULL = _NotNull()
 """The one instance of the not-null field marker, used by the generated models."""
-
-
-@dataclass(frozen=True)
-class TolerantField:
-    """A property whose receiver is tolerant, from the schema's markers."""
-
-    wire: str
-    attr: str
-    omit_on_error: bool
-    skip_invalid_items: bool
-
-
-def tolerant_receive(
-    data: Any, handler: Callable[[Any], Any], fields: tuple[TolerantField, ...]
-) -> Any:
-    """Validate ``data``; on errors inside tolerant fields, drop what is malformed and validate again.
-
-    A malformed value of an ``omit`` field is removed (treated as omitted, so
-    it is not written back); invalid items of a ``skip`` array are removed and
-    the valid ones kept. Errors anywhere else are raised unchanged. The happy
-    path costs one Python call.
-    """
-    try:
-        return handler(data)
-    except ValidationError as exc:
-        if not isinstance(data, Mapping):
-            raise
-        fixed = _without_malformed(data, exc, fields)
-        if fixed is None:
-            raise
-    return handler(fixed)
-
-
-def _without_malformed(
-    data: Mapping[str, Any], exc: ValidationError, fields: tuple[TolerantField, ...]
-) -> dict[str, Any] | None:
-    by_key: dict[str, TolerantField] = {}
-    for f in fields:
-        by_key[f.wire] = f
-        by_key[f.attr] = f
-    drop_keys: set[str] = set()
-    drop_items: dict[str, set[int]] = {}
-    for error in exc.errors():
-        loc = error["loc"]
-        if not loc or not isinstance(loc[0], str) or loc[0] not in by_key:
-            continue
-        key = loc[0] if loc[0] in data else by_key[loc[0]].wire
-        if key not in data:
-            continue
-        spec = by_key[loc[0]]
-        value = data[key]
-        if (
-            spec.skip_invalid_items
-            and isinstance(value, list)
-            and len(loc) > 1
-            and isinstance(loc[1], int)
-        ):
-            drop_items.setdefault(key, set()).add(loc[1])
-        elif spec.omit_on_error:
-            drop_keys.add(key)
-    if not drop_keys and not drop_items:
-        return None
-    fixed = {k: v for k, v in data.items() if k not in drop_keys}
-    for key, bad in drop_items.items():
-        if key in fixed:
-            fixed[key] = [item for i, item in enumerate(fixed[key]) if i not in bad]
-    return fixed
 
 
 class UnknownMethodError(LookupError):
@@ -305,11 +389,18 @@ class MethodSpec:
 def _validator(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return partial(tp.model_validate, by_name=False)
-    from pydantic import (
-        TypeAdapter,
-    )  # only the few union payloads need one; keep it off the import path
+    from pydantic import TypeAdapter  # noqa: PLC0415  (only the few union payloads need one)
 
-    return partial(TypeAdapter(tp).validate_python, by_name=False)
+    adapter = TypeAdapter(tp)
+
+    def validate(data: Any) -> Any:
+        _SLOW.needed = False
+        value = adapter.validate_python(data, by_name=False)
+        if _SLOW.needed:
+            value = slow_validator(tp).validate_python(data, by_name=False)
+        return value
+
+    return validate
 
 
 @dataclass(frozen=True)
