@@ -1,8 +1,9 @@
 """Runtime support shared by every version of acp_types.
 
 The generated models build on what is here: the common base class, the
-discriminators that pick a union branch by its tag, the tolerant-receiver
-validator and the method table types.
+field markers the models' plan uses (tolerant fields, not-null, the key check
+of unknown keys), the discriminators that pick an open union's branch by its
+tag, and the method table types.
 
 Hand-written: the source is runtime/_runtime.py, which the generator copies
 into the package unchanged.
