@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
@@ -137,12 +137,13 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        kw: dict[str, Any] = dict(strict=strict, extra=extra, from_attributes=from_attributes,
-                                  context=context, by_alias=by_alias, by_name=by_name)
+        validator = cls.__pydantic_validator__
         _SLOW.needed = False
-        model = cls.__pydantic_validator__.validate_python(obj, **kw)
+        model = validator.validate_python(obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                                          context=context, by_alias=by_alias, by_name=by_name)
         if _SLOW.needed:
-            model = slow_validator(cls).validate_python(obj, **kw)
+            model = slow_validator(cls).validate_python(obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                                                        context=context, by_alias=by_alias, by_name=by_name)
         return model  # type: ignore[no-any-return]
 
     @classmethod
@@ -156,20 +157,23 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        kw: dict[str, Any] = dict(strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name)
         _SLOW.needed = False
-        model = cls.__pydantic_validator__.validate_json(json_data, **kw)
+        model = cls.__pydantic_validator__.validate_json(json_data, strict=strict, extra=extra, context=context,
+                                                         by_alias=by_alias, by_name=by_name)
         if _SLOW.needed:
-            model = slow_validator(cls).validate_json(json_data, **kw)
+            model = slow_validator(cls).validate_json(json_data, strict=strict, extra=extra, context=context,
+                                                      by_alias=by_alias, by_name=by_name)
         return model  # type: ignore[no-any-return]
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON-ready wire form: wire names, unset fields left out."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The JSON-ready wire form: wire names, unset fields left out (``model_dump``, straight to the serializer)."""
+        return self.__pydantic_serializer__.to_python(  # type: ignore[no-any-return]
+            self, mode="json", by_alias=True, exclude_unset=True
+        )
 
     def to_json(self) -> str:
-        """The wire form as compact JSON text."""
-        return self.model_dump_json(by_alias=True, exclude_unset=True)
+        """The wire form as compact JSON text (``model_dump_json``, straight to the serializer)."""
+        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_unset=True).decode()
 
 
 def _unset_attribute_spellings(data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -389,7 +393,16 @@ class MethodSpec:
 @cache
 def _validator(tp: Any) -> Callable[[Any], Any]:
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        return partial(tp.model_validate, by_name=False)
+        model: Any = tp
+
+        def validate_model(data: Any) -> Any:
+            _SLOW.needed = False
+            value = model.__pydantic_validator__.validate_python(data, by_name=False)
+            if _SLOW.needed:
+                value = slow_validator(model).validate_python(data, by_name=False)
+            return value
+
+        return validate_model
     from pydantic import TypeAdapter  # noqa: PLC0415  (only the few union payloads need one)
 
     adapter = TypeAdapter(tp)
