@@ -1,4 +1,4 @@
-"""The three v1 messages the throughput figures parse, validate and dump.
+"""The three v1 messages (and the v2 chunk) the throughput figures parse, validate and dump.
 
 Each is realistic wire JSON (camelCase) that validates both in
 ``acp_types.v1`` and in the official SDK's ``acp.schema`` models.
@@ -7,6 +7,7 @@ Each is realistic wire JSON (camelCase) that validates both in
 from __future__ import annotations
 
 import json
+from typing import Any
 
 AGENT_MESSAGE_CHUNK = {
     "sessionId": "sess_7f3c2a91b04e4d5c",
@@ -74,6 +75,16 @@ INITIALIZE_RESPONSE = {
         },
     ],
     "agentInfo": {"name": "example-agent", "title": "Example Agent", "version": "1.4.2"},
+}
+
+# The same chunk in v2, where a chunk names the message it belongs to.
+V2_CHUNK: dict[str, Any] = {
+    "sessionId": "sess_7f3c2a91b04e4d5c",
+    "update": {
+        "sessionUpdate": "agent_message_chunk",
+        "messageId": "msg_01",
+        "content": {"type": "text", "text": AGENT_MESSAGE_CHUNK["update"]["content"]["text"]},  # type: ignore[index]
+    },
 }
 
 # (figure name, JSON-RPC method, "params" or "result", payload)

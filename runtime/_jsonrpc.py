@@ -50,7 +50,7 @@ into the package unchanged.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import count
 from types import MappingProxyType
@@ -214,13 +214,22 @@ def _payload_wire(value: Any) -> Any:
     return value
 
 
+def _as_is(value: Any) -> Any:
+    return value
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
 class _Envelope:
     """What every envelope class shares: writing it back."""
 
     extra: Mapping[str, Any]
     kind: ClassVar[str]
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
+        """The members after ``jsonrpc``, in wire order; ``payload`` maps the params, result or error."""
         raise NotImplementedError
 
     def to_wire(self) -> dict[str, Any]:
@@ -232,8 +241,23 @@ class _Envelope:
         return out
 
     def to_json(self) -> str:
-        """The message as compact JSON text (one line, as the stdio transport wants)."""
-        return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
+        """The message as compact JSON text (one line, as the stdio transport wants).
+
+        The same text as ``json.dumps(self.to_wire())``, but a model payload
+        is written by pydantic-core straight to JSON instead of going through
+        a dict first.
+        """
+        body = self._body(_as_is)
+        parts = ['{"jsonrpc":' + _dumps(JSONRPC_VERSION)]
+        for key, value in body.items():
+            parts.append(
+                f",{_dumps(key)}:{value.to_json() if isinstance(value, AcpModel) else _dumps(value)}"
+            )
+        for key, value in self.extra.items():
+            if key != "jsonrpc" and key not in body:
+                parts.append(f",{_dumps(key)}:{_dumps(value)}")
+        parts.append("}")
+        return "".join(parts)
 
 
 @dataclass(frozen=True, eq=True)
@@ -247,10 +271,10 @@ class Request(_Envelope):
     has_params: bool = field(default=True, compare=False, repr=False)
     kind: ClassVar[str] = "request"
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         body: dict[str, Any] = {"id": self.id, "method": self.method}
         if self.has_params:
-            body["params"] = _payload_wire(self.params)
+            body["params"] = payload(self.params)
         return body
 
 
@@ -264,10 +288,10 @@ class Notification(_Envelope):
     has_params: bool = field(default=True, compare=False, repr=False)
     kind: ClassVar[str] = "notification"
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         body: dict[str, Any] = {"method": self.method}
         if self.has_params:
-            body["params"] = _payload_wire(self.params)
+            body["params"] = payload(self.params)
         return body
 
 
@@ -281,8 +305,8 @@ class Response(_Envelope):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     kind: ClassVar[str] = "response"
 
-    def _body(self) -> dict[str, Any]:
-        return {"id": self.id, "result": _payload_wire(self.result)}
+    def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
+        return {"id": self.id, "result": payload(self.result)}
 
 
 @dataclass(frozen=True, eq=True)
@@ -295,8 +319,8 @@ class ErrorResponse(_Envelope):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     kind: ClassVar[str] = "error"
 
-    def _body(self) -> dict[str, Any]:
-        return {"id": self.id, "error": _payload_wire(self.error)}
+    def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
+        return {"id": self.id, "error": payload(self.error)}
 
 
 Message = Union[Request, Notification, Response, ErrorResponse]

@@ -1,8 +1,9 @@
 """Runtime support shared by every version of acp_types.
 
 The generated models build on what is here: the common base class, the
-discriminators that pick a union branch by its tag, the tolerant-receiver
-validator and the method table types.
+field markers the models' plan uses (tolerant fields, not-null, the key check
+of unknown keys), the discriminators that pick an open union's branch by its
+tag, and the method table types.
 
 Hand-written: the source is runtime/_runtime.py, which the generator copies
 into the package unchanged.
@@ -10,30 +11,86 @@ into the package unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextvars import ContextVar
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar, Literal, get_args, get_origin
+from typing import Any, ClassVar, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    ModelWrapValidatorHandler,
-    ValidationError,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
+from pydantic_core import CoreSchema, SchemaValidator, core_schema
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
+from typing_extensions import Self
 
 from acp_types._protocol import FeatureSide, Kind, Side, Stability
 
 UNKNOWN_TAG = "__acp_unknown__"
-"""The pydantic tag under which an open union keeps a branch it does not know."""
+"""The tag under which an open union's slow path keeps a branch it does not know."""
 
 DEFAULT_TAG = "__acp_default__"
-"""The pydantic tag of an untagged default branch (chosen when the tag is absent)."""
+"""The tag of an untagged default branch on a union's slow path (chosen when the tag is absent)."""
 
 _MISSING = object()
 _SENTINEL_TAGS = frozenset({UNKNOWN_TAG, DEFAULT_TAG})
+
+
+class _SlowPath(threading.local):
+    """Set while validating when a message needs the slow path (see :class:`WireKey`)."""
+
+    needed = False
+
+
+_SLOW = _SlowPath()
+
+
+class WireKey:
+    """Key marker of ``__pydantic_extra__``: the attribute spellings that are not wire names.
+
+    Only unknown keys reach this check. A key of ``names`` (wire ``meta``
+    beside the field ``_meta``) marks the message for the slow path: pydantic
+    counts every unknown key as "set", so the attribute of that spelling would
+    look set and be written back as ``null``. The entry points (the models'
+    ``model_validate`` / ``model_validate_json``, ``parse_params``,
+    ``parse_result``, ``parse_message``) then validate that message again with
+    :func:`slow_validator`, which un-sets such fields. The happy path, with no
+    such key, makes no Python call at all.
+    """
+
+    def __init__(self, *names: str) -> None:
+        self.names = frozenset(names)
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        names = self.names
+
+        def check(key: str) -> str:
+            if key in names:
+                _SLOW.needed = True
+            return key
+
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+
+class _OmitOnError:
+    """Field marker of ``x-acp-on-error: omit``: a malformed value is treated as omitted.
+
+    pydantic-core drops the field natively (``on_error="omit"``), so it is
+    not counted as set and is not written back; the attribute then reads the
+    default, which :class:`AcpModel` keeps on the class for these fields.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.with_default_schema(handler(source), on_error="omit")
+
+    def __repr__(self) -> str:
+        return "OMIT_ON_ERROR"
+
+
+OMIT_ON_ERROR = _OmitOnError()
+"""The one instance of the omit-on-error field marker."""
 
 
 class AcpModel(BaseModel):
@@ -51,6 +108,10 @@ class AcpModel(BaseModel):
     Use :meth:`to_wire` / :meth:`to_json` to write a message back: they keep
     omitted fields omitted, so an omitted patch field and an explicit ``null``
     stay different.
+
+    Every wire rule runs inside pydantic-core (tolerant fields, skip-invalid
+    items, union tags, not-null); the one Python step left is the slow path
+    of a key spelled like an attribute (:class:`AttributeSpelledKey`).
     """
 
     model_config = ConfigDict(
@@ -62,103 +123,185 @@ class AcpModel(BaseModel):
         defer_build=True,
     )
 
-    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = ()
-    _acp_consts: ClassVar[tuple[str, ...]] = ()
-    """Wire names of the required single-value fields (tags), which default to their value in code only."""
-    _acp_const_attrs: ClassVar[tuple[str, ...]] = ()
-
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        consts = _consts(cls)
-        cls._acp_consts = tuple(wire for _, wire in consts)
-        cls._acp_const_attrs = tuple(attr for attr, _ in consts)
+        # A tolerant field dropped on error is absent from the instance; the
+        # attribute then reads the class's default, as if it were omitted.
+        for name, info in cls.__pydantic_fields__.items():
+            if any(isinstance(m, _OmitOnError) for m in info.metadata):
+                type.__setattr__(cls, name, info.default)
 
-    """The properties the schema marks tolerant (x-acp-on-error, x-acp-invalid-items); set per class."""
-
-    @model_validator(mode="wrap")
     @classmethod
-    def _acp_receive(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
-        # The one Python step per model: the tolerant receiver where the
-        # schema asks for it, then a fix for pydantic counting every unknown
-        # key as "set": one spelled like an attribute (wire "meta" beside the
-        # field "_meta") would make that field look set and be written back
-        # as null.
-        fields = cls._acp_tolerant_fields
-        model = tolerant_receive(data, handler, fields) if fields else handler(data)
-        consts = cls._acp_consts
-        if consts and type(data) is dict:
-            for wire in consts:
-                if wire not in data and not _CONSTRUCTING.get():
-                    _missing(cls, consts, data)
-        extra = model.__pydantic_extra__
-        if extra and isinstance(data, Mapping):
-            known = cls.__pydantic_fields__
-            for key in extra:
-                field = known.get(key)
-                if (
-                    field is not None
-                    and field.alias not in (None, key)
-                    and field.alias not in data
-                ):
-                    model.__pydantic_fields_set__.discard(key)
-        return model
+    def model_validate(
+        cls,
+        obj: Any,
+        *,
+        strict: bool | None = None,
+        extra: Literal["allow", "ignore", "forbid"] | None = None,
+        from_attributes: bool | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        validator = cls.__pydantic_validator__
+        _SLOW.needed = False
+        model = validator.validate_python(
+            obj,
+            strict=strict,
+            extra=extra,
+            from_attributes=from_attributes,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
+        if _SLOW.needed:
+            model = slow_validator(cls).validate_python(
+                obj,
+                strict=strict,
+                extra=extra,
+                from_attributes=from_attributes,
+                context=context,
+                by_alias=by_alias,
+                by_name=by_name,
+            )
+        return model  # type: ignore[no-any-return]
+
+    @classmethod
+    def model_validate_json(
+        cls,
+        json_data: str | bytes | bytearray,
+        *,
+        strict: bool | None = None,
+        extra: Literal["allow", "ignore", "forbid"] | None = None,
+        context: Any | None = None,
+        by_alias: bool | None = None,
+        by_name: bool | None = None,
+    ) -> Self:
+        _SLOW.needed = False
+        model = cls.__pydantic_validator__.validate_json(
+            json_data,
+            strict=strict,
+            extra=extra,
+            context=context,
+            by_alias=by_alias,
+            by_name=by_name,
+        )
+        if _SLOW.needed:
+            model = slow_validator(cls).validate_json(
+                json_data,
+                strict=strict,
+                extra=extra,
+                context=context,
+                by_alias=by_alias,
+                by_name=by_name,
+            )
+        return model  # type: ignore[no-any-return]
+
+    _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
+    """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
 
     def __init__(self, /, **data: Any) -> None:
-        # A required single-value field (a union branch's tag) defaults to its
-        # value when constructing in code, and counts as set so that to_wire
-        # writes it. On the wire it stays required (see _acp_receive).
-        token = _CONSTRUCTING.set(True)
-        try:
-            super().__init__(**data)
-        finally:
-            _CONSTRUCTING.reset(token)
-        attrs = type(self)._acp_const_attrs
-        if attrs:
-            self.__pydantic_fields_set__.update(attrs)
+        # A required single-value field (a union branch's tag) is filled in
+        # when constructing in code, so it counts as set and to_wire writes it;
+        # validation of wire data does not run this, so there it stays required.
+        for attr, wire, value in type(self)._acp_tags:
+            if attr not in data and wire not in data:
+                data[attr] = value
+        super().__init__(**data)
 
     # pydantic calls a model's own __init__ from model_validate too unless it
     # is marked as the base one; this one only adds to construction in code.
     __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON-ready wire form: wire names, unset fields left out."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        """The JSON-ready wire form: wire names, unset fields left out (``model_dump``, straight to the serializer)."""
+        return self.__pydantic_serializer__.to_python(  # type: ignore[no-any-return]
+            self, mode="json", by_alias=True, exclude_unset=True
+        )
 
     def to_json(self) -> str:
-        """The wire form as compact JSON text."""
-        return self.model_dump_json(by_alias=True, exclude_unset=True)
+        """The wire form as compact JSON text (``model_dump_json``, straight to the serializer)."""
+        return self.__pydantic_serializer__.to_json(
+            self, by_alias=True, exclude_unset=True
+        ).decode()
 
 
-_CONSTRUCTING: ContextVar[bool] = ContextVar("acp_constructing", default=False)
+def _unset_attribute_spellings(data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """Slow path, per model: validate, then un-set fields whose only trace was an unknown key of their spelling."""
+    model = handler(data)
+    extra = model.__pydantic_extra__
+    if extra and isinstance(data, Mapping):
+        known = type(model).__pydantic_fields__
+        for key in extra:
+            field = known.get(key)
+            if (
+                field is not None
+                and field.alias not in (None, key)
+                and field.alias not in data
+            ):
+                model.__pydantic_fields_set__.discard(key)
+    return model
 
 
-def _consts(cls: type[BaseModel]) -> tuple[tuple[str, str], ...]:
-    """(attribute, wire name) of each field of ``cls`` typed as one ``Literal`` value and defaulting to it."""
-    out = []
-    for name, info in cls.__pydantic_fields__.items():
-        args = get_args(info.annotation)
-        if (
-            get_origin(info.annotation) is Literal
-            and len(args) == 1
-            and info.default == args[0]
-        ):
-            out.append((name, info.alias or name))
-    return tuple(out)
+def _slow_schema(node: Any) -> Any:
+    """``node`` for the slow path: every model wrapped by :func:`_unset_attribute_spellings`, keys not checked."""
+    if isinstance(node, list):
+        return [_slow_schema(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _slow_schema(v) for k, v in node.items() if k != "extras_keys_schema"}
+    if out.get("type") == "model":
+        ref = out.pop("ref", None)
+        wrapped: dict[str, Any] = {
+            "type": "function-wrap",
+            "function": {"type": "no-info", "function": _unset_attribute_spellings},
+            "schema": out,
+        }
+        if ref is not None:
+            wrapped["ref"] = ref
+        return wrapped
+    return out
 
 
-def _missing(
-    cls: type[BaseModel], consts: tuple[str, ...], data: Mapping[str, Any]
-) -> None:
-    """On the wire a tag is required even though it has a default in code: a missing one is an error."""
-    raise ValidationError.from_exception_data(
-        cls.__name__,
-        [
-            {"type": "missing", "loc": (wire,), "input": data}
-            for wire in consts
-            if wire not in data
-        ],
-    )
+@cache
+def slow_validator(tp: Any) -> SchemaValidator:
+    """The validator of the slow path for ``tp`` (a model class or a union alias), built on first need."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if not isinstance(tp.__pydantic_core_schema__, dict):  # deferred, not built yet
+            tp.model_rebuild()
+        schema = tp.__pydantic_core_schema__
+    else:
+        from pydantic import TypeAdapter  # noqa: PLC0415
+
+        schema = TypeAdapter(tp).core_schema
+    slow = _slow_schema(schema)
+    # pydantic-core reuses a complete model class's own (fast) validator for a
+    # nested model schema; the slow path needs its own, so the classes read as
+    # incomplete while it is built.
+    classes = {node["cls"] for node in _models_in(slow)}
+    complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
+    try:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", False)
+        return SchemaValidator(slow)
+    finally:
+        for cls, value in complete.items():
+            if value is None:
+                type.__delattr__(cls, "__pydantic_complete__")
+            else:
+                type.__setattr__(cls, "__pydantic_complete__", value)
+
+
+def _models_in(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, list):
+        for v in node:
+            yield from _models_in(v)
+    elif isinstance(node, dict):
+        if node.get("type") == "model":
+            yield node
+        for v in node.values():
+            yield from _models_in(v)
 
 
 class UnknownVariant(AcpModel):
@@ -235,13 +378,15 @@ class _NotNull:
     no Python call at validation time.
     """
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: Any) -> Any:
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
         schema = handler(source)
         if schema.get("type") != "nullable":
             raise TypeError(
                 f"NOT_NULL applies to an optional (X | None) field, not {source!r}"
             )
-        return schema["schema"]
+        return schema["schema"]  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return "NOT_NULL"
@@ -249,73 +394,6 @@ class _NotNull:
 
 NOT_NULL = _NotNull()
 """The one instance of the not-null field marker, used by the generated models."""
-
-
-@dataclass(frozen=True)
-class TolerantField:
-    """A property whose receiver is tolerant, from the schema's markers."""
-
-    wire: str
-    attr: str
-    omit_on_error: bool
-    skip_invalid_items: bool
-
-
-def tolerant_receive(
-    data: Any, handler: Callable[[Any], Any], fields: tuple[TolerantField, ...]
-) -> Any:
-    """Validate ``data``; on errors inside tolerant fields, drop what is malformed and validate again.
-
-    A malformed value of an ``omit`` field is removed (treated as omitted, so
-    it is not written back); invalid items of a ``skip`` array are removed and
-    the valid ones kept. Errors anywhere else are raised unchanged. The happy
-    path costs one Python call.
-    """
-    try:
-        return handler(data)
-    except ValidationError as exc:
-        if not isinstance(data, Mapping):
-            raise
-        fixed = _without_malformed(data, exc, fields)
-        if fixed is None:
-            raise
-    return handler(fixed)
-
-
-def _without_malformed(
-    data: Mapping[str, Any], exc: ValidationError, fields: tuple[TolerantField, ...]
-) -> dict[str, Any] | None:
-    by_key: dict[str, TolerantField] = {}
-    for f in fields:
-        by_key[f.wire] = f
-        by_key[f.attr] = f
-    drop_keys: set[str] = set()
-    drop_items: dict[str, set[int]] = {}
-    for error in exc.errors():
-        loc = error["loc"]
-        if not loc or not isinstance(loc[0], str) or loc[0] not in by_key:
-            continue
-        key = loc[0] if loc[0] in data else by_key[loc[0]].wire
-        if key not in data:
-            continue
-        spec = by_key[loc[0]]
-        value = data[key]
-        if (
-            spec.skip_invalid_items
-            and isinstance(value, list)
-            and len(loc) > 1
-            and isinstance(loc[1], int)
-        ):
-            drop_items.setdefault(key, set()).add(loc[1])
-        elif spec.omit_on_error:
-            drop_keys.add(key)
-    if not drop_keys and not drop_items:
-        return None
-    fixed = {k: v for k, v in data.items() if k not in drop_keys}
-    for key, bad in drop_items.items():
-        if key in fixed:
-            fixed[key] = [item for i, item in enumerate(fixed[key]) if i not in bad]
-    return fixed
 
 
 class UnknownMethodError(LookupError):
@@ -393,9 +471,19 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
     # RequestId) would otherwise be lax in that adapter alone, so the
     # result would depend on which entry point ran first. The validator is
     # the type's own schema with error reports bounded (see _validators).
+    # After it, the slow path of a key spelled like an attribute (see WireKey).
     from ._validators import bind
 
-    return partial(_validate_json_numbers, bind(tp))
+    bounded = bind(tp)
+
+    def validate(data: Any) -> Any:
+        _SLOW.needed = False
+        value = bounded(data)
+        if _SLOW.needed:
+            value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
+        return value
+
+    return partial(_validate_json_numbers, validate)
 
 
 def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:

@@ -7,11 +7,10 @@ two-byte invalid items would cost hundreds of times its size. The entry points
 with a copy of each payload type's core schema in which
 
 - every array and map stops at its first invalid item (``fail_fast``), so a
-  report holds at most one item per collection;
-- an array the schema marks ``x-acp-invalid-items: skip`` keeps its
-  tolerant meaning: when it does not validate as a whole, its items are tried
-  one at a time and the invalid ones dropped, so memory stays in proportion to
-  the message while every valid item is kept.
+  report holds at most one item per collection. An array the schema marks
+  ``x-acp-invalid-items: skip`` keeps its tolerant meaning: its items are
+  ``OnErrorOmit`` in the models, so an invalid one is dropped where it is
+  met and never reaches a report.
 
 Validation results are those of the models' own validators; only the error
 reports are shorter (the first invalid item of each collection). The models'
@@ -28,8 +27,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-from pydantic_core import SchemaValidator, core_schema
+from pydantic import BaseModel
+from pydantic_core import SchemaValidator
 
 _COLLECTIONS = frozenset({"list", "dict", "set", "frozenset", "tuple"})
 
@@ -65,52 +64,11 @@ def _bound(node: Any) -> None:
             continue
         if kind in _COLLECTIONS:
             n["fail_fast"] = True
-        elif kind == "model":
-            _tolerant_arrays(n)
         for key, value in n.items():
             if key in ("metadata", "serialization", "cls", "function", "default"):
                 continue
             if isinstance(value, (dict, list)):
                 stack.append(value)
-
-
-def _tolerant_arrays(model: dict[str, Any]) -> None:
-    cls = model.get("cls")
-    fields = getattr(cls, "_acp_tolerant_fields", ())
-    inner = model.get("schema", {})
-    if inner.get("type") != "model-fields":
-        return
-    for spec in fields:
-        if not spec.skip_invalid_items:
-            continue
-        field = inner["fields"].get(spec.attr)
-        if field is None:
-            continue
-        holder, key = field, "schema"
-        while holder[key].get("type") in ("default", "nullable"):
-            holder, key = holder[key], "schema"
-        target = holder[key]
-        if target.get("type") != "list":
-            continue
-        holder[key] = core_schema.no_info_wrap_validator_function(
-            _skip_invalid_items, target
-        )
-
-
-def _skip_invalid_items(value: Any, handler: Callable[[Any], Any]) -> Any:
-    try:
-        return handler(value)
-    except ValidationError:
-        if type(value) is not list:
-            raise
-    kept = []
-    for item in value:
-        try:
-            handler([item])
-        except ValidationError:
-            continue
-        kept.append(item)
-    return handler(kept)
 
 
 def bind(tp: Any) -> Callable[[Any], Any]:
