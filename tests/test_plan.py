@@ -127,7 +127,9 @@ def test_every_field_description_reaches_help_and_the_attribute_docstring(versio
     attr_docs: dict[tuple[str, str], str] = {}
     for node in tree.body:
         if isinstance(node, ast.ClassDef):
-            body = node.body
+            # A tag field is declared under `if TYPE_CHECKING:` (with its default, what editors
+            # read) and again under `else:`; its docstring sits in the first branch.
+            body = [s for stmt in node.body for s in (stmt.body if isinstance(stmt, ast.If) else [stmt])]
             for stmt, after in zip(body, body[1:], strict=False):
                 if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
                         and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)):

@@ -275,16 +275,23 @@ def slow_validator(tp: Any) -> SchemaValidator:
         from pydantic import TypeAdapter  # noqa: PLC0415
 
         schema = TypeAdapter(tp).core_schema
-    slow = _slow_schema(schema)
-    # pydantic-core reuses a complete model class's own (fast) validator for a
-    # nested model schema; the slow path needs its own, so the classes read as
-    # incomplete while it is built.
-    classes = {node["cls"] for node in _models_in(slow)}
+    return own_validator(_slow_schema(schema))
+
+
+def own_validator(schema: Any) -> SchemaValidator:
+    """A validator of ``schema`` that uses it all, nested models included.
+
+    pydantic-core reuses a complete model class's own validator for a nested
+    model schema; a changed copy of a schema (the slow path, the entry points'
+    bounded reports) needs its own, so the classes read as incomplete while
+    it is built.
+    """
+    classes = {node["cls"] for node in _models_in(schema)}
     complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
     try:
         for cls in classes:
             type.__setattr__(cls, "__pydantic_complete__", False)
-        return SchemaValidator(slow)
+        return SchemaValidator(schema)
     finally:
         for cls, value in complete.items():
             if value is None:

@@ -28,7 +28,6 @@ from functools import partial
 from typing import Any
 
 from pydantic import BaseModel
-from pydantic_core import SchemaValidator
 
 _COLLECTIONS = frozenset({"list", "dict", "set", "frozenset", "tuple"})
 
@@ -36,7 +35,8 @@ _COLLECTIONS = frozenset({"list", "dict", "set", "frozenset", "tuple"})
 def bounded_validator(tp: Any) -> Callable[..., Any]:
     """``validate_python`` of ``tp`` (a model class or a union alias), with bounded error reports."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        tp.model_rebuild()
+        if not isinstance(tp.__pydantic_core_schema__, dict):  # deferred, not built yet
+            tp.model_rebuild()
         schema: Any = tp.__pydantic_core_schema__
     else:
         from pydantic import TypeAdapter
@@ -44,7 +44,9 @@ def bounded_validator(tp: Any) -> Callable[..., Any]:
         schema = TypeAdapter(tp).core_schema
     schema = copy.deepcopy(schema)
     _bound(schema)
-    return SchemaValidator(schema).validate_python
+    from ._runtime import own_validator
+
+    return own_validator(schema).validate_python
 
 
 def _bound(node: Any) -> None:

@@ -1076,9 +1076,9 @@ class AuthMethodTerminal(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["terminal"] = "terminal"
+        """Method type tag."""
     else:
         type: Literal["terminal"]
-    """Method type tag."""
 
     id: AuthMethodId
     """Id of the method."""
@@ -3266,9 +3266,9 @@ class McpServerHttp(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["http"] = "http"
+        """Transport tag."""
     else:
         type: Literal["http"]
-    """Transport tag."""
 
     name: str
     """Human-readable name of the server."""
@@ -3301,9 +3301,9 @@ class McpServerSse(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["sse"] = "sse"
+        """Transport tag."""
     else:
         type: Literal["sse"]
-    """Transport tag."""
 
     name: str
     """Human-readable name of the server."""

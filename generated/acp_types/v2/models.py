@@ -1238,9 +1238,9 @@ class AuthMethodTerminal(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["terminal"] = "terminal"
+        """Method type tag."""
     else:
         type: Literal["terminal"]
-    """Method type tag."""
 
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id of the method."""
@@ -1285,9 +1285,9 @@ class AuthMethodAgent(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["agent"] = "agent"
+        """Method type tag."""
     else:
         type: Literal["agent"]
-    """Method type tag."""
 
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id to pass to `auth/login`."""
@@ -3546,9 +3546,9 @@ class McpServerHttp(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["http"] = "http"
+        """Transport tag."""
     else:
         type: Literal["http"]
-    """Transport tag."""
 
     name: str
     """Human-readable name of the server."""
@@ -3582,9 +3582,9 @@ class McpServerStdio(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["stdio"] = "stdio"
+        """Transport tag."""
     else:
         type: Literal["stdio"]
-    """Transport tag."""
 
     name: str
     """Human-readable name of the server."""
@@ -5268,9 +5268,9 @@ class ReplayFromStart(AcpModel):
     # type checkers see the default.
     if TYPE_CHECKING:
         type: Literal["start"] = "start"
+        """Cursor type tag."""
     else:
         type: Literal["start"]
-    """Cursor type tag."""
 
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
