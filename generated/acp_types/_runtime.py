@@ -61,6 +61,9 @@ class AcpModel(BaseModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = ()
     """The properties the schema marks tolerant (x-acp-on-error, x-acp-invalid-items); set per class."""
 
+    _acp_required_one_of: ClassVar[tuple[str, ...]] = ()
+    """Schema hook ``x-acp-required-one-of``: wire keys of which at least one must be present."""
+
     @model_validator(mode="wrap")
     @classmethod
     def _acp_receive(cls, data: Any, handler: ModelWrapValidatorHandler[Any]) -> Any:
@@ -69,6 +72,8 @@ class AcpModel(BaseModel):
         # key as "set": one spelled like an attribute (wire "meta" beside the
         # field "_meta") would make that field look set and be written back
         # as null.
+        if cls._acp_required_one_of:
+            require_one_of(data, cls._acp_required_one_of)
         fields = cls._acp_tolerant_fields
         model = tolerant_receive(data, handler, fields) if fields else handler(data)
         extra = model.__pydantic_extra__
@@ -106,7 +111,14 @@ class UnknownVariant(AcpModel):
 
 
 def tag_discriminator(
-    wire: str, attr: str, known: frozenset[str], *, open: bool, default: str | None
+    wire: str,
+    attr: str,
+    known: frozenset[str],
+    *,
+    open: bool,
+    default: str | None,
+    unknown_default: bool = False,
+    unknown_required: tuple[str, ...] = (),
 ) -> Callable[[Any], str | None]:
     """Pick a tagged union's branch by looking its tag up, never by trying branches.
 
@@ -115,6 +127,11 @@ def tag_discriminator(
     untagged default branch, :data:`UNKNOWN_TAG` for an unknown tag of an open
     union. ``None`` (no tag) and an unknown tag of a closed union become
     validation errors in pydantic.
+
+    Schema hooks (``x-acp-union``): ``unknown_default`` reads an unknown tag
+    of a closed union as the default branch (``"unknown": "default"``);
+    ``unknown_required`` lists the wire keys an unknown variant of an open
+    union must carry (``"unknownRequired"``), and one missing is an error.
     """
 
     def discriminate(value: Any) -> str | None:
@@ -132,17 +149,26 @@ def tag_discriminator(
             return None
         if tag in known:
             return tag
+        if unknown_default:
+            return default
         if open:
+            if unknown_required and isinstance(value, Mapping):
+                if any(key not in value for key in unknown_required):
+                    return None
             return UNKNOWN_TAG
         return tag
 
     return discriminate
 
 
-def presence_discriminator(keys: Mapping[str, str]) -> Callable[[Any], str | None]:
+def presence_discriminator(
+    keys: Mapping[str, str], *, first: bool = False
+) -> Callable[[Any], str | None]:
     """Pick a branch by which one of ``keys`` (wire name -> branch tag) the object has.
 
     Exactly one of the keys must be present; otherwise it is a validation error.
+    With ``first`` (schema hook ``"overlap": "first"``) several may be present
+    and the first listed one chooses.
     """
 
     def discriminate(value: Any) -> str | None:
@@ -150,9 +176,24 @@ def presence_discriminator(keys: Mapping[str, str]) -> Callable[[Any], str | Non
             found = [tag for key, tag in keys.items() if key in value]
         else:
             found = [tag for tag in keys.values() if type(value).__name__ == tag]
+        if first:
+            return found[0] if found else None
         return found[0] if len(found) == 1 else None
 
     return discriminate
+
+
+def require_one_of(data: Any, keys: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` (a validation error in pydantic) when a wire object has none of ``keys``."""
+    if isinstance(data, Mapping) and not any(key in data for key in keys):
+        raise ValueError(f"at least one of {', '.join(keys)} must be present")
+
+
+def same_kind(items: list[Any]) -> list[Any]:
+    """Schema hook ``x-acp-same-kind``: every item of the array is of one union branch."""
+    if len({type(item) for item in items}) > 1:
+        raise ValueError("every item must be of the same kind (do not mix the union's branches)")
+    return items
 
 
 class _NotNull:
@@ -189,6 +230,8 @@ class TolerantField:
     attr: str
     omit_on_error: bool
     skip_invalid_items: bool
+    default_on_error: bool = False
+    """Schema hook ``"x-acp-on-error": "default"``: a malformed required array reads as ``[]``."""
 
 
 def tolerant_receive(
@@ -220,6 +263,7 @@ def _without_malformed(
         by_key[f.wire] = f
         by_key[f.attr] = f
     drop_keys: set[str] = set()
+    reset_keys: set[str] = set()
     drop_items: dict[str, set[int]] = {}
     for error in exc.errors():
         loc = error["loc"]
@@ -237,11 +281,15 @@ def _without_malformed(
             and isinstance(loc[1], int)
         ):
             drop_items.setdefault(key, set()).add(loc[1])
+        elif spec.default_on_error:
+            reset_keys.add(key)
         elif spec.omit_on_error:
             drop_keys.add(key)
-    if not drop_keys and not drop_items:
+    if not drop_keys and not drop_items and not reset_keys:
         return None
     fixed = {k: v for k, v in data.items() if k not in drop_keys}
+    for key in reset_keys:
+        fixed[key] = []
     for key, bad in drop_items.items():
         if key in fixed:
             fixed[key] = [item for i, item in enumerate(fixed[key]) if i not in bad]

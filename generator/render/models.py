@@ -28,6 +28,10 @@ def _dcg_input(proto: Protocol) -> dict[str, Any]:
         schema = proto.bundle["$defs"][t.name]
         if isinstance(t, UnionType):
             schema = {"description": t.description, "oneOf": [{"$ref": f"#/$defs/{v.name}"} for v in t.variants]}
+        elif isinstance(t, ObjectType) and t.required_one_of:
+            schema = {k: v for k, v in schema.items() if k != "anyOf"}  # the hook checks it (acp_required_one_of)
+        elif isinstance(t, AliasType) and t.same_kind:
+            schema = {k: v for k, v in schema.items() if k != "allOf"}  # the hook checks it (acp_same_kind)
         defs[t.name] = _strip_markers(schema)
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": defs}
 
@@ -63,7 +67,8 @@ def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
     if u.presence is not None:
         keys = {key: branch for key, branch in u.presence}
         variants = [{"cls": v.name, "tag": repr(v.name)} for v in u.variants]
-        disc = f"presence_discriminator({keys!r})"
+        first = ", first=True" if u.overlap_first else ""
+        disc = f"presence_discriminator({keys!r}{first})"
     else:
         assert u.tag is not None
         variants = []
@@ -83,9 +88,14 @@ def _union_data(proto: Protocol, u: UnionType) -> dict[str, Any]:
             return {"acp_union": {"variants": plain, "native": repr(tag_field)}}
         if u.open:
             variants.append({"cls": "UnknownVariant", "tag": "UNKNOWN_TAG"})
+        hooks = ""  # the schema hooks of issue 12, written only when set so other unions render as before
+        if u.unknown_default:
+            hooks += ", unknown_default=True"
+        if u.unknown_required:
+            hooks += f", unknown_required={u.unknown_required!r}"
         disc = (
             f"tag_discriminator({u.tag!r}, {tag_field!r}, frozenset({known!r}), "
-            f"open={u.open!r}, default={default_tag})"
+            f"open={u.open!r}, default={default_tag}{hooks})"
         )
     return {"acp_union": {"variants": variants, "discriminator": disc}}
 
@@ -120,14 +130,19 @@ def template_data(proto: Protocol) -> dict[str, dict[str, Any]]:
             data[t.name].update(_union_data(proto, t))
         elif isinstance(t, EnumType) and t.open:
             data[t.name].update({"acp_open_enum": {"literals": ", ".join(repr(v) for v in t.values)}})
+        elif isinstance(t, AliasType) and t.same_kind:
+            data[t.name]["acp_same_kind"] = True  # issue 12 hook: every item of one union branch
         elif isinstance(t, ObjectType):
+            if t.required_one_of:  # issue 12 hook: at least one of these wire keys
+                data[t.name]["acp_required_one_of"] = repr(t.required_one_of)
             not_null = [f.py_name for f in t.fields if not f.required and not _admits_null(proto, f.type)]
             if not_null:
                 data[t.name]["acp_not_null"] = not_null
             tolerant = [f for f in t.fields if f.tolerant]
             if tolerant:
                 items = "".join(
-                    f"TolerantField({f.wire_name!r}, {f.py_name!r}, {f.on_error_omit!r}, {f.skip_invalid_items!r}), "
+                    f"TolerantField({f.wire_name!r}, {f.py_name!r}, {f.on_error_omit!r}, {f.skip_invalid_items!r}"
+                    f"{', default_on_error=True' if f.on_error_default else ''}), "
                     for f in tolerant
                 )
                 data[t.name]["acp_tolerant"] = f"({items})"
@@ -146,7 +161,11 @@ def _imports(proto: Protocol) -> list[str]:
                 need.add(f"{RUNTIME}.DEFAULT_TAG")
         elif isinstance(t, EnumType) and t.open:
             need |= {"typing.Union", "typing.Annotated", "typing.Literal", "pydantic.Field"}
+        elif isinstance(t, AliasType) and t.same_kind:
+            need |= {"typing.Annotated", "pydantic.AfterValidator", f"{RUNTIME}.same_kind"}
         elif isinstance(t, ObjectType):
+            if t.required_one_of:
+                need.add("typing.ClassVar")
             if any(f.tolerant for f in t.fields):
                 need |= {"typing.ClassVar", f"{RUNTIME}.TolerantField"}
             if any(not f.required and not _admits_null(proto, f.type) for f in t.fields):
