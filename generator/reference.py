@@ -497,24 +497,35 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     if names:
         defs = {names.get(n, n): _rename(d, names) for n, d in defs.items()}
     methods: dict[str, Any] = {}
+    sides: dict[str, set[str]] = {}
+    for group, side in _SIDES.items():
+        for wire in (meta.get(group) or {}).values():
+            sides.setdefault(str(wire), set()).add(side)
     for group, side in _SIDES.items():
         for key, wire in sorted((meta.get(group) or {}).items()):
             ptr = pointer(group, key)
+            # listed for both sides: either may handle it
+            handler = "protocol" if {"agent", "client"} <= sides.get(wire, set()) else side
+            if wire in methods:
+                continue
             found = [names.get(n, n) for n in by_method.get(wire, [])]
             results = [n for n in found if n.endswith("Response")]
             params = [n for n in found if not n.endswith("Response")]
+            if len(params) > 1 and results:
+                # a method sent both as a request and as a notification: the request form has the result
+                params = [n for n in params if n.endswith("Request")] or params
             if len(params) != 1 or len(results) > 1:
                 t.problems.append(Problem(meta_label, ptr, f"method {wire!r}: expected one params definition "
                                           f"and at most one result marked x-method, found {found or 'none'}",
                                           "mark the method's definitions with x-method"))
                 continue
             ours = canonical.method(wire)
-            cap = ours.capability if ours else None
-            root = (canonical.init_response if side == "agent" else canonical.init_request)
+            cap = ours.capability if ours and handler != "protocol" else None
+            root = (canonical.init_response if handler == "agent" else canonical.init_request)
             if cap is not None and not _walk(defs, root, cap):
                 cap = None
             methods[wire] = {
-                "side": side, "kind": "request" if results else "notification", "params": params[0],
+                "side": handler, "kind": "request" if results else "notification", "params": params[0],
                 "result": results[0] if results else None, "capability": ".".join(cap) if cap else None,
                 "errors": list(ours.errors) if ours else [],
                 "stability": ours.stability if ours else ("stable" if canonical.status == "stable" else "draft"),

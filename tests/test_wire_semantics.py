@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from acp_types import v1, v2
-from acp_types._runtime import UnknownVariant
+from acp_types._runtime import DEFAULT_TAG, UnknownVariant
 from conftest import VERSIONS, api, bundled_schema, validator_for
 from pydantic import Discriminator, TypeAdapter, ValidationError
 
@@ -143,8 +143,11 @@ def test_v2_future_session_update_without_underscore_is_kept_too() -> None:
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(open_=True))
 def test_open_unions_keep_unknown_tags(version: str, name: str, tag: str, branches: dict, default: str | None) -> None:
+    needs = defs(version)[name]["x-acp-union"].get("unknownRequired", [])
     for value in ("_acme/custom", "some_future_kind"):
-        data = {tag: value, "payload": {"deep": [1, {"x": None}]}, "_meta": {"m": True}}
+        data = {tag: value, "payload": {"deep": [1, {"x": None}]}, "_meta": {"m": True}, **{k: "x" for k in needs}}
+        if needs:  # what an unknown variant must still carry (x-acp-union unknownRequired)
+            assert_both_reject(version, name, {k: v for k, v in data.items() if k != needs[0]})
         parsed = assert_both_accept(version, name, data)
         assert isinstance(parsed, UnknownVariant)
         assert parsed.to_wire() == data
@@ -153,8 +156,12 @@ def test_open_unions_keep_unknown_tags(version: str, name: str, tag: str, branch
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(open_=False))
 def test_closed_unions_reject_unknown_tags(version: str, name: str, tag: str, branches: dict, default: str | None) -> None:
+    reads_as_default = defs(version)[name]["x-acp-union"].get("unknown") == "default"
     for value in ("_acme/custom", "some_future_kind"):
         exc = assert_both_reject(version, name, {tag: value, "payload": 1})
+        if reads_as_default:  # v1 "unknown": "default": read as the default branch, which lacks its fields
+            assert {e["type"] for e in exc.errors()} == {"missing"}, exc.errors()
+            continue
         assert [e["type"] for e in exc.errors()] == ["union_tag_invalid"]
         assert value in str(exc)
 
@@ -312,7 +319,7 @@ def test_v1_mcp_server_without_type_is_stdio() -> None:
 def test_v1_untagged_mcp_server_is_never_guessed_from_its_shape() -> None:
     http_shaped = {"name": "h", "url": "https://x.invalid", "headers": []}
     exc = assert_both_reject("v1", "McpServer", http_shaped)
-    assert {e["loc"][0] for e in exc.errors()} == {"stdio"}
+    assert {e["loc"][0] for e in exc.errors()} == {DEFAULT_TAG}
     assert {e["loc"][1] for e in exc.errors()} == {"command", "args", "env"}
     assert_both_reject("v1", "McpServer", {"type": None, **STDIO})
 
@@ -362,7 +369,9 @@ def test_presence_union_picks_the_branch_by_key(version: str) -> None:
     blob = {"uri": "file:///a.bin", "blob": "aGVsbG8="}
     assert type(assert_both_accept(version, "EmbeddedResourceResource", text)) is m.TextResourceContents
     assert type(assert_both_accept(version, "EmbeddedResourceResource", blob)) is m.BlobResourceContents
-    assert_both_reject(version, "EmbeddedResourceResource", {**text, "blob": "aGVsbG8="})
+    # both keys: the first listed branch, as the reference reads it ("overlap": "first")
+    both = assert_both_accept(version, "EmbeddedResourceResource", {**text, "blob": "aGVsbG8="})
+    assert type(both) is m.TextResourceContents
     assert_both_reject(version, "EmbeddedResourceResource", {"uri": "file:///a"})
     assert_both_reject(version, "EmbeddedResourceResource", {"uri": "file:///a", "text": 5})
 
@@ -407,8 +416,10 @@ def test_v2_setup_available_commands_skip_malformed_items(result_type: str) -> N
 def test_available_commands_update_skips_items_but_needs_the_list(version: str) -> None:
     m = api(version)
     update = {"sessionUpdate": "available_commands_update"}
-    for bad in (None, "oops"):
-        assert_both_reject(version, "SessionUpdate", {**update, "availableCommands": bad})
+    for bad in (None, "oops"):  # malformed: read as the empty list ("x-acp-on-error": "default")
+        data = {**update, "availableCommands": bad}
+        assert adapter(version, "SessionUpdate").validate_python(data).to_wire() == {**update, "availableCommands": []}
+        assert not schema_valid(version, "SessionUpdate", data)
     assert_both_reject(version, "SessionUpdate", update)
     items = [GOOD_COMMANDS[0], {"description": "no name"}, GOOD_COMMANDS[1]]
     parsed = adapter(version, "SessionUpdate").validate_python({**update, "availableCommands": items})
@@ -431,9 +442,12 @@ def test_v1_tolerant_fields() -> None:
             "authMethods": [{"id": "a", "name": "A"}, {"type": "_acme", "id": "b", "name": "B"}]}
     parsed = v1.InitializeResponse.model_validate(init)
     # loadSession is itself tolerant: the innermost malformed value is the one dropped
-    assert parsed.to_wire() == {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": [{"id": "a", "name": "A"}]}
+    # an unknown auth method type reads as an agent-handled method ("unknown": "default")
+    methods = [{"id": "a", "name": "A"}, {"type": "_acme", "id": "b", "name": "B"}]
+    assert parsed.to_wire() == {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": methods}
+    assert all(type(a) is v1.AuthMethodAgent for a in parsed.auth_methods)
     parsed = v1.InitializeResponse.model_validate({**init, "agentCapabilities": "oops", "agentInfo": 7})
-    assert parsed.to_wire() == {"protocolVersion": 1, "authMethods": [{"id": "a", "name": "A"}]}
+    assert parsed.to_wire() == {"protocolVersion": 1, "authMethods": methods}
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -483,8 +497,9 @@ def test_v2_patch_fields_keep_three_states() -> None:
         data = {**base, **extra}
         parsed = assert_both_accept("v2", "SessionUpdate", data)
         assert parsed.to_wire() == data
-    # _meta is a patch field without the omit marker: a bad value is an error, not dropped
-    assert_both_reject("v2", "SessionUpdate", {**base, "_meta": 5})
+    # a malformed _meta is dropped (every _meta is default-on-error), as if omitted
+    assert adapter("v2", "SessionUpdate").validate_python({**base, "_meta": 5}).to_wire() == base
+    assert not schema_valid("v2", "SessionUpdate", {**base, "_meta": 5})
     progress = {"sessionUpdate": "tool_call_update", "toolCallId": "c"}
     for extra in ({}, {"status": None}, {"status": "completed"}, {"content": None}, {"content": []}):
         data = {**progress, **extra}

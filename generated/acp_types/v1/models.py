@@ -11,9 +11,10 @@ from acp_types._runtime import (
     TolerantField,
     UnknownVariant,
     presence_discriminator,
+    same_kind,
     tag_discriminator,
 )
-from pydantic import Discriminator, Field, Tag
+from pydantic import AfterValidator, Discriminator, Field, Tag
 from typing_extensions import TypeAliasType
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
@@ -71,6 +72,7 @@ class NumberPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["number"]
     title: str | None = None
@@ -111,6 +113,7 @@ class PromptCapabilities(AcpModel):
         TolerantField("image", "image", True, False),
         TolerantField("audio", "audio", True, False),
         TolerantField("embeddedContext", "embedded_context", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     image: Annotated[bool | None, NOT_NULL] = False
     audio: Annotated[bool | None, NOT_NULL] = False
@@ -131,6 +134,9 @@ Major protocol version number; it only changes with breaking changes, additions 
 class ReadTextFileResponse(AcpModel):
     """Result of `fs/read_text_file`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     content: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -138,6 +144,9 @@ class ReadTextFileResponse(AcpModel):
 class ReleaseTerminalResponse(AcpModel):
     """Result of `terminal/release`; empty on success."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -154,6 +163,9 @@ Role = TypeAliasType("Role", Literal["assistant", "user"])
 class SelectedPermissionOutcome(AcpModel):
     """Outcome `selected`: the user picked one of the offered options."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     outcome: Literal["selected"]
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -164,6 +176,9 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -186,6 +201,9 @@ Which sessions `session/list` returns with respect to their archive state.
 class SessionCloseCapabilities(AcpModel):
     """Present when the agent implements `session/close`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -218,6 +236,9 @@ SessionConfigValueId = TypeAliasType("SessionConfigValueId", str)
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -233,6 +254,7 @@ class SessionInfo(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("updatedAt", "updated_at", True, False),
         TolerantField("archived", "archived", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: str
@@ -253,6 +275,7 @@ class SessionInfoUpdate(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("title", "title", True, False),
         TolerantField("updatedAt", "updated_at", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["session_info_update"], Field(alias="sessionUpdate")
@@ -266,6 +289,9 @@ class SessionInfoUpdate(AcpModel):
 class SessionListCapabilities(AcpModel):
     """Present when the agent implements `session/list`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -276,12 +302,18 @@ SessionModeId = TypeAliasType("SessionModeId", str)
 class SessionResumeCapabilities(AcpModel):
     """Present when the agent implements `session/resume`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class SetSessionConfigOptionBooleanRequest(AcpModel):
     """Turns a boolean option on or off (`type: "boolean"`)."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     type: Literal["boolean"]
@@ -294,10 +326,14 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
     Sets an option to one of its listed values, as for a select option. This shape carries no `type` field.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     value: SessionConfigValueId
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    type: Annotated[str | None, NOT_NULL] = None
 
 
 class SetSessionModeRequest(AcpModel):
@@ -305,6 +341,9 @@ class SetSessionModeRequest(AcpModel):
     Parameters of `session/set_mode`: switch a session to another of its modes.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     mode_id: Annotated[SessionModeId, Field(alias="modeId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -313,6 +352,9 @@ class SetSessionModeRequest(AcpModel):
 class SetSessionModeResponse(AcpModel):
     """Result of `session/set_mode`; empty on success."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -332,6 +374,9 @@ StringFormat = TypeAliasType(
 class StringMultiSelectItems(AcpModel):
     """Choices given as plain strings (`type: "string"`)."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["string"]
     enum: list[str]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -345,6 +390,7 @@ class TerminalExitStatus(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("exitCode", "exit_code", True, False),
         TolerantField("signal", "signal", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     exit_code: Annotated[int | None, Field(alias="exitCode", ge=0, le=4294967295)] = (
         None
@@ -362,6 +408,9 @@ class TerminalOutputRequest(AcpModel):
     Parameters of `terminal/output`: fetch a terminal's output so far without waiting for the command.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -372,6 +421,7 @@ class TerminalOutputResponse(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("exitStatus", "exit_status", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     output: str
     truncated: bool
@@ -384,6 +434,7 @@ class TextResourceContents(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     text: str
     uri: str
@@ -402,6 +453,7 @@ class ToolCallLocation(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("line", "line", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     path: str
     line: Annotated[int | None, Field(ge=0, le=4294967295)] = None
@@ -456,6 +508,9 @@ class UnstructuredCommandInput(AcpModel):
     Free-form command input: everything typed after the command name is passed to the agent as is.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     hint: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -465,6 +520,9 @@ class WaitForTerminalExitRequest(AcpModel):
     Parameters of `terminal/wait_for_exit`: wait until a terminal's command ends.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -476,6 +534,7 @@ class WaitForTerminalExitResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("exitCode", "exit_code", True, False),
         TolerantField("signal", "signal", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     exit_code: Annotated[int | None, Field(alias="exitCode", ge=0, le=4294967295)] = (
         None
@@ -489,6 +548,9 @@ class WriteTextFileRequest(AcpModel):
     Parameters of `fs/write_text_file`: the agent writes a text file through the client, which creates it if missing. Needs the client capability `fs.writeTextFile`.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     path: str
     content: str
@@ -498,6 +560,9 @@ class WriteTextFileRequest(AcpModel):
 class WriteTextFileResponse(AcpModel):
     """Result of `fs/write_text_file`; an empty object on success."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -510,6 +575,7 @@ class Annotations(AcpModel):
         TolerantField("audience", "audience", True, True),
         TolerantField("lastModified", "last_modified", True, False),
         TolerantField("priority", "priority", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     audience: list[Role] | None = None
     last_modified: Annotated[str | None, Field(alias="lastModified")] = None
@@ -541,6 +607,7 @@ class AudioContent(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["audio"]
     data: str
@@ -556,6 +623,7 @@ class AuthCapabilities(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("terminal", "terminal", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     terminal: Annotated[bool | None, NOT_NULL] = False
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -568,8 +636,9 @@ class AuthMethodAgent(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
-    type: Annotated[Literal["agent"] | None, NOT_NULL] = None
+    type: Annotated[str | None, NOT_NULL] = None
     id: AuthMethodId
     name: str
     description: str | None = None
@@ -585,6 +654,7 @@ class AuthMethodTerminal(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("args", "args", True, True),
         TolerantField("env", "env", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["terminal"]
     id: AuthMethodId
@@ -600,6 +670,9 @@ class AuthenticateRequest(AcpModel):
     Parameters of `authenticate`: run the agent-handled login flow of one advertised method.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -609,6 +682,9 @@ class AuthenticateResponse(AcpModel):
     Result of `authenticate`: an empty object once the client is authenticated.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -623,6 +699,7 @@ class BlobResourceContents(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     blob: str
     uri: str
@@ -635,6 +712,9 @@ class BooleanConfigOptionCapabilities(AcpModel):
     Present when the client can show boolean config options and send boolean values in `session/set_config_option`.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -645,6 +725,7 @@ class BooleanPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["boolean"]
     title: str | None = None
@@ -658,6 +739,9 @@ class CancelNotification(AcpModel):
     Parameters of the `session/cancel` notification: the client asks the agent to stop the work in progress in a session.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -667,6 +751,9 @@ class CancelRequestNotification(AcpModel):
     Parameters of `$/cancel_request`: asks the peer to abandon a request it is still handling.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     request_id: Annotated[RequestId, Field(alias="requestId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -676,6 +763,9 @@ class CloseSessionRequest(AcpModel):
     Parameters of `session/close`: stop all work in an active session and release what it holds.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -685,6 +775,9 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -693,6 +786,9 @@ class CompleteElicitationNotification(AcpModel):
     Parameters of `elicitation/complete`: the agent tells the client that the out-of-band interaction of a URL elicitation finished. Clients ignore unknown or already completed identifiers.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -700,6 +796,9 @@ class CompleteElicitationNotification(AcpModel):
 class Cost(AcpModel):
     """An amount of money spent, with its currency."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     amount: int | float
     currency: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -708,6 +807,9 @@ class Cost(AcpModel):
 class CreateTerminalResponse(AcpModel):
     """Result of `terminal/create`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -715,6 +817,9 @@ class CreateTerminalResponse(AcpModel):
 class CurrentModeUpdate(AcpModel):
     """Branch `current_mode_update`: the session switched to another mode."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[
         Literal["current_mode_update"], Field(alias="sessionUpdate")
     ]
@@ -727,6 +832,9 @@ class DeleteSessionRequest(AcpModel):
     Parameters of `session/delete`: remove a session so it no longer appears in `session/list`.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -736,6 +844,9 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -746,6 +857,7 @@ class Diff(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("oldText", "old_text", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["diff"]
     path: str
@@ -759,6 +871,9 @@ class ElicitationAcceptAction(AcpModel):
     The user accepted (`action: "accept"`): they submitted the form, or agreed to open the URL.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     action: Literal["accept"]
     content: dict[str, ElicitationContentValue] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -769,6 +884,9 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     action: Literal["cancel"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -776,6 +894,9 @@ class ElicitationCancelAction(AcpModel):
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     action: Literal["decline"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -783,6 +904,9 @@ class ElicitationDeclineAction(AcpModel):
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -809,6 +933,9 @@ class ElicitationSessionScope(AcpModel):
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -819,7 +946,10 @@ class ElicitationUrlMode(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
+
+    _acp_required_one_of: ClassVar[tuple[str, ...]] = ("sessionId", "requestId")
     mode: Literal["url"]
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
@@ -839,7 +969,8 @@ EmbeddedResourceResource = TypeAliasType(
         ],
         Discriminator(
             presence_discriminator(
-                {"text": "TextResourceContents", "blob": "BlobResourceContents"}
+                {"text": "TextResourceContents", "blob": "BlobResourceContents"},
+                first=True,
             )
         ),
     ],
@@ -854,6 +985,7 @@ class EnumOption(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     const: str
     title: str
@@ -864,6 +996,9 @@ class EnumOption(AcpModel):
 class EnvVariable(AcpModel):
     """One environment variable given to a launched process."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     name: str
     value: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -886,6 +1021,7 @@ class FileSystemCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("readTextFile", "read_text_file", True, False),
         TolerantField("writeTextFile", "write_text_file", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     read_text_file: Annotated[bool | None, Field(alias="readTextFile"), NOT_NULL] = (
         False
@@ -899,6 +1035,9 @@ class FileSystemCapabilities(AcpModel):
 class HttpHeader(AcpModel):
     """One HTTP header sent with every request to a remote MCP server."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     name: str
     value: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -912,6 +1051,7 @@ class ImageContent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("uri", "uri", True, False),
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["image"]
     data: str
@@ -928,6 +1068,7 @@ class Implementation(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("title", "title", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     name: str
     title: str | None = None
@@ -942,6 +1083,7 @@ class IntegerPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["integer"]
     title: str | None = None
@@ -957,6 +1099,9 @@ class KillTerminalRequest(AcpModel):
     Parameters of `terminal/kill`: stop a terminal's command but keep the terminal, so its output stays readable.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -965,6 +1110,9 @@ class KillTerminalRequest(AcpModel):
 class KillTerminalResponse(AcpModel):
     """Result of `terminal/kill`; empty on success."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -973,6 +1121,9 @@ class ListSessionsRequest(AcpModel):
     Parameters of `session/list`; every field is optional and an empty object asks for the first page.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     cwd: str | None = None
     cursor: str | None = None
     archived: SessionArchivedFilter | None = None
@@ -983,8 +1134,9 @@ class ListSessionsResponse(AcpModel):
     """Result of `session/list`: one page of sessions."""
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("sessions", "sessions", False, True),
+        TolerantField("sessions", "sessions", False, True, default_on_error=True),
         TolerantField("nextCursor", "next_cursor", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     sessions: list[SessionInfo]
     next_cursor: Annotated[str | None, Field(alias="nextCursor")] = None
@@ -994,18 +1146,27 @@ class ListSessionsResponse(AcpModel):
 class LogoutCapabilities(AcpModel):
     """Present when the agent implements `logout`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class LogoutRequest(AcpModel):
     """Parameters of `logout`: end the current authenticated state."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class LogoutResponse(AcpModel):
     """Result of `logout`: an empty object once the client is logged out."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1017,6 +1178,7 @@ class McpCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("http", "http", True, False),
         TolerantField("sse", "sse", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     http: Annotated[bool | None, NOT_NULL] = False
     sse: Annotated[bool | None, NOT_NULL] = False
@@ -1026,6 +1188,9 @@ class McpCapabilities(AcpModel):
 class McpServerHttp(AcpModel):
     """A remote MCP server reached over streamable HTTP."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["http"]
     name: str
     url: str
@@ -1036,6 +1201,9 @@ class McpServerHttp(AcpModel):
 class McpServerSse(AcpModel):
     """A remote MCP server reached over the older HTTP+SSE transport."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["sse"]
     name: str
     url: str
@@ -1048,7 +1216,10 @@ class McpServerStdio(AcpModel):
     An MCP server the agent launches as a subprocess and talks to over stdio.
     """
 
-    type: Annotated[Literal["stdio"] | None, NOT_NULL] = None
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
+    type: Annotated[str | None, NOT_NULL] = None
     name: str
     command: str
     args: list[str]
@@ -1059,6 +1230,9 @@ class McpServerStdio(AcpModel):
 class PermissionOption(AcpModel):
     """A choice offered to the user in a permission request."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     name: str
     kind: PermissionOptionKind
@@ -1068,6 +1242,9 @@ class PermissionOption(AcpModel):
 class PlanEntry(AcpModel):
     """One task of a plan."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     content: str
     priority: PlanEntryPriority
     status: PlanEntryStatus
@@ -1077,6 +1254,9 @@ class PlanEntry(AcpModel):
 class PromptResponse(AcpModel):
     """Result of `session/prompt`, sent when the turn is over."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     stop_reason: Annotated[StopReason, Field(alias="stopReason")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1089,6 +1269,7 @@ class ReadTextFileRequest(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("line", "line", True, False),
         TolerantField("limit", "limit", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     path: str
@@ -1102,6 +1283,9 @@ class ReleaseTerminalRequest(AcpModel):
     Parameters of `terminal/release`: stop the command if it still runs and free the terminal; its identifier is invalid afterwards.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1123,6 +1307,9 @@ RequestPermissionOutcome = TypeAliasType(
 class RequestPermissionResponse(AcpModel):
     """Result of `session/request_permission`: what the user decided."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     outcome: RequestPermissionOutcome
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1138,6 +1325,7 @@ class ResourceLink(AcpModel):
         TolerantField("mimeType", "mime_type", True, False),
         TolerantField("size", "size", True, False),
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["resource_link"]
     name: str
@@ -1162,6 +1350,7 @@ class SessionCapabilities(AcpModel):
         TolerantField("resume", "resume", True, False),
         TolerantField("close", "close", True, False),
         TolerantField("archive", "archive", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     list: SessionListCapabilities | None = None
     delete: SessionDeleteCapabilities | None = None
@@ -1183,6 +1372,7 @@ class SessionConfigBoolean(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
         TolerantField("category", "category", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     id: SessionConfigId
     name: str
@@ -1200,6 +1390,7 @@ class SessionConfigOptionsCapabilities(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("boolean", "boolean", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     boolean: BooleanConfigOptionCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1210,6 +1401,7 @@ class SessionConfigSelectOption(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     value: SessionConfigValueId
     name: str
@@ -1224,6 +1416,7 @@ class SessionMode(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     id: SessionModeId
     name: str
@@ -1235,7 +1428,10 @@ class SessionModeState(AcpModel):
     """The modes a session offers and the one in effect."""
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("availableModes", "available_modes", False, True),
+        TolerantField(
+            "availableModes", "available_modes", False, True, default_on_error=True
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
     available_modes: Annotated[list[SessionMode], Field(alias="availableModes")]
@@ -1251,13 +1447,18 @@ SetSessionConfigOptionRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["boolean"]), open=False, default=DEFAULT_TAG
+                "type",
+                "type",
+                frozenset(["boolean"]),
+                open=False,
+                default=DEFAULT_TAG,
+                unknown_default=True,
             )
         ),
     ],
 )
 """
-Parameters of `session/set_config_option`. The `type` field gives the shape of `value`: `boolean` for a boolean, and no `type` for a value identifier.
+Parameters of `session/set_config_option`. The `type` field gives the shape of `value`: `boolean` for a boolean; no `type`, or any other, for a value identifier.
 """
 
 
@@ -1270,6 +1471,7 @@ class StringPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["string"]
     title: str | None = None
@@ -1293,6 +1495,9 @@ class Terminal(AcpModel):
     Tool call content of type `terminal`: shows a terminal, referenced by its ID.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["terminal"]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1305,6 +1510,7 @@ class TextContent(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["text"]
     text: str
@@ -1315,6 +1521,9 @@ class TextContent(AcpModel):
 class TitledMultiSelectItems(AcpModel):
     """Choices given as labelled options; this shape has no `type` field."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1326,6 +1535,7 @@ class UsageUpdate(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("cost", "cost", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
     used: Annotated[int, Field(ge=0, le=18446744073709551615)]
@@ -1339,6 +1549,7 @@ class AgentAuthCapabilities(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("logout", "logout", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     logout: LogoutCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1353,6 +1564,7 @@ class AgentCapabilities(AcpModel):
         TolerantField("mcpCapabilities", "mcp_capabilities", True, False),
         TolerantField("sessionCapabilities", "session_capabilities", True, False),
         TolerantField("auth", "auth", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     load_session: Annotated[bool | None, Field(alias="loadSession"), NOT_NULL] = False
     prompt_capabilities: Annotated[
@@ -1373,21 +1585,22 @@ AuthMethod = TypeAliasType(
     Annotated[
         Union[
             Annotated[AuthMethodTerminal, Tag("terminal")],
-            Annotated[AuthMethodAgent, Tag("agent")],
+            Annotated[AuthMethodAgent, Tag(DEFAULT_TAG)],
         ],
         Discriminator(
             tag_discriminator(
                 "type",
                 "type",
-                frozenset(["agent", "terminal"]),
+                frozenset(["terminal"]),
                 open=False,
-                default="agent",
+                default=DEFAULT_TAG,
+                unknown_default=True,
             )
         ),
     ],
 )
 """
-One way of authenticating offered by the agent. Entries without `type` are agent-handled methods.
+One way of authenticating offered by the agent. Entries without `type`, or with a type this version does not list, are agent-handled methods.
 """
 
 
@@ -1398,6 +1611,7 @@ class AvailableCommand(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("input", "input", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     name: str
     description: str
@@ -1411,7 +1625,14 @@ class AvailableCommandsUpdate(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("availableCommands", "available_commands", False, True),
+        TolerantField(
+            "availableCommands",
+            "available_commands",
+            False,
+            True,
+            default_on_error=True,
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["available_commands_update"], Field(alias="sessionUpdate")
@@ -1427,6 +1648,7 @@ class ClientSessionCapabilities(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("configOptions", "config_options", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     config_options: Annotated[
         SessionConfigOptionsCapabilities | None, Field(alias="configOptions")
@@ -1469,6 +1691,7 @@ class CreateTerminalRequest(AcpModel):
         TolerantField("env", "env", True, True),
         TolerantField("cwd", "cwd", True, False),
         TolerantField("outputByteLimit", "output_byte_limit", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     command: str
@@ -1489,6 +1712,7 @@ class ElicitationCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("form", "form", True, False),
         TolerantField("url", "url", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     form: ElicitationFormCapabilities | None = None
     url: ElicitationUrlCapabilities | None = None
@@ -1502,6 +1726,7 @@ class EmbeddedResource(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["resource"]
     resource: EmbeddedResourceResource
@@ -1518,6 +1743,7 @@ class InitializeResponse(AcpModel):
         TolerantField("agentCapabilities", "agent_capabilities", True, False),
         TolerantField("authMethods", "auth_methods", True, True),
         TolerantField("agentInfo", "agent_info", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     agent_capabilities: Annotated[
@@ -1538,21 +1764,22 @@ McpServer = TypeAliasType(
         Union[
             Annotated[McpServerHttp, Tag("http")],
             Annotated[McpServerSse, Tag("sse")],
-            Annotated[McpServerStdio, Tag("stdio")],
+            Annotated[McpServerStdio, Tag(DEFAULT_TAG)],
         ],
         Discriminator(
             tag_discriminator(
                 "type",
                 "type",
-                frozenset(["http", "sse", "stdio"]),
+                frozenset(["http", "sse"]),
                 open=False,
-                default="stdio",
+                default=DEFAULT_TAG,
+                unknown_default=True,
             )
         ),
     ],
 )
 """
-How to reach one MCP server. Entries without `type` are stdio servers.
+How to reach one MCP server. Entries without `type`, or with a type other than `http` and `sse`, are stdio servers.
 """
 
 
@@ -1585,6 +1812,7 @@ class MultiSelectPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["array"]
     title: str | None = None
@@ -1607,7 +1835,8 @@ class NewSessionRequest(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("additionalDirectories", "additional_directories", True, True),
-        TolerantField("mcpServers", "mcp_servers", False, True),
+        TolerantField("mcpServers", "mcp_servers", False, True, default_on_error=True),
+        TolerantField("_meta", "meta", True, False),
     )
     cwd: str
     additional_directories: Annotated[
@@ -1623,7 +1852,8 @@ class Plan(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("entries", "entries", False, True),
+        TolerantField("entries", "entries", False, True, default_on_error=True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
     entries: list[PlanEntry]
@@ -1638,6 +1868,7 @@ class ResumeSessionRequest(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("additionalDirectories", "additional_directories", True, True),
         TolerantField("mcpServers", "mcp_servers", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: str
@@ -1656,7 +1887,8 @@ class SessionConfigSelectGroup(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("options", "options", False, True),
+        TolerantField("options", "options", False, True, default_on_error=True),
+        TolerantField("_meta", "meta", True, False),
     )
     group: SessionConfigGroupId
     name: str
@@ -1676,7 +1908,8 @@ SessionConfigSelectItem = TypeAliasType(
                 {
                     "value": "SessionConfigSelectOption",
                     "group": "SessionConfigSelectGroup",
-                }
+                },
+                first=True,
             )
         ),
     ],
@@ -1687,7 +1920,8 @@ One entry of a select option's value list: a single value, or a named group of v
 
 
 SessionConfigSelectOptions = TypeAliasType(
-    "SessionConfigSelectOptions", list[SessionConfigSelectItem]
+    "SessionConfigSelectOptions",
+    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `group`).
@@ -1703,6 +1937,7 @@ class ClientCapabilities(AcpModel):
         TolerantField("session", "session", True, False),
         TolerantField("auth", "auth", True, False),
         TolerantField("elicitation", "elicitation", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     fs: Annotated[FileSystemCapabilities | None, NOT_NULL] = None
     terminal: Annotated[bool | None, NOT_NULL] = False
@@ -1766,6 +2001,7 @@ class ElicitationSchema(AcpModel):
         TolerantField("type", "type", True, False),
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Annotated[ElicitationSchemaType | None, NOT_NULL] = "object"
     title: str | None = None
@@ -1787,6 +2023,7 @@ class InitializeRequest(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("clientCapabilities", "client_capabilities", True, False),
         TolerantField("clientInfo", "client_info", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     client_capabilities: Annotated[
@@ -1802,8 +2039,9 @@ class LoadSessionRequest(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("mcpServers", "mcp_servers", False, True),
+        TolerantField("mcpServers", "mcp_servers", False, True, default_on_error=True),
         TolerantField("additionalDirectories", "additional_directories", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     mcp_servers: Annotated[list[McpServer], Field(alias="mcpServers")]
     cwd: str
@@ -1817,6 +2055,9 @@ class LoadSessionRequest(AcpModel):
 class PromptRequest(AcpModel):
     """Parameters of `session/prompt`: a user message sent to a session."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     prompt: list[ContentBlock]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1830,6 +2071,7 @@ class SessionConfigSelect(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
         TolerantField("category", "category", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     id: SessionConfigId
     name: str
@@ -1846,6 +2088,7 @@ class UserMessageChunk(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("messageId", "message_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["user_message_chunk"], Field(alias="sessionUpdate")
@@ -1860,6 +2103,7 @@ class AgentMessageChunk(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("messageId", "message_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["agent_message_chunk"], Field(alias="sessionUpdate")
@@ -1876,6 +2120,7 @@ class AgentThoughtChunk(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("messageId", "message_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
@@ -1888,6 +2133,9 @@ class AgentThoughtChunk(AcpModel):
 class Content(AcpModel):
     """Tool call content of type `content`: an ordinary content block."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["content"]
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1900,7 +2148,10 @@ class ElicitationFormMode(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
+
+    _acp_required_one_of: ClassVar[tuple[str, ...]] = ("sessionId", "requestId")
     mode: Literal["form"]
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
@@ -1931,7 +2182,10 @@ class SetSessionConfigOptionResponse(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("configOptions", "config_options", False, True),
+        TolerantField(
+            "configOptions", "config_options", False, True, default_on_error=True
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1966,6 +2220,7 @@ class ToolCallProgress(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["tool_call_update"], Field(alias="sessionUpdate")]
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
@@ -1992,6 +2247,7 @@ class ToolCallUpdate(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str | None = None
@@ -2010,7 +2266,10 @@ class ConfigOptionUpdate(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("configOptions", "config_options", False, True),
+        TolerantField(
+            "configOptions", "config_options", False, True, default_on_error=True
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["config_option_update"], Field(alias="sessionUpdate")
@@ -2045,6 +2304,7 @@ class LoadSessionResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("modes", "modes", True, False),
         TolerantField("configOptions", "config_options", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     modes: SessionModeState | None = None
     config_options: Annotated[
@@ -2059,6 +2319,7 @@ class NewSessionResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("modes", "modes", True, False),
         TolerantField("configOptions", "config_options", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     modes: SessionModeState | None = None
@@ -2073,6 +2334,9 @@ class RequestPermissionRequest(AcpModel):
     Parameters of `session/request_permission`: the agent asks the user to approve a tool call.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
     options: list[PermissionOption]
@@ -2085,6 +2349,7 @@ class ResumeSessionResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("modes", "modes", True, False),
         TolerantField("configOptions", "config_options", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     modes: SessionModeState | None = None
     config_options: Annotated[
@@ -2105,6 +2370,7 @@ class ToolCall(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")]
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
@@ -2145,6 +2411,9 @@ class SessionNotification(AcpModel):
     Parameters of the `session/update` notification: one update the agent reports about a session, mostly while a prompt turn runs.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     update: SessionUpdate
     meta: Annotated[Meta | None, Field(alias="_meta")] = None

@@ -11,9 +11,10 @@ from acp_types._runtime import (
     TolerantField,
     UnknownVariant,
     presence_discriminator,
+    same_kind,
     tag_discriminator,
 )
-from pydantic import Discriminator, Field, Tag
+from pydantic import AfterValidator, Discriminator, Field, Tag
 from typing_extensions import TypeAliasType
 
 AbsolutePath = TypeAliasType("AbsolutePath", str)
@@ -63,10 +64,7 @@ Identifier of a URL elicitation, unique among the agent's open URL elicitations 
 """
 
 
-ElicitationSchemaType = TypeAliasType(
-    "ElicitationSchemaType",
-    Annotated[Union[Literal["object"], str], Field(union_mode="left_to_right")],
-)
+ElicitationSchemaType = TypeAliasType("ElicitationSchemaType", Literal["object"])
 """
 The JSON Schema type of an elicitation form, which is always an object.
 """
@@ -108,6 +106,7 @@ class NumberPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["number"]
     title: str | None = None
@@ -162,18 +161,27 @@ Identifier of a plan within a session; one session may hold several plans.
 class PromptAudioCapabilities(AcpModel):
     """Present when prompts may contain audio blocks."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class PromptEmbeddedContextCapabilities(AcpModel):
     """Present when prompts may contain embedded resource blocks."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class PromptImageCapabilities(AcpModel):
     """Present when prompts may contain image blocks."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -182,6 +190,9 @@ class PromptResponse(AcpModel):
     Result of `session/prompt`: the agent accepted the prompt. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -196,6 +207,9 @@ Major protocol version number; it only changes with breaking changes, additions 
 class ReplayFromStart(AcpModel):
     """Replay all retained history from the beginning of the conversation."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["start"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -211,6 +225,9 @@ class RequiresActionStateUpdate(AcpModel):
     State `requires_action`: foreground work waits for the user, for example on a permission request.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
     state: Literal["requires_action"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -228,6 +245,9 @@ Role = TypeAliasType(
 class RunningStateUpdate(AcpModel):
     """State `running`: foreground work is under way."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
     state: Literal["running"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -236,6 +256,9 @@ class RunningStateUpdate(AcpModel):
 class SelectedPermissionOutcome(AcpModel):
     """Outcome `selected`: the user picked one of the offered options."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     outcome: Literal["selected"]
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -246,6 +269,9 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -298,6 +324,9 @@ SessionConfigValueId = TypeAliasType("SessionConfigValueId", str)
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -313,6 +342,7 @@ class SessionInfo(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("updatedAt", "updated_at", True, False),
         TolerantField("archived", "archived", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: AbsolutePath
@@ -333,6 +363,7 @@ class SessionInfoUpdate(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("title", "title", True, False),
         TolerantField("updatedAt", "updated_at", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["session_info_update"], Field(alias="sessionUpdate")
@@ -352,6 +383,9 @@ Opaque pagination token of `session/list`; clients pass it back unchanged and ne
 class SetSessionConfigOptionBooleanRequest(AcpModel):
     """Turns a boolean option on or off (`type: "boolean"`)."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     type: Literal["boolean"]
@@ -364,6 +398,9 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
     Sets an option to one of its listed values (`type: "id"`), as for a select option.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     type: Literal["id"]
@@ -401,6 +438,9 @@ StringFormat = TypeAliasType(
 class StringMultiSelectItems(AcpModel):
     """Choices given as plain strings (`type: "string"`)."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["string"]
     enum: Annotated[list[str], Field(min_length=1)]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -409,6 +449,9 @@ class StringMultiSelectItems(AcpModel):
 class TerminalAuthCapabilities(AcpModel):
     """Present when the client can run `terminal` authentication methods."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -420,6 +463,7 @@ class TerminalExitStatus(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("exitCode", "exit_code", True, False),
         TolerantField("signal", "signal", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     exit_code: Annotated[int | None, Field(alias="exitCode", ge=0, le=4294967295)] = (
         None
@@ -437,6 +481,9 @@ Identifier of an agent-owned display terminal, unique and never reused within it
 class TerminalOutput(AcpModel):
     """A complete snapshot of a terminal's output bytes."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     data: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -446,6 +493,9 @@ class TerminalOutputChunk(AcpModel):
     Branch `terminal_output_chunk`: bytes to append to a terminal's output. Each chunk is decoded on its own; a chunk may split a character or an escape sequence.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[
         Literal["terminal_output_chunk"], Field(alias="sessionUpdate")
     ]
@@ -464,6 +514,7 @@ class TerminalUpdate(AcpModel):
         TolerantField("cwd", "cwd", True, False),
         TolerantField("output", "output", True, False),
         TolerantField("exitStatus", "exit_status", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["terminal_update"], Field(alias="sessionUpdate")]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
@@ -479,6 +530,9 @@ class TextCommandInput(AcpModel):
     Free-form text input (`type: "text"`): everything typed after the command name is passed to the agent as is.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["text"]
     hint: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -489,6 +543,7 @@ class TextResourceContents(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     text: str
     uri: str
@@ -507,6 +562,7 @@ class ToolCallLocation(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("line", "line", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     path: AbsolutePath
     line: Annotated[int | None, Field(ge=0, le=4294967295)] = None
@@ -573,6 +629,9 @@ class AgentAuthCapabilities(AcpModel):
     Authentication-related extensions of a v2 agent; no standard fields are defined yet.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -585,6 +644,7 @@ class Annotations(AcpModel):
         TolerantField("audience", "audience", True, True),
         TolerantField("lastModified", "last_modified", True, False),
         TolerantField("priority", "priority", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     audience: list[Role] | None = None
     last_modified: Annotated[str | None, Field(alias="lastModified")] = None
@@ -616,6 +676,7 @@ class AudioContent(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["audio"]
     data: str
@@ -631,6 +692,7 @@ class AuthCapabilities(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("terminal", "terminal", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     terminal: TerminalAuthCapabilities | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -643,6 +705,7 @@ class AuthMethodAgent(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["agent"]
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
@@ -675,6 +738,7 @@ class BlobResourceContents(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     blob: str
     uri: str
@@ -689,6 +753,7 @@ class BooleanPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["boolean"]
     title: str | None = None
@@ -702,6 +767,9 @@ class CancelRequestNotification(AcpModel):
     Parameters of `$/cancel_request`: asks the peer to abandon a request it is still handling.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     request_id: Annotated[RequestId, Field(alias="requestId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -711,6 +779,9 @@ class CancelSessionNotification(AcpModel):
     Parameters of the `session/cancel` notification: the client asks the agent to stop the work in progress in a session.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -720,6 +791,9 @@ class CloseSessionRequest(AcpModel):
     Parameters of `session/close`: stop all work in an active session and release what it holds.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -729,6 +803,9 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -738,6 +815,7 @@ class CommandPermissionSubject(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
         TolerantField("terminalId", "terminal_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["command"]
     command: str
@@ -752,6 +830,9 @@ class CompleteElicitationNotification(AcpModel):
     Parameters of `elicitation/complete`: the agent tells the client that the out-of-band interaction of a URL elicitation finished. Clients ignore unknown or already completed identifiers.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -759,6 +840,9 @@ class CompleteElicitationNotification(AcpModel):
 class Cost(AcpModel):
     """An amount of money spent, with its currency."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     amount: int | float
     currency: Annotated[str, Field(pattern="^[A-Z]{3}$")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -769,6 +853,9 @@ class DeleteSessionRequest(AcpModel):
     Parameters of `session/delete`: remove a session so it no longer appears in `session/list`.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -778,6 +865,9 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -787,6 +877,7 @@ class DiffAddChange(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     operation: Literal["add"]
     path: AbsolutePath
@@ -801,6 +892,7 @@ class DiffCopyChange(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     operation: Literal["copy"]
     old_path: Annotated[AbsolutePath, Field(alias="oldPath")]
@@ -816,6 +908,7 @@ class DiffDeleteChange(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     operation: Literal["delete"]
     path: AbsolutePath
@@ -830,6 +923,7 @@ class DiffModifyChange(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     operation: Literal["modify"]
     path: AbsolutePath
@@ -844,6 +938,7 @@ class DiffMoveChange(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("fileType", "file_type", True, False),
         TolerantField("mimeType", "mime_type", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     operation: Literal["move"]
     old_path: Annotated[AbsolutePath, Field(alias="oldPath")]
@@ -865,6 +960,9 @@ class ElicitationAcceptAction(AcpModel):
     The user accepted (`action: "accept"`): they submitted the form, or agreed to open the URL.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     action: Literal["accept"]
     content: dict[str, ElicitationContentValue] | None = None
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -875,6 +973,9 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     action: Literal["cancel"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -882,6 +983,9 @@ class ElicitationCancelAction(AcpModel):
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     action: Literal["decline"]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -889,6 +993,9 @@ class ElicitationDeclineAction(AcpModel):
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -915,6 +1022,9 @@ class ElicitationSessionScope(AcpModel):
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -925,7 +1035,10 @@ class ElicitationUrlMode(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
+
+    _acp_required_one_of: ClassVar[tuple[str, ...]] = ("sessionId", "requestId")
     mode: Literal["url"]
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
@@ -945,7 +1058,8 @@ EmbeddedResourceResource = TypeAliasType(
         ],
         Discriminator(
             presence_discriminator(
-                {"text": "TextResourceContents", "blob": "BlobResourceContents"}
+                {"text": "TextResourceContents", "blob": "BlobResourceContents"},
+                first=True,
             )
         ),
     ],
@@ -960,6 +1074,7 @@ class EnumOption(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     const: str
     title: str
@@ -970,6 +1085,9 @@ class EnumOption(AcpModel):
 class EnvVariable(AcpModel):
     """One environment variable given to a launched process."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     name: str
     value: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -989,6 +1107,9 @@ class Error(AcpModel):
 class HttpHeader(AcpModel):
     """One HTTP header sent with every request to a remote MCP server."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     name: str
     value: str
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1015,6 +1136,7 @@ class IdleStateUpdate(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("stopReason", "stop_reason", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
     state: Literal["idle"]
@@ -1030,6 +1152,7 @@ class ImageContent(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("uri", "uri", True, False),
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["image"]
     data: str
@@ -1046,6 +1169,7 @@ class Implementation(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("title", "title", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     name: str
     title: str | None = None
@@ -1060,6 +1184,7 @@ class IntegerPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["integer"]
     title: str | None = None
@@ -1075,6 +1200,9 @@ class ListSessionsRequest(AcpModel):
     Parameters of `session/list`; every field is optional and an empty object asks for the first page.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     cwd: AbsolutePath | None = None
     cursor: SessionListCursor | None = None
     archived: SessionArchivedFilter | None = None
@@ -1085,8 +1213,9 @@ class ListSessionsResponse(AcpModel):
     """Result of `session/list`: one page of sessions."""
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("sessions", "sessions", False, True),
+        TolerantField("sessions", "sessions", False, True, default_on_error=True),
         TolerantField("nextCursor", "next_cursor", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     sessions: list[SessionInfo]
     next_cursor: Annotated[SessionListCursor | None, Field(alias="nextCursor")] = None
@@ -1098,6 +1227,9 @@ class LoginAuthRequest(AcpModel):
     Parameters of `auth/login`: run the login flow of one advertised method.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1107,12 +1239,18 @@ class LoginAuthResponse(AcpModel):
     Result of `auth/login`: an empty object once the client is authenticated.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class LogoutAuthRequest(AcpModel):
     """Parameters of `auth/logout`: end the current authenticated state."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1121,6 +1259,9 @@ class LogoutAuthResponse(AcpModel):
     Result of `auth/logout`: an empty object once the client is logged out.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
@@ -1129,12 +1270,18 @@ class McpHttpCapabilities(AcpModel):
     Present when the agent can connect to MCP servers over streamable HTTP.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class McpServerHttp(AcpModel):
     """A remote MCP server reached over streamable HTTP."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["http"]
     name: str
     url: str
@@ -1147,6 +1294,9 @@ class McpServerStdio(AcpModel):
     An MCP server the agent launches as a subprocess and talks to over stdio.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["stdio"]
     name: str
     command: AbsolutePath
@@ -1158,12 +1308,18 @@ class McpServerStdio(AcpModel):
 class McpStdioCapabilities(AcpModel):
     """Present when the agent can launch MCP servers as stdio subprocesses."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
 
 class PermissionOption(AcpModel):
     """A choice offered to the user in a permission request."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     name: str
     kind: PermissionOptionKind
@@ -1173,6 +1329,9 @@ class PermissionOption(AcpModel):
 class PlanEntry(AcpModel):
     """One task of a plan."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     content: str
     priority: PlanEntryPriority
     status: PlanEntryStatus
@@ -1185,7 +1344,8 @@ class PlanItems(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("entries", "entries", False, True),
+        TolerantField("entries", "entries", False, True, default_on_error=True),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["items"]
     plan_id: Annotated[PlanId, Field(alias="planId")]
@@ -1202,7 +1362,12 @@ PlanUpdateContent = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["items"]), open=True, default=None
+                "type",
+                "type",
+                frozenset(["items"]),
+                open=True,
+                default=None,
+                unknown_required=("planId",),
             )
         ),
     ],
@@ -1221,6 +1386,7 @@ class PromptCapabilities(AcpModel):
         TolerantField("image", "image", True, False),
         TolerantField("audio", "audio", True, False),
         TolerantField("embeddedContext", "embedded_context", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     image: PromptImageCapabilities | None = None
     audio: PromptAudioCapabilities | None = None
@@ -1276,6 +1442,9 @@ The decision on a permission request, discriminated by `outcome`. An agent must 
 class RequestPermissionResponse(AcpModel):
     """Result of `session/request_permission`: what the user decided."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     outcome: RequestPermissionOutcome
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1292,6 +1461,7 @@ class ResourceLink(AcpModel):
         TolerantField("mimeType", "mime_type", True, False),
         TolerantField("size", "size", True, False),
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["resource_link"]
     name: str
@@ -1313,6 +1483,7 @@ class SessionConfigBoolean(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
         TolerantField("category", "category", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     name: str
@@ -1328,6 +1499,7 @@ class SessionConfigSelectOption(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     value: SessionConfigValueId
     name: str
@@ -1345,7 +1517,12 @@ SetSessionConfigOptionRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["boolean", "id"]), open=True, default=None
+                "type",
+                "type",
+                frozenset(["boolean", "id"]),
+                open=True,
+                default=None,
+                unknown_required=("value",),
             )
         ),
     ],
@@ -1389,6 +1566,7 @@ class StringPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["string"]
     title: str | None = None
@@ -1414,6 +1592,9 @@ class Terminal(AcpModel):
     Tool call content of type `terminal`: shows a terminal, referenced by its ID.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["terminal"]
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1426,6 +1607,7 @@ class TextContent(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["text"]
     text: str
@@ -1436,6 +1618,9 @@ class TextContent(AcpModel):
 class TitledMultiSelectItems(AcpModel):
     """Choices given as labelled options; this shape has no `type` field."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     any_of: Annotated[list[EnumOption], Field(alias="anyOf", min_length=1)]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
 
@@ -1447,6 +1632,7 @@ class UsageUpdate(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("cost", "cost", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
     used: Annotated[int, Field(ge=0, le=18446744073709551615)]
@@ -1464,6 +1650,7 @@ class AuthMethodTerminal(AcpModel):
         TolerantField("description", "description", True, False),
         TolerantField("args", "args", True, True),
         TolerantField("env", "env", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["terminal"]
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
@@ -1481,6 +1668,7 @@ class AvailableCommand(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("input", "input", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     name: str
     description: str
@@ -1494,7 +1682,14 @@ class AvailableCommandsUpdate(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("availableCommands", "available_commands", False, True),
+        TolerantField(
+            "availableCommands",
+            "available_commands",
+            False,
+            True,
+            default_on_error=True,
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["available_commands_update"], Field(alias="sessionUpdate")
@@ -1563,6 +1758,7 @@ class ElicitationCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("form", "form", True, False),
         TolerantField("url", "url", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     form: ElicitationFormCapabilities | None = None
     url: ElicitationUrlCapabilities | None = None
@@ -1576,6 +1772,7 @@ class EmbeddedResource(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("annotations", "annotations", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["resource"]
     resource: EmbeddedResourceResource
@@ -1589,6 +1786,7 @@ class McpCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("stdio", "stdio", True, False),
         TolerantField("http", "http", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     stdio: McpStdioCapabilities | None = None
     http: McpHttpCapabilities | None = None
@@ -1644,6 +1842,7 @@ class MultiSelectPropertySchema(AcpModel):
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
         TolerantField("default", "default", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["array"]
     title: str | None = None
@@ -1667,6 +1866,7 @@ class NewSessionRequest(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("additionalDirectories", "additional_directories", True, True),
         TolerantField("mcpServers", "mcp_servers", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     cwd: AbsolutePath
     additional_directories: Annotated[
@@ -1683,6 +1883,9 @@ class PlanUpdate(AcpModel):
     Branch `plan_update`: new content for one plan, identified by its plan ID.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
     plan: PlanUpdateContent
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1697,6 +1900,7 @@ class ResumeSessionRequest(AcpModel):
         TolerantField("additionalDirectories", "additional_directories", True, True),
         TolerantField("mcpServers", "mcp_servers", True, True),
         TolerantField("replayFrom", "replay_from", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     cwd: AbsolutePath
@@ -1721,6 +1925,7 @@ class SessionCapabilities(AcpModel):
         TolerantField("delete", "delete", True, False),
         TolerantField("additionalDirectories", "additional_directories", True, False),
         TolerantField("archive", "archive", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     prompt: PromptCapabilities | None = None
     mcp: McpCapabilities | None = None
@@ -1739,7 +1944,8 @@ class SessionConfigSelectGroup(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("options", "options", False, True),
+        TolerantField("options", "options", False, True, default_on_error=True),
+        TolerantField("_meta", "meta", True, False),
     )
     group_id: Annotated[SessionConfigGroupId, Field(alias="groupId")]
     name: str
@@ -1759,7 +1965,8 @@ SessionConfigSelectItem = TypeAliasType(
                 {
                     "value": "SessionConfigSelectOption",
                     "groupId": "SessionConfigSelectGroup",
-                }
+                },
+                first=True,
             )
         ),
     ],
@@ -1770,7 +1977,8 @@ One entry of a select option's value list: a single value, or a named group of v
 
 
 SessionConfigSelectOptions = TypeAliasType(
-    "SessionConfigSelectOptions", list[SessionConfigSelectItem]
+    "SessionConfigSelectOptions",
+    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `groupId`).
@@ -1785,6 +1993,7 @@ class AgentCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("session", "session", True, False),
         TolerantField("auth", "auth", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session: SessionCapabilities | None = None
     auth: AgentAuthCapabilities | None = None
@@ -1806,6 +2015,7 @@ AuthMethod = TypeAliasType(
                 frozenset(["agent", "terminal"]),
                 open=True,
                 default=None,
+                unknown_required=("methodId", "name"),
             )
         ),
     ],
@@ -1823,6 +2033,7 @@ class ClientCapabilities(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("auth", "auth", True, False),
         TolerantField("elicitation", "elicitation", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     auth: AuthCapabilities | None = None
     elicitation: ElicitationCapabilities | None = None
@@ -1864,6 +2075,7 @@ class Diff(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("changes", "changes", False, True),
         TolerantField("patch", "patch", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Literal["diff"]
     changes: list[DiffChange]
@@ -1907,6 +2119,7 @@ class ElicitationSchema(AcpModel):
         TolerantField("type", "type", True, False),
         TolerantField("title", "title", True, False),
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     type: Annotated[ElicitationSchemaType | None, NOT_NULL] = "object"
     title: str | None = None
@@ -1927,6 +2140,7 @@ class InitializeRequest(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("capabilities", "capabilities", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     info: Implementation
@@ -1942,6 +2156,7 @@ class InitializeResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("capabilities", "capabilities", True, False),
         TolerantField("authMethods", "auth_methods", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
     info: Implementation
@@ -1955,6 +2170,9 @@ class InitializeResponse(AcpModel):
 class PromptRequest(AcpModel):
     """Parameters of `session/prompt`: a user message sent to a session."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     prompt: list[ContentBlock]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -1968,6 +2186,7 @@ class SessionConfigSelect(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
         TolerantField("category", "category", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     config_id: Annotated[SessionConfigId, Field(alias="configId")]
     name: str
@@ -1986,6 +2205,7 @@ class UserMessage(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("content", "content", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["user_message"], Field(alias="sessionUpdate")]
     message_id: Annotated[MessageId, Field(alias="messageId")]
@@ -1996,6 +2216,9 @@ class UserMessage(AcpModel):
 class UserMessageChunk(AcpModel):
     """Branch `user_message_chunk`: a streamed piece of a user message."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[
         Literal["user_message_chunk"], Field(alias="sessionUpdate")
     ]
@@ -2011,6 +2234,7 @@ class AgentMessage(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("content", "content", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["agent_message"], Field(alias="sessionUpdate")]
     message_id: Annotated[MessageId, Field(alias="messageId")]
@@ -2021,6 +2245,9 @@ class AgentMessage(AcpModel):
 class AgentMessageChunk(AcpModel):
     """Branch `agent_message_chunk`: a streamed piece of the agent's reply."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[
         Literal["agent_message_chunk"], Field(alias="sessionUpdate")
     ]
@@ -2036,6 +2263,7 @@ class AgentThought(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("content", "content", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["agent_thought"], Field(alias="sessionUpdate")]
     message_id: Annotated[MessageId, Field(alias="messageId")]
@@ -2048,6 +2276,9 @@ class AgentThoughtChunk(AcpModel):
     Branch `agent_thought_chunk`: a streamed piece of the agent's reasoning.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[
         Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
     ]
@@ -2059,6 +2290,9 @@ class AgentThoughtChunk(AcpModel):
 class Content(AcpModel):
     """Tool call content of type `content`: an ordinary content block."""
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     type: Literal["content"]
     content: ContentBlock
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2071,7 +2305,10 @@ class ElicitationFormMode(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("toolCallId", "tool_call_id", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
+
+    _acp_required_one_of: ClassVar[tuple[str, ...]] = ("sessionId", "requestId")
     mode: Literal["form"]
     session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
     tool_call_id: Annotated[ToolCallId | None, Field(alias="toolCallId")] = None
@@ -2111,7 +2348,10 @@ class SetSessionConfigOptionResponse(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("configOptions", "config_options", False, True),
+        TolerantField(
+            "configOptions", "config_options", False, True, default_on_error=True
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     config_options: Annotated[list[SessionConfigOption], Field(alias="configOptions")]
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2147,6 +2387,9 @@ class ToolCallContentChunk(AcpModel):
     Branch `tool_call_content_chunk`: appends one item to a tool call's output.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_update: Annotated[
         Literal["tool_call_content_chunk"], Field(alias="sessionUpdate")
     ]
@@ -2168,6 +2411,7 @@ class ToolCallProgress(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[Literal["tool_call_update"], Field(alias="sessionUpdate")]
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
@@ -2194,6 +2438,7 @@ class ToolCallUpdate(AcpModel):
         TolerantField("locations", "locations", True, True),
         TolerantField("rawInput", "raw_input", True, False),
         TolerantField("rawOutput", "raw_output", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     title: str | None = None
@@ -2212,7 +2457,10 @@ class ConfigOptionUpdate(AcpModel):
     """
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
-        TolerantField("configOptions", "config_options", False, True),
+        TolerantField(
+            "configOptions", "config_options", False, True, default_on_error=True
+        ),
+        TolerantField("_meta", "meta", True, False),
     )
     session_update: Annotated[
         Literal["config_option_update"], Field(alias="sessionUpdate")
@@ -2247,6 +2495,7 @@ class NewSessionResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("configOptions", "config_options", True, True),
         TolerantField("availableCommands", "available_commands", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     config_options: Annotated[
@@ -2266,6 +2515,7 @@ class ResumeSessionResponse(AcpModel):
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("configOptions", "config_options", True, True),
         TolerantField("availableCommands", "available_commands", True, True),
+        TolerantField("_meta", "meta", True, False),
     )
     config_options: Annotated[
         list[SessionConfigOption] | None, Field(alias="configOptions"), NOT_NULL
@@ -2347,6 +2597,9 @@ class UpdateSessionNotification(AcpModel):
     Parameters of the `session/update` notification: one update the agent reports about a session, at any time while the session exists.
     """
 
+    _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
+        TolerantField("_meta", "meta", True, False),
+    )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     update: SessionUpdate
     meta: Annotated[Meta | None, Field(alias="_meta")] = None
@@ -2381,6 +2634,7 @@ class RequestPermissionRequest(AcpModel):
 
     _acp_tolerant_fields: ClassVar[tuple[TolerantField, ...]] = (
         TolerantField("description", "description", True, False),
+        TolerantField("_meta", "meta", True, False),
     )
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     title: str
