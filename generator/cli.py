@@ -1,4 +1,4 @@
-"""Command line: ``python -m generator {generate,check,validate,diff}``."""
+"""Command line: ``python -m generator {generate,check,validate,diff,compare-reference}``."""
 
 from __future__ import annotations
 
@@ -103,7 +103,31 @@ def _parser() -> argparse.ArgumentParser:
                            "else beside OLD); only used when the two sides are different versions")
     maps.add_argument("--no-map", action="store_true",
                       help="pair by name only, even between different versions")
+    _add_compare_reference(sub)
     return p
+
+
+def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    r = sub.add_parser(
+        "compare-reference", help="list every wire difference between a canonical version and a published "
+                                  "ACP reference schema",
+        description="Read a published ACP reference schema (a folder with schema.json and meta.json, or the "
+                    "schema.json itself with meta.json beside it) into the intermediate model and compare it "
+                    "with the canonical version (--schema DIR/<version>), with the diff's rules and levels. "
+                    "Differences listed in schema/differences.json are shown as deliberate and never fail "
+                    "--fail-on; differences of names only are listed apart. Exit codes: 0 done, 1 an "
+                    "unexplained difference at the --fail-on level, 2 a side cannot be read or the arguments "
+                    "are wrong.")
+    r.add_argument("reference", type=Path, metavar="REFERENCE", help="reference folder or schema.json")
+    r.add_argument("--version", dest="version_name", required=True, metavar="VERSION",
+                   help="the canonical version to compare with, a folder of --schema such as v1 (and the "
+                        "reference's protocol version)")
+    r.add_argument("--differences", type=Path, default=None, metavar="FILE",
+                   help="the deliberate differences (default: differences.json in the --schema folder)")
+    r.add_argument("--format", choices=("text", "markdown", "json"), default="text",
+                   help="text for a terminal, markdown for a pull request, json for CI (default: text)")
+    r.add_argument("--fail-on", choices=("breaking", "possibly-breaking", "any"), default=None,
+                   help="exit 1 if an unexplained difference at this level or worse is found")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -133,6 +157,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.command == "compare-reference":
+        from generator import reference
+
+        return reference.run(args)
     if args.command == "diff":
         from generator.diff import command
 

@@ -81,10 +81,12 @@ class Field:
     @property
     def unstable(self) -> bool:
         return self.stability == "unstable"
+    # x-acp-on-error: "default" (a required array): a malformed value reads as the default (`[]`)
+    on_error_default: bool = False
 
     @property
     def tolerant(self) -> bool:
-        return self.on_error_omit or self.skip_invalid_items
+        return self.on_error_omit or self.skip_invalid_items or self.on_error_default
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,8 @@ class ObjectType:
     fields: tuple[Field, ...]
     kind: str = "object"
     stability: str = "stable"
+    # x-acp-required-one-of: at least one of these wire properties must be present
+    required_one_of: tuple[str, ...] = ()
 
     def field(self, wire_name: str) -> Field | None:
         for f in self.fields:
@@ -119,6 +123,12 @@ class UnionType:
     open: bool
     kind: str = "union"
     stability: str = "stable"
+    # x-acp-union "unknown": "default": an unknown tag value reads as the default branch (v1)
+    unknown_default: bool = False
+    # x-acp-union "unknownRequired": the wire properties an unknown variant of an open union must carry
+    unknown_required: tuple[str, ...] = ()
+    # x-acp-union "overlap": "first": with several presence keys, the first listed branch is chosen
+    overlap_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,8 @@ class AliasType:
     type: TypeExpr
     kind: str = "alias"
     stability: str = "stable"
+    # x-acp-same-kind on an array of a union: every item is of the same branch
+    same_kind: bool = False
 
 
 TypeDef = ObjectType | UnionType | EnumType | AliasType
@@ -362,7 +374,14 @@ class _Builder:
                          "remove it, or make the definition a union or an enum")
         if "properties" in schema:
             return self.build_object(name, schema, ptr)
-        return AliasType(name, desc, self.type_expr(schema, name, ptr))
+        texpr = self.type_expr(schema, name, ptr)
+        same_kind = bool(schema.get("x-acp-same-kind"))
+        if same_kind and not (texpr.kind == "array" and texpr.items is not None and texpr.items.kind == "ref"
+                              and isinstance(self.loaded.definitions.get(texpr.items.name or ""), dict)
+                              and "oneOf" in self.loaded.definitions[texpr.items.name or ""]):
+            self.problem(name, ptr + "/x-acp-same-kind", "x-acp-same-kind applies to an array of a union",
+                         "make the alias an array whose items are a union definition, or remove the marker")
+        return AliasType(name, desc, texpr, same_kind=same_kind)
 
     def build_object(self, name: str, schema: dict[str, Any], ptr: str) -> ObjectType:
         required = schema.get("required", [])
@@ -382,6 +401,9 @@ class _Builder:
                              "rename one of the two properties")
             py_names[py] = wire
             patch = bool(prop.get("x-acp-patch"))
+            if prop.get("x-acp-same-kind"):
+                self.problem(name, fptr + "/x-acp-same-kind", "x-acp-same-kind belongs on an alias definition",
+                             "define the array as a named alias with the marker and refer to it")
             if patch and not texpr.nullable:
                 self.problem(name, fptr + "/x-acp-patch", "a patch field must admit null (null clears the value)",
                              'make the type nullable, e.g. "type": ["string", "null"]')
@@ -393,13 +415,19 @@ class _Builder:
                 self.problem(name, fptr + "/x-acp-invalid-items", "x-acp-invalid-items applies to arrays only",
                              "remove the marker or make the property an array")
             omit = prop.get("x-acp-on-error") == "omit"
+            on_error_default = prop.get("x-acp-on-error") == "default"
+            if on_error_default and (texpr.kind != "array" or texpr.nullable or wire not in required):
+                self.problem(name, fptr + "/x-acp-on-error",
+                             '"x-acp-on-error": "default" applies to required, non-nullable arrays only '
+                             "(a malformed value reads as the empty array)",
+                             'use "omit" on an optional property, or make the property a required array')
             if omit and wire in required:
                 self.problem(name, fptr + "/x-acp-on-error",
                              "a required property cannot be omitted on error (a malformed value is treated as omitted)",
                              "drop it from required or remove the marker")
             fields.append(Field(wire, py, texpr, wire in required, prop.get("description", ""),
                                 omit, skip, patch, prop.get("default"), "default" in prop,
-                                prop.get("x-acp-stability", "stable")))
+                                prop.get("x-acp-stability", "stable"), on_error_default=on_error_default))
         used: set[str] = set()
         for f in fields:
             used |= builtins_of(f.type)
@@ -411,7 +439,12 @@ class _Builder:
                              f"the attribute {f.py_name!r} would hide the builtin {f.py_name!r}, which the "
                              f"annotations of {name} use",
                              "rename the property, or give the values that need the builtin a named definition")
-        return ObjectType(name, schema.get("description", ""), tuple(fields))
+        one_of = tuple(schema.get("x-acp-required-one-of", ()))
+        for key in one_of:
+            if key not in props or key in required:
+                self.problem(name, ptr + "/x-acp-required-one-of", f"{key!r} must be an optional property",
+                             "list optional properties of this object, at least one of which must be present")
+        return ObjectType(name, schema.get("description", ""), tuple(fields), required_one_of=one_of)
 
     def build_union(self, name: str, schema: dict[str, Any], ptr: str) -> UnionType:
         spec = schema["x-acp-union"]
@@ -485,6 +518,21 @@ class _Builder:
         if default is not None and default not in names:
             self.problem(name, ptr + "/x-acp-union/default", f"default branch {default!r} is not one of the branches",
                          "name one of the oneOf branches")
+        unknown_default = spec.get("unknown") == "default"
+        if unknown_default and (default is None or schema.get("x-acp-open")):
+            self.problem(name, ptr + "/x-acp-union/unknown",
+                         '"unknown": "default" needs a default branch and a closed union',
+                         "name a default branch, or drop x-acp-open (an open union keeps unknown tags as they are)")
+        if unknown_default and default is not None:
+            dprop = self.loaded.definitions.get(default, {}).get("properties", {}).get(tag or "")
+            if dprop is not None and "const" in dprop:
+                self.problem(default, pointer("$defs", default, "properties", tag or "", "const"),
+                             f"the default branch reads unknown {tag!r} values, so its tag cannot be a const",
+                             f'declare {tag!r} as {{"type": "string"}} in {default}')
+        unknown_required = tuple(spec.get("unknownRequired", ()))
+        if unknown_required and not schema.get("x-acp-open"):
+            self.problem(name, ptr + "/x-acp-union/unknownRequired",
+                         "unknownRequired applies to open unions only", "add x-acp-open or drop unknownRequired")
         pres: tuple[tuple[str, str], ...] | None = None
         if presence is not None:
             pres = tuple(presence.items())
@@ -503,7 +551,8 @@ class _Builder:
                 self.problem(name, ptr + "/x-acp-union/presence", f"branches without a key: {sorted(missing)}",
                              "give every branch a key that only it has")
         return UnionType(name, schema.get("description", ""), tuple(variants), tag, pres, default,
-                         bool(schema.get("x-acp-open")))
+                         bool(schema.get("x-acp-open")), unknown_default=unknown_default,
+                         unknown_required=unknown_required, overlap_first=spec.get("overlap") == "first")
 
     def _inner_tag(self, branch: str, target: dict[str, Any], tag: str) -> str | None:
         """The outer tag value shared by every branch of a nested union, or None."""
@@ -682,7 +731,7 @@ RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | frozenset({
     "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "Callable", "Mapping", "Protocol",
     "AcpModel", "TolerantField", "UnknownVariant", "MethodSpec", "FeatureSpec", "BaseModel", "ConfigDict",
     "TypeAdapter", "ValidationError", "Discriminator", "Field", "ModelWrapValidatorHandler", "Tag",
-    "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES",
+    "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES", "AfterValidator", "DEFAULT_ON_ERROR",
     # the version package's exports beside the models (acp_types.<v>.__all__)
     "MessageError", "PendingRequests", "UnknownMethodError", "NotARequestError", "VERSION", "STATUS",
     "BATCHES",
@@ -807,6 +856,12 @@ def bundle_schema(loaded: LoadedVersion, proto: Protocol, stable_only: bool = Fa
                 t = replace(t, variants=tuple(v for v in t.variants if v.name not in dropped))
                 schema["oneOf"] = [b for b in schema["oneOf"] if b["$ref"][len(REF_PREFIX):] not in dropped]
             schema = _compile_union(t, schema)
+        elif isinstance(t, ObjectType) and t.required_one_of:
+            schema["anyOf"] = [{"required": [k]} for k in t.required_one_of]
+        elif isinstance(t, AliasType) and t.same_kind and t.type.items is not None:
+            items = proto.type(t.type.items.name or "")
+            if isinstance(items, UnionType):
+                schema["allOf"] = [{"anyOf": [{"items": {"$ref": REF_PREFIX + v.name}} for v in items.variants]}]
         elif isinstance(t, EnumType) and t.open:
             values = schema.pop("enum")
             schema.pop("type", None)
@@ -843,19 +898,26 @@ def _compile_union(u: UnionType, schema: dict[str, Any]) -> dict[str, Any]:
             rules.append({"if": {"not": {"required": [tag]}}, "then": {"$ref": REF_PREFIX + u.default}})
         else:
             out["required"] = [tag]
+        unknown_tag = {"required": [tag], "not": {"properties": {tag: {"enum": known}}}}
+        if u.unknown_default and u.default is not None:
+            rules.append({"if": unknown_tag, "then": {"$ref": REF_PREFIX + u.default}})
+        if u.unknown_required:
+            rules.append({"if": unknown_tag, "then": {"required": list(u.unknown_required)}})
         tag_schema: dict[str, Any] = {"type": "string"}
-        if not u.open:
+        if not u.open and not u.unknown_default:
             tag_schema = {"enum": known}
         out.update({"type": "object", "properties": {tag: tag_schema}})
     else:
         assert u.presence is not None
         keys = [k for k, _ in u.presence]
-        for key, branch in u.presence:
-            others = [k for k in keys if k != key]
+        for i, (key, branch) in enumerate(u.presence):
+            # overlap "first": a key chooses its branch unless an earlier key is present too
+            others = keys[:i] if u.overlap_first else [k for k in keys if k != key]
             cond: dict[str, Any] = {"required": [key]}
             if others:
                 cond = {"required": [key], "not": {"anyOf": [{"required": [o]} for o in others]}}
             rules.append({"if": cond, "then": {"$ref": REF_PREFIX + branch}})
-        out.update({"type": "object", "oneOf": [{"required": [k]} for k in keys]})
+        present = [{"required": [k]} for k in keys]
+        out.update({"type": "object", "anyOf" if u.overlap_first else "oneOf": present})
     out["allOf"] = rules
     return out

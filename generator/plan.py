@@ -25,7 +25,7 @@ at the end of the module.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 from generator.model import AliasType, EnumType, Field, ObjectType, Protocol, TypeDef, TypeExpr, UnionType
@@ -66,6 +66,8 @@ class FieldPlan:
     tag_default: str | None = None
     """Python source of the one value of a required single-value property (a union branch's tag): the
     constructor fills it in when it is left out, while on the wire the property stays required."""
+    default_on_error: bool = False
+    """x-acp-on-error: default (a required array): a malformed value reads as ``[]``, the field stays required."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,8 @@ class ClassPlan:
     rebuild: bool
     """The class holds a forward reference and is rebuilt at the end of the module."""
     kind: str = "class"
+    required_one_of: tuple[str, ...] = ()
+    """x-acp-required-one-of: attribute names of which at least one must be present (an after-validator)."""
 
     @property
     def multiline_description(self) -> bool:
@@ -240,7 +244,14 @@ class _Planner:
             self.need(RUNTIME, "WireKey")
             self.need("typing", "Annotated", "Any")
             self.need("pydantic", "Field")
-        return ClassPlan(t.name, t.description, fields, spellings, t.name in self.forward)
+        one_of: tuple[str, ...] = ()
+        if t.required_one_of:
+            by_wire = {f.wire_name: f.py_name for f in t.fields}
+            one_of = tuple(by_wire[k] for k in t.required_one_of)
+            self.need("pydantic", "model_validator")
+            self.need(RUNTIME, "required_one_of")
+        return ClassPlan(t.name, t.description, fields, spellings, t.name in self.forward,
+                         required_one_of=one_of)
 
     def plan_field(self, t: ObjectType, f: Field) -> FieldPlan:
         ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
@@ -263,6 +274,9 @@ class _Planner:
         if f.on_error_omit:
             self.need(RUNTIME, "OMIT_ON_ERROR")
             extras.append("OMIT_ON_ERROR")
+        if f.on_error_default:
+            self.need(RUNTIME, "DEFAULT_ON_ERROR")
+            extras.append("DEFAULT_ON_ERROR")
         if extras:
             self.need("typing", "Annotated")
             ann = f"Annotated[{ann}, {', '.join(extras)}]"
@@ -274,7 +288,7 @@ class _Planner:
             tag_default = repr(f.type.const)
             self.need("typing", "TYPE_CHECKING")
         return FieldPlan(f.py_name, f.wire_name, ann, default, f.description, f.required,
-                         f.on_error_omit, f.skip_invalid_items, not_null, tag_default)
+                         f.on_error_omit, f.skip_invalid_items, not_null, tag_default, f.on_error_default)
 
     def plan_union(self, u: UnionType) -> AliasPlan:
         self.need("typing", "Annotated", "Union")
@@ -285,8 +299,9 @@ class _Planner:
             self.need(RUNTIME, "presence_discriminator")
             keys = {key: branch for key, branch in u.presence}
             tagged = ", ".join(f"Annotated[{self.ref(v.name, u.name)}, Tag({v.name!r})]" for v in u.variants)
+            first = ", first=True" if u.overlap_first else ""  # "overlap": "first"
             return AliasPlan(u.name, u.description,
-                             f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}))]",
+                             f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first}))]",
                              "presence-union")
         assert u.tag is not None
         attr = _tag_attr(self.proto, u)
@@ -314,8 +329,13 @@ class _Planner:
             self.need(RUNTIME, "UnknownVariant", "UNKNOWN_TAG")
             branches.append("Annotated[UnknownVariant, Tag(UNKNOWN_TAG)]")
         known = sorted(v.tag for v in u.variants if v.tag is not None)
+        hooks = ""  # x-acp-union "unknown" / "unknownRequired", written only when set
+        if u.unknown_default:
+            hooks += ", unknown_default=True"
+        if u.unknown_required:
+            hooks += f", unknown_required={u.unknown_required!r}"
         disc = (f"tag_discriminator({u.tag!r}, {attr!r}, frozenset({known!r}), "
-                f"open={u.open!r}, default={default_tag})")
+                f"open={u.open!r}, default={default_tag}{hooks})")
         return AliasPlan(u.name, u.description,
                          f"Annotated[Union[{', '.join(branches)}], Discriminator({disc}), SerializeAsAny()]",
                          "open-union" if u.open else "union")
@@ -337,6 +357,11 @@ class _Planner:
             self.need("typing", "Annotated")
             self.need("pydantic", "Field")
             ann = f"Annotated[{ann}, Field({', '.join(args)})]"
+        if a.same_kind:  # x-acp-same-kind: every item of one union branch
+            self.need("typing", "Annotated")
+            self.need("pydantic", "AfterValidator")
+            self.need(RUNTIME, "same_kind")
+            ann = f"Annotated[{ann}, AfterValidator(same_kind)]"
         return AliasPlan(a.name, a.description, ann, "alias")
 
     def plan(self) -> ModulePlan:
@@ -356,8 +381,7 @@ class _Planner:
             self.emitted.add(t.name)
             out.append(d)
         # Forward references found after a class was planned (cycles through aliases) still mark it.
-        out = [ClassPlan(d.name, d.description, d.fields, d.attribute_spellings, d.name in self.forward)
-               if isinstance(d, ClassPlan) else d for d in out]
+        out = [replace(d, rebuild=d.name in self.forward) if isinstance(d, ClassPlan) else d for d in out]
         imports = tuple((m, tuple(sorted(n))) for m, n in sorted(self.imports.items()))
         return ModulePlan(self.proto.version, tuple(out), imports)
 

@@ -324,7 +324,14 @@ class UnknownVariant(AcpModel):
 
 
 def tag_discriminator(
-    wire: str, attr: str, known: frozenset[str], *, open: bool, default: str | None
+    wire: str,
+    attr: str,
+    known: frozenset[str],
+    *,
+    open: bool,
+    default: str | None,
+    unknown_default: bool = False,
+    unknown_required: tuple[str, ...] = (),
 ) -> Callable[[Any], str | None]:
     """Pick a tagged union's branch by looking its tag up, never by trying branches.
 
@@ -333,6 +340,11 @@ def tag_discriminator(
     untagged default branch, :data:`UNKNOWN_TAG` for an unknown tag of an open
     union. ``None`` (no tag) and an unknown tag of a closed union become
     validation errors in pydantic.
+
+    Schema hooks (``x-acp-union``): ``unknown_default`` reads an unknown tag
+    of a closed union as the default branch (``"unknown": "default"``);
+    ``unknown_required`` lists the wire keys an unknown variant of an open
+    union must carry (``"unknownRequired"``), and one missing is an error.
     """
 
     def discriminate(value: Any) -> str | None:
@@ -350,7 +362,12 @@ def tag_discriminator(
             return None
         if tag in known:
             return tag
+        if unknown_default and tag not in _SENTINEL_TAGS:
+            return default
         if open:
+            if unknown_required and isinstance(value, Mapping):
+                if any(key not in value for key in unknown_required):
+                    return None
             return UNKNOWN_TAG
         # a closed union's unknown tag fails in pydantic; the sentinels are
         # pydantic tags of this runtime, never tag values of the wire
@@ -359,10 +376,14 @@ def tag_discriminator(
     return discriminate
 
 
-def presence_discriminator(keys: Mapping[str, str]) -> Callable[[Any], str | None]:
+def presence_discriminator(
+    keys: Mapping[str, str], *, first: bool = False
+) -> Callable[[Any], str | None]:
     """Pick a branch by which one of ``keys`` (wire name -> branch tag) the object has.
 
     Exactly one of the keys must be present; otherwise it is a validation error.
+    With ``first`` (schema hook ``"overlap": "first"``) several may be present
+    and the first listed one chooses.
     """
 
     def discriminate(value: Any) -> str | None:
@@ -370,9 +391,67 @@ def presence_discriminator(keys: Mapping[str, str]) -> Callable[[Any], str | Non
             found = [tag for key, tag in keys.items() if key in value]
         else:
             found = [tag for tag in keys.values() if type(value).__name__ == tag]
+        if first:
+            return found[0] if found else None
         return found[0] if len(found) == 1 else None
 
     return discriminate
+
+
+def required_one_of(*names: str) -> Callable[[Any], Any]:
+    """The after-validator of ``x-acp-required-one-of``: at least one of the attributes ``names`` is present.
+
+    The generator attaches it (``model_validator(mode="after")``) only to the
+    classes whose schema has the marker, so no other model pays for it. A
+    field counts as present when it holds a value, or when it was set to
+    ``null`` under its own name; an unknown key spelled like the attribute
+    (kept in ``__pydantic_extra__``) does not count, as it is no wire name.
+    """
+
+    def check(model: Any) -> Any:
+        extra = model.__pydantic_extra__ or {}
+        fields_set = model.__pydantic_fields_set__
+        for name in names:
+            if getattr(model, name, None) is not None or (name in fields_set and name not in extra):
+                return model
+        raise ValueError(f"at least one of {', '.join(names)} must be present")
+
+    return check
+
+
+def same_kind(items: list[Any]) -> list[Any]:
+    """After-validator of ``x-acp-same-kind``: every item of the array is of one union branch."""
+    if len({type(item) for item in items}) > 1:
+        raise ValueError("every item must be of the same kind (do not mix the union's branches)")
+    return items
+
+
+def _default_on_error(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    try:
+        return handler(value)
+    except ValidationError:
+        return []
+
+
+class _DefaultOnError:
+    """Field marker of ``x-acp-on-error: default`` (required arrays): a malformed value reads as ``[]``.
+
+    A wrap validator on this field's own core schema only, so the field stays
+    required (a missing key is still an error) and no other field pays for it.
+    The empty list counts as set and is written back.
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        return core_schema.no_info_wrap_validator_function(_default_on_error, handler(source))
+
+    def __repr__(self) -> str:
+        return "DEFAULT_ON_ERROR"
+
+
+DEFAULT_ON_ERROR = _DefaultOnError()
+"""The one instance of the default-on-error field marker."""
 
 
 class _NotNull:

@@ -265,6 +265,35 @@ def _doc(**changes: Any) -> Edit:
     return run
 
 
+def _plain_default(doc: dict[str, Any]) -> None:
+    default_branch(doc, "Square")
+    doc["defs"]["Square"]["properties"]["kind"] = {"type": "string"}
+
+
+def _unknown_default(doc: dict[str, Any]) -> None:
+    _plain_default(doc)
+    doc["defs"]["Shape"]["x-acp-union"]["unknown"] = "default"
+
+
+def _presence(overlap: bool) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["defs"]["Shape"]["x-acp-union"] = {"presence": {"r": "Circle", "side": "Square"}}
+        if overlap:
+            doc["defs"]["Shape"]["x-acp-union"]["overlap"] = "first"
+        doc["defs"]["Circle"]["required"] = ["kind", "r"]
+        doc["defs"]["Square"]["required"] = ["kind", "side"]
+    return run
+
+
+def _shapes(same_kind: bool) -> Edit:
+    def run(doc: dict[str, Any]) -> None:
+        doc["defs"]["Shapes"] = {"type": "array", "items": ref("Shape"), "description": "An alias."}
+        if same_kind:
+            doc["defs"]["Shapes"]["x-acp-same-kind"] = True
+        doc["defs"]["Payload"]["properties"]["shapes"] = ref("Shapes")
+    return run
+
+
 CASES: list[Case] = [
     # protocol
     Case("protocol-version-changed", B, W, _doc(protocolVersion=2)),
@@ -345,6 +374,15 @@ CASES: list[Case] = [
     Case("union-became-open", P, SRC, _open("Shape")),
     Case("request-union-became-closed", B, W, nothing, base=_open("Shape")),
     Case("response-union-became-closed", P, SRC, nothing, base=_open("Shape"), direction=RESP),
+    # issue 12: how receivers read what the reference reads
+    Case("union-unknown-reading-changed", P, W, _unknown_default, base=_plain_default),
+    Case("union-unknown-required-changed", P, W,
+         both(_open("Shape"), lambda d: d["defs"]["Shape"]["x-acp-union"].update(unknownRequired=["r"])),
+         base=_open("Shape")),
+    Case("union-overlap-changed", P, W, _presence(True), base=_presence(False)),
+    Case("object-required-one-of-changed", P, W,
+         lambda d: d["defs"]["Payload"].update({"x-acp-required-one-of": ["count", "id"]})),
+    Case("alias-same-kind-changed", P, W, _shapes(True), base=_shapes(False)),
     # enums
     Case("request-enum-value-added", S, W, _enum(["red", "green", "blue"])),
     Case("response-closed-enum-value-added", B, W, _enum(["red", "green", "blue"]), direction=RESP),

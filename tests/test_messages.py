@@ -215,7 +215,7 @@ def test_invalid_params(version: str) -> None:
 def test_invalid_result(version: str) -> None:
     m = api(version)
     with pytest.raises(InvalidResult) as info:
-        m.parse_message({"jsonrpc": "2.0", "id": 2, "result": {"sessions": "none"}}, method="session/list")
+        m.parse_message({"jsonrpc": "2.0", "id": 2, "result": {}}, method="session/list")
     assert info.value.id == 2 and info.value.validation_error is not None and "sessions" in str(info.value)
     with pytest.raises(InvalidResult):
         m.parse_message({"jsonrpc": "2.0", "id": 2, "result": None}, method="session/archive")
@@ -371,7 +371,11 @@ def test_fixtures_through_parse_message(path: Any, version: str) -> None:
     if fixture["valid"]:
         msg = m.parse_message(json.dumps(message), method=fixture["method"])
         assert msg.method in (fixture["method"], None)
-        assert msg.to_wire() == message
+        if "reads" in fixture:  # a tolerant receiver reads it as `reads`
+            part = "result" if "result" in message else "params"
+            assert msg.to_wire() == {**message, part: fixture["reads"]}
+        else:
+            assert msg.to_wire() == message
     else:
         with pytest.raises(MessageError):
             m.parse_message(json.dumps(message), method=fixture["method"])

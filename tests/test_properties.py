@@ -98,7 +98,7 @@ class Drawer:
             return node["const"]
         if "enum" in node:
             return draw(st.sampled_from(node["enum"]))
-        if "anyOf" in node:
+        if "anyOf" in node and "properties" not in node:
             branch = draw(st.sampled_from(node["anyOf"]))
             return self.value(draw, branch, depth, path, breakable, breaks)
         types = node.get("type")
@@ -113,6 +113,9 @@ class Drawer:
                 return draw(st.dictionaries(st.text(max_size=5), ANY_JSON, max_size=3))
             keys = draw(st.lists(st.text(max_size=6), max_size=0 if depth >= MAX_DEPTH else 2, unique=True))
             return {k: self.value(draw, extra, depth + 1, path + (k,), breakable, breaks) for k in keys}
+        if kind == "array" and node.get("x-acp-same-kind"):
+            # every item of one branch (the compiled allOf lists one array form per branch)
+            node = {**node, "items": draw(st.sampled_from(node["allOf"][0]["anyOf"]))["items"]}
         if kind == "array":
             low = node.get("minItems", 0)
             high = node.get("maxItems", low + (0 if depth >= MAX_DEPTH else 2))
@@ -138,14 +141,20 @@ class Drawer:
     def object(self, draw: Any, node: dict[str, Any], depth: int, path: tuple, breakable: bool,
                breaks: list, keep_tag: str | None) -> dict[str, Any]:
         required = set(node.get("required", ()))
+        one_of = [b["required"][0] for b in node.get("anyOf", ()) if set(b) == {"required"}]
+        if one_of:  # x-acp-required-one-of: at least one of these is present
+            required.add(draw(st.sampled_from(one_of)))
         out: dict[str, Any] = {}
         for name, prop in node["properties"].items():
             if name not in required and (depth >= MAX_DEPTH or not draw(st.booleans())):
                 continue
             tolerant = "x-acp-on-error" in prop or "x-acp-invalid-items" in prop
             out[name] = self.value(draw, prop, depth + 1, path + (name,), breakable and not tolerant, breaks)
-            if breakable and not tolerant and name != keep_tag:
+            if breakable and not tolerant and name != keep_tag and name not in one_of:
                 breaks.append((path, name, prop, name in required))
+            elif breakable and prop.get("x-acp-on-error") == "default":
+                # malformed reads as the default, but a missing required array is still an error
+                breaks.append((path, name, {"type": list(ALL_TYPES)}, True))
         for key in draw(st.lists(EXTRA_KEY, max_size=2, unique=True)):
             if key not in out:
                 out[key] = draw(ANY_JSON)
@@ -165,6 +174,8 @@ class Drawer:
         pick = draw(st.sampled_from(options))
         if pick == -1:
             unknown = {tag: draw(UNKNOWN_TAG.filter(lambda t: t not in known))}
+            for key in spec.get("unknownRequired", ()):
+                unknown[key] = draw(ANY_JSON)
             for key in draw(st.lists(EXTRA_KEY, max_size=3, unique=True)):
                 unknown[key] = draw(ANY_JSON)
             return unknown

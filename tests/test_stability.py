@@ -119,6 +119,8 @@ def test_stable_fixtures_validate_against_the_stable_bundle(version: str) -> Non
         part, payload = payload_of(fx["message"])
         if part == "error":
             continue
+        if "reads" in fx:  # a tolerated fixture breaks the sender's rules; what the receiver reads holds
+            payload = fx["reads"]
         name = spec["params"] if part == "params" else spec["result"]
         validator = jsonschema.Draft202012Validator(dict(stable, **{"$ref": "#/$defs/" + name}))
         errors = list(validator.iter_errors(payload))

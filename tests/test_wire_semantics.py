@@ -28,7 +28,7 @@ from conftest import VERSIONS, api, bundled_schema, validator_for
 from pydantic import Discriminator, TypeAdapter, ValidationError
 
 from acp_types import v1, v2
-from acp_types._runtime import UnknownVariant
+from acp_types._runtime import DEFAULT_TAG, UnknownVariant
 
 
 def adapter(version: str, name: str) -> TypeAdapter:
@@ -144,8 +144,11 @@ def test_v2_future_session_update_without_underscore_is_kept_too() -> None:
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(open_=True))
 def test_open_unions_keep_unknown_tags(version: str, name: str, tag: str, branches: dict, default: str | None) -> None:
+    needs = defs(version)[name]["x-acp-union"].get("unknownRequired", [])
     for value in ("_acme/custom", "some_future_kind"):
-        data = {tag: value, "payload": {"deep": [1, {"x": None}]}, "_meta": {"m": True}}
+        data = {tag: value, "payload": {"deep": [1, {"x": None}]}, "_meta": {"m": True}, **{k: "x" for k in needs}}
+        if needs:  # what an unknown variant must still carry (x-acp-union unknownRequired)
+            assert_both_reject(version, name, {k: v for k, v in data.items() if k != needs[0]})
         parsed = assert_both_accept(version, name, data)
         assert isinstance(parsed, UnknownVariant)
         assert parsed.to_wire() == data
@@ -154,8 +157,12 @@ def test_open_unions_keep_unknown_tags(version: str, name: str, tag: str, branch
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(open_=False))
 def test_closed_unions_reject_unknown_tags(version: str, name: str, tag: str, branches: dict, default: str | None) -> None:
+    reads_as_default = defs(version)[name]["x-acp-union"].get("unknown") == "default"
     for value in ("_acme/custom", "some_future_kind"):
         exc = assert_both_reject(version, name, {tag: value, "payload": 1})
+        if reads_as_default:  # v1 "unknown": "default": read as the default branch, which lacks its fields
+            assert {e["type"] for e in exc.errors()} == {"missing"}, exc.errors()
+            continue
         assert [e["type"] for e in exc.errors()] == ["union_tag_invalid"]
         assert value in str(exc)
 
@@ -313,7 +320,7 @@ def test_v1_mcp_server_without_type_is_stdio() -> None:
 def test_v1_untagged_mcp_server_is_never_guessed_from_its_shape() -> None:
     http_shaped = {"name": "h", "url": "https://x.invalid", "headers": []}
     exc = assert_both_reject("v1", "McpServer", http_shaped)
-    assert {e["loc"][0] for e in exc.errors()} == {"stdio"}
+    assert {e["loc"][0] for e in exc.errors()} == {DEFAULT_TAG}
     assert {e["loc"][1] for e in exc.errors()} == {"command", "args", "env"}
     assert_both_reject("v1", "McpServer", {"type": None, **STDIO})
 
@@ -363,7 +370,9 @@ def test_presence_union_picks_the_branch_by_key(version: str) -> None:
     blob = {"uri": "file:///a.bin", "blob": "aGVsbG8="}
     assert type(assert_both_accept(version, "EmbeddedResourceResource", text)) is m.TextResourceContents
     assert type(assert_both_accept(version, "EmbeddedResourceResource", blob)) is m.BlobResourceContents
-    assert_both_reject(version, "EmbeddedResourceResource", {**text, "blob": "aGVsbG8="})
+    # both keys: the first listed branch, as the reference reads it ("overlap": "first")
+    both = assert_both_accept(version, "EmbeddedResourceResource", {**text, "blob": "aGVsbG8="})
+    assert type(both) is m.TextResourceContents
     assert_both_reject(version, "EmbeddedResourceResource", {"uri": "file:///a"})
     assert_both_reject(version, "EmbeddedResourceResource", {"uri": "file:///a", "text": 5})
 
@@ -408,8 +417,10 @@ def test_v2_setup_available_commands_skip_malformed_items(result_type: str) -> N
 def test_available_commands_update_skips_items_but_needs_the_list(version: str) -> None:
     m = api(version)
     update = {"sessionUpdate": "available_commands_update"}
-    for bad in (None, "oops"):
-        assert_both_reject(version, "SessionUpdate", {**update, "availableCommands": bad})
+    for bad in (None, "oops"):  # malformed: read as the empty list ("x-acp-on-error": "default")
+        data = {**update, "availableCommands": bad}
+        assert adapter(version, "SessionUpdate").validate_python(data).to_wire() == {**update, "availableCommands": []}
+        assert not schema_valid(version, "SessionUpdate", data)
     assert_both_reject(version, "SessionUpdate", update)
     items = [GOOD_COMMANDS[0], {"description": "no name"}, GOOD_COMMANDS[1]]
     parsed = adapter(version, "SessionUpdate").validate_python({**update, "availableCommands": items})
@@ -432,9 +443,12 @@ def test_v1_tolerant_fields() -> None:
             "authMethods": [{"id": "a", "name": "A"}, {"type": "_acme", "id": "b", "name": "B"}]}
     parsed = v1.InitializeResponse.model_validate(init)
     # loadSession is itself tolerant: the innermost malformed value is the one dropped
-    assert parsed.to_wire() == {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": [{"id": "a", "name": "A"}]}
+    # an unknown auth method type reads as an agent-handled method ("unknown": "default")
+    methods = [{"id": "a", "name": "A"}, {"type": "_acme", "id": "b", "name": "B"}]
+    assert parsed.to_wire() == {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": methods}
+    assert all(type(a) is v1.AuthMethodAgent for a in parsed.auth_methods)
     parsed = v1.InitializeResponse.model_validate({**init, "agentCapabilities": "oops", "agentInfo": 7})
-    assert parsed.to_wire() == {"protocolVersion": 1, "authMethods": [{"id": "a", "name": "A"}]}
+    assert parsed.to_wire() == {"protocolVersion": 1, "authMethods": methods}
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -484,8 +498,9 @@ def test_v2_patch_fields_keep_three_states() -> None:
         data = {**base, **extra}
         parsed = assert_both_accept("v2", "SessionUpdate", data)
         assert parsed.to_wire() == data
-    # _meta is a patch field without the omit marker: a bad value is an error, not dropped
-    assert_both_reject("v2", "SessionUpdate", {**base, "_meta": 5})
+    # a malformed _meta is dropped (every _meta is default-on-error), as if omitted
+    assert adapter("v2", "SessionUpdate").validate_python({**base, "_meta": 5}).to_wire() == base
+    assert not schema_valid("v2", "SessionUpdate", {**base, "_meta": 5})
     progress = {"sessionUpdate": "tool_call_update", "toolCallId": "c"}
     for extra in ({}, {"status": None}, {"status": "completed"}, {"content": None}, {"content": []}):
         data = {**progress, **extra}
@@ -596,3 +611,49 @@ def test_a_wire_key_spelled_like_an_attribute_stays_an_unknown_key(version: str)
     message = {"jsonrpc": "2.0", "method": "session/update", "params": {
         "sessionId": "s", "update": {"sessionUpdate": "session_info_update", "updated_at": "x"}}}
     assert m.parse_message(message).to_wire() == message
+
+
+# ---------------------------------------------------------------- issue 12 hooks on the plan design
+
+FORM = {"mode": "form", "message": "Who?", "requestedSchema": {"type": "object", "properties": {}}}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_required_one_of_reads_wire_names_and_counts_a_null_id(version: str) -> None:
+    m = api(version).models
+    assert_both_reject(version, "ElicitationFormMode", FORM)
+    assert_both_accept(version, "ElicitationFormMode", {**FORM, "sessionId": "s"})
+    # requestId admits null: present as null is present, as JSON Schema's `required` reads it
+    assert_both_accept(version, "ElicitationFormMode", {**FORM, "requestId": None})
+    # read as the wire is read (wire names only), a key spelled like the attribute is an unknown key
+    with pytest.raises(ValidationError, match="at least one of session_id, request_id"):
+        m.ElicitationFormMode.model_validate({**FORM, "session_id": "s"}, by_name=False)
+    assert not schema_valid(version, "ElicitationFormMode", {**FORM, "session_id": "s"})
+    # constructing in code by attribute name satisfies it too
+    built = m.ElicitationFormMode(message="Who?", requested_schema={"type": "object", "properties": {}},
+                                  session_id="s")
+    assert built.to_wire()["sessionId"] == "s"
+    with pytest.raises(ValidationError, match="at least one of session_id, request_id"):
+        m.ElicitationFormMode(message="Who?", requested_schema={"type": "object", "properties": {}})
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_required_one_of_is_only_on_the_marked_classes(version: str) -> None:
+    m = api(version).models
+    marked = {name for name, d in defs(version).items() if "x-acp-required-one-of" in d}
+    assert marked == {"ElicitationFormMode", "ElicitationUrlMode"}
+    for name in dir(m):
+        cls = getattr(m, name)
+        if isinstance(cls, type) and hasattr(cls, "__pydantic_decorators__") and cls.__module__ == m.__name__:
+            has = bool(cls.__pydantic_decorators__.model_validators)
+            assert has == (name in marked), name
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_default_on_error_field_stays_required(version: str) -> None:
+    m = api(version)
+    field = m.models.ListSessionsResponse.model_fields["sessions"]
+    assert field.is_required()
+    assert_both_reject(version, "ListSessionsResponse", {})
+    parsed = adapter(version, "ListSessionsResponse").validate_python({"sessions": {"not": "a list"}})
+    assert parsed.to_wire() == {"sessions": []}

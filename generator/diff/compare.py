@@ -22,7 +22,8 @@ from generator.model import AliasType, EnumType, Field, Method, ObjectType, Prot
 SCOPES = ("protocol", "method", "feature", "type")
 _STABILITY = {"proposal": 0, "unstable": 1, "draft": 2, "stable": 3}
 NO_TAG = "(no tag)"
-_TOLERANCE = (("on_error_omit", "x-acp-on-error"), ("skip_invalid_items", "x-acp-invalid-items"))
+_TOLERANCE = (("on_error_omit", "x-acp-on-error"), ("skip_invalid_items", "x-acp-invalid-items"),
+              ("on_error_default", "x-acp-on-error: default"))
 
 
 @dataclass(frozen=True)
@@ -521,6 +522,11 @@ class _Differ:
         return pair_names((f.wire_name for f in o.fields), (f.wire_name for f in n.fields), listed), moved
 
     def compare_object(self, o: ObjectType, n: ObjectType, fl: set[tuple[str, str]]) -> None:
+        if o.required_one_of != n.required_one_of:
+            self.emit(rules.OBJECT_REQUIRED_ONE_OF_CHANGED, "type", o.name,
+                      f"`{o.name}` must carry at least one of {list(n.required_one_of) or 'nothing'} "
+                      f"instead of {list(o.required_one_of) or 'nothing'}",
+                      old=",".join(o.required_one_of) or None, new=",".join(n.required_one_of) or None, fl=fl)
         pairs, moved = self._field_pairs(o, n)
         forward, added = pairs.forward, pairs.added
         removed, candidates = pairs.unlisted_removed(), pairs.unlisted_added()
@@ -654,6 +660,21 @@ class _Differ:
             self.emit(rules.UNION_DEFAULT_CHANGED, "type", loc,
                       f"the branch of {name} used when the tag is absent changed from {was} to {now}",
                       old=o.default, new=n.default, fl=fl)
+        if o.unknown_default != n.unknown_default:
+            now = "now reads" if n.unknown_default else "no longer reads"
+            self.emit(rules.UNION_UNKNOWN_READING_CHANGED, "type", loc,
+                      f"{name} {now} an unknown tag value as its default branch",
+                      old=o.unknown_default, new=n.unknown_default, fl=fl)
+        if o.unknown_required != n.unknown_required:
+            self.emit(rules.UNION_UNKNOWN_REQUIRED_CHANGED, "type", loc,
+                      f"an unknown variant of {name} must carry {list(n.unknown_required) or 'only its tag'} "
+                      f"instead of {list(o.unknown_required) or 'only its tag'}",
+                      old=",".join(o.unknown_required) or None, new=",".join(n.unknown_required) or None, fl=fl)
+        if o.overlap_first != n.overlap_first:
+            now = "now reads" if n.overlap_first else "no longer reads"
+            self.emit(rules.UNION_OVERLAP_CHANGED, "type", loc,
+                      f"{name} {now} an object with several presence keys as the first listed branch",
+                      old=o.overlap_first, new=n.overlap_first, fl=fl)
         okeys, nkeys = _variant_keys(o), _variant_keys(n)
         paired: list[tuple[str, str]] = [(k, k) for k in sorted(set(okeys) & set(nkeys))]
         left_o = sorted(set(okeys) - set(nkeys))
@@ -722,6 +743,11 @@ class _Differ:
     # -- aliases
 
     def compare_alias(self, o: AliasType, n: AliasType, fl: set[tuple[str, str]]) -> None:
+        if o.same_kind != n.same_kind:
+            now = "now requires" if n.same_kind else "no longer requires"
+            self.emit(rules.ALIAS_SAME_KIND_CHANGED, "type", o.name,
+                      f"alias `{o.name}` {now} every item to be of the same branch", old=o.same_kind,
+                      new=n.same_kind, fl=fl)
         a, b = o.type, n.type
         if a.nullable != b.nullable:
             # an alias is judged as a whole: null in or out changes its type

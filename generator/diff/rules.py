@@ -287,6 +287,22 @@ UNION_DISCRIMINATOR_CHANGED = _rule("union-discriminator-changed", "union", BREA
 UNION_DEFAULT_CHANGED = _rule("union-default-changed", "union", BREAKING, WIRE, ANY,
     "the branch used when the tag is absent changed",
     "Messages without the tag are read as another variant than the writer meant.")
+UNION_UNKNOWN_READING_CHANGED = _rule("union-unknown-reading-changed", "union", POSSIBLY, WIRE, ANY,
+    "an unknown tag value of a closed union is now read as the default branch, or no longer is",
+    "One side accepts an object with a tag it does not know as the default branch where the other "
+    "rejects it (or drops it from a tolerant list).")
+UNION_UNKNOWN_REQUIRED_CHANGED = _rule("union-unknown-required-changed", "union", POSSIBLY, WIRE, ANY,
+    "the properties an unknown variant of an open union must carry changed",
+    "An unknown variant that lacks one of them is kept by one side and rejected by the other.")
+OBJECT_REQUIRED_ONE_OF_CHANGED = _rule("object-required-one-of-changed", "type", POSSIBLY, WIRE, ANY,
+    "the set of properties of which at least one must be present changed",
+    "An object carrying none of them is read by one side and rejected by the other.")
+ALIAS_SAME_KIND_CHANGED = _rule("alias-same-kind-changed", "alias", POSSIBLY, WIRE, ANY,
+    "whether every item of an array must be of the same union branch changed",
+    "An array mixing branches is read by one side and rejected by the other.")
+UNION_OVERLAP_CHANGED = _rule("union-overlap-changed", "union", POSSIBLY, WIRE, ANY,
+    "whether an object with several presence keys is read as the first branch changed",
+    "An object that fits two untagged branches at once is read by one side and rejected by the other.")
 UNION_BECAME_OPEN = _rule("union-became-open", "union", POSSIBLY, SOURCE, ANY,
     "a closed union became open",
     "Receivers now accept unknown tags, which is wire compatible, but the generated union gains an "

@@ -2,10 +2,19 @@
 # Regenerate with `make generate` after changing the schema; see README.md.
 
 from typing import Annotated, Any, ClassVar, Literal, TYPE_CHECKING, Union
-from pydantic import Discriminator, Field, OnErrorOmit, SerializeAsAny, Tag
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    OnErrorOmit,
+    SerializeAsAny,
+    Tag,
+    model_validator,
+)
 from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
+    DEFAULT_ON_ERROR,
     DEFAULT_TAG,
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -13,6 +22,8 @@ from acp_types._runtime import (
     UnknownVariant,
     WireKey,
     presence_discriminator,
+    required_one_of,
+    same_kind,
     tag_discriminator,
 )
 
@@ -49,7 +60,7 @@ class AcceptNesNotification(AcpModel):
     id: NesSuggestionId
     """Identifier of the suggestion."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LogoutCapabilities(AcpModel):
@@ -57,7 +68,7 @@ class LogoutCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AgentAuthCapabilities(AcpModel):
@@ -73,7 +84,7 @@ class AgentAuthCapabilities(AcpModel):
     logout: Annotated[LogoutCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `logout` method."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptCapabilities(AcpModel):
@@ -101,7 +112,7 @@ class PromptCapabilities(AcpModel):
     ] = False
     """True when prompts may contain embedded resource blocks."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpCapabilities(AcpModel):
@@ -125,7 +136,7 @@ class McpCapabilities(AcpModel):
     acp: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
     """Support for MCP servers carried over the ACP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionListCapabilities(AcpModel):
@@ -133,7 +144,7 @@ class SessionListCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionDeleteCapabilities(AcpModel):
@@ -141,7 +152,7 @@ class SessionDeleteCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -151,7 +162,7 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionResumeCapabilities(AcpModel):
@@ -159,7 +170,7 @@ class SessionResumeCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionCloseCapabilities(AcpModel):
@@ -167,7 +178,7 @@ class SessionCloseCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionArchiveCapabilities(AcpModel):
@@ -177,7 +188,7 @@ class SessionArchiveCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionForkCapabilities(AcpModel):
@@ -185,7 +196,7 @@ class SessionForkCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionCapabilities(AcpModel):
@@ -233,7 +244,7 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ProvidersCapabilities(AcpModel):
@@ -243,7 +254,7 @@ class ProvidersCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
@@ -251,7 +262,7 @@ class NesDocumentDidOpenCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 TextDocumentSyncKind = TypeAliasType(
@@ -277,7 +288,7 @@ class NesDocumentDidChangeCapabilities(AcpModel):
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
@@ -285,7 +296,7 @@ class NesDocumentDidCloseCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
@@ -293,7 +304,7 @@ class NesDocumentDidSaveCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
@@ -301,7 +312,7 @@ class NesDocumentDidFocusCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -351,7 +362,7 @@ class NesDocumentEventCapabilities(AcpModel):
     ] = None
     """Support for `document/didFocus`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEventCapabilities(AcpModel):
@@ -367,7 +378,7 @@ class NesEventCapabilities(AcpModel):
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -387,7 +398,7 @@ class NesRecentFilesCapabilities(AcpModel):
     ] = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
@@ -395,7 +406,7 @@ class NesRelatedSnippetsCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -415,7 +426,7 @@ class NesEditHistoryCapabilities(AcpModel):
     ] = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -435,7 +446,7 @@ class NesUserActionsCapabilities(AcpModel):
     ] = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesOpenFilesCapabilities(AcpModel):
@@ -443,7 +454,7 @@ class NesOpenFilesCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDiagnosticsCapabilities(AcpModel):
@@ -451,7 +462,7 @@ class NesDiagnosticsCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesContextCapabilities(AcpModel):
@@ -512,7 +523,7 @@ class NesContextCapabilities(AcpModel):
     diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesCapabilities(AcpModel):
@@ -532,7 +543,7 @@ class NesCapabilities(AcpModel):
     context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
     """The context the agent wants with suggestion requests."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PositionEncodingKind = TypeAliasType(
@@ -613,7 +624,7 @@ class AgentCapabilities(AcpModel):
     ] = None
     """The position encoding the agent chose from those the client offered."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 MessageId = TypeAliasType("MessageId", str)
@@ -649,7 +660,7 @@ class Annotations(AcpModel):
     priority: Annotated[int | float | None, OMIT_ON_ERROR] = None
     """How important the content is relative to other content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TextContent(AcpModel):
@@ -678,7 +689,7 @@ class TextContent(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ImageContent(AcpModel):
@@ -717,7 +728,7 @@ class ImageContent(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AudioContent(AcpModel):
@@ -752,7 +763,7 @@ class AudioContent(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ResourceLink(AcpModel):
@@ -805,7 +816,7 @@ class ResourceLink(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TextResourceContents(AcpModel):
@@ -831,7 +842,7 @@ class TextResourceContents(AcpModel):
     mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
     """Media type of the text, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class BlobResourceContents(AcpModel):
@@ -857,7 +868,7 @@ class BlobResourceContents(AcpModel):
     mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
     """Media type of the bytes, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -869,7 +880,8 @@ EmbeddedResourceResource = TypeAliasType(
         ],
         Discriminator(
             presence_discriminator(
-                {"text": "TextResourceContents", "blob": "BlobResourceContents"}
+                {"text": "TextResourceContents", "blob": "BlobResourceContents"},
+                first=True,
             )
         ),
     ],
@@ -907,7 +919,7 @@ class EmbeddedResource(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ContentBlock = TypeAliasType(
@@ -961,7 +973,7 @@ class AgentMessageChunk(AcpModel):
     content: ContentBlock
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AgentThoughtChunk(AcpModel):
@@ -1002,7 +1014,7 @@ class AgentThoughtChunk(AcpModel):
     content: ContentBlock
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ArchiveSessionRequest(AcpModel):
@@ -1020,7 +1032,7 @@ class ArchiveSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to archive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ArchiveSessionResponse(AcpModel):
@@ -1030,7 +1042,7 @@ class ArchiveSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AuthCapabilities(AcpModel):
@@ -1046,7 +1058,7 @@ class AuthCapabilities(AcpModel):
     terminal: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
     """True when the client can run `terminal` authentication methods."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
@@ -1097,7 +1109,7 @@ class AuthMethodTerminal(AcpModel):
     Environment variables set for the login process, overriding same-named ones.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AuthMethodAgent(AcpModel):
@@ -1105,7 +1117,7 @@ class AuthMethodAgent(AcpModel):
     An authentication method the agent carries out itself when the client calls `authenticate` with its id.
 
     Attributes:
-        type: Optional method type; v1 agent methods normally leave it out.
+        type: Left out by most v1 agent methods. Any value other than `terminal` (`agent`, or a type this version does not list, such as `env_var`) also reads as an agent-handled method.
         id: Id to pass to `authenticate`.
         name: Name shown to the user.
         description: Longer explanation shown to the user.
@@ -1113,8 +1125,10 @@ class AuthMethodAgent(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    type: Annotated[Literal["agent"] | None, NOT_NULL] = None
-    """Optional method type; v1 agent methods normally leave it out."""
+    type: Annotated[str | None, NOT_NULL] = None
+    """
+    Left out by most v1 agent methods. Any value other than `terminal` (`agent`, or a type this version does not list, such as `env_var`) also reads as an agent-handled method.
+    """
 
     id: AuthMethodId
     """Id to pass to `authenticate`."""
@@ -1125,7 +1139,7 @@ class AuthMethodAgent(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation shown to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 AuthMethod = TypeAliasType(
@@ -1133,22 +1147,23 @@ AuthMethod = TypeAliasType(
     Annotated[
         Union[
             Annotated[AuthMethodTerminal, Tag("terminal")],
-            Annotated[AuthMethodAgent, Tag("agent")],
+            Annotated[AuthMethodAgent, Tag(DEFAULT_TAG)],
         ],
         Discriminator(
             tag_discriminator(
                 "type",
                 "type",
-                frozenset(["agent", "terminal"]),
+                frozenset(["terminal"]),
                 open=False,
-                default="agent",
+                default=DEFAULT_TAG,
+                unknown_default=True,
             )
         ),
         SerializeAsAny(),
     ],
 )
 """
-One way of authenticating offered by the agent. Entries without `type` are agent-handled methods.
+One way of authenticating offered by the agent. Entries without `type`, or with a type this version does not list, are agent-handled methods.
 """
 
 
@@ -1167,7 +1182,7 @@ class AuthenticateRequest(AcpModel):
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id of the chosen method from `authMethods`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AuthenticateResponse(AcpModel):
@@ -1177,7 +1192,7 @@ class AuthenticateResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UnstructuredCommandInput(AcpModel):
@@ -1195,7 +1210,7 @@ class UnstructuredCommandInput(AcpModel):
     Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 AvailableCommandInput = TypeAliasType("AvailableCommandInput", UnstructuredCommandInput)
@@ -1225,7 +1240,7 @@ class AvailableCommand(AcpModel):
     input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
     """How the command takes input; absent or null when it takes none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -1256,11 +1271,13 @@ class AvailableCommandsUpdate(AcpModel):
         ]
 
     available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]], Field(alias="availableCommands")
+        list[OnErrorOmit[AvailableCommand]],
+        Field(alias="availableCommands"),
+        DEFAULT_ON_ERROR,
     ]
     """Every command available now; replaces the previous list."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class BooleanConfigOptionCapabilities(AcpModel):
@@ -1270,7 +1287,7 @@ class BooleanConfigOptionCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1305,7 +1322,7 @@ class BooleanPropertySchema(AcpModel):
     default: Annotated[bool | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CancelNotification(AcpModel):
@@ -1323,7 +1340,7 @@ class CancelNotification(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session whose work should stop."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 RequestId = TypeAliasType("RequestId", int | str | None)
@@ -1347,7 +1364,7 @@ class CancelRequestNotification(AcpModel):
     request_id: Annotated[RequestId, Field(alias="requestId")]
     """Id of the request to abandon."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CancelledPermissionOutcome(AcpModel):
@@ -1390,7 +1407,7 @@ class FileSystemCapabilities(AcpModel):
     ] = False
     """True when the client handles `fs/write_text_file`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionConfigOptionsCapabilities(AcpModel):
@@ -1406,7 +1423,7 @@ class SessionConfigOptionsCapabilities(AcpModel):
     boolean: Annotated[BooleanConfigOptionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for boolean config options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CompactionCapabilities(AcpModel):
@@ -1436,7 +1453,7 @@ class ClientSessionCapabilities(AcpModel):
     compaction: Annotated[CompactionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for context compaction updates."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationFormCapabilities(AcpModel):
@@ -1444,7 +1461,7 @@ class ElicitationFormCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationUrlCapabilities(AcpModel):
@@ -1452,7 +1469,7 @@ class ElicitationUrlCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationCapabilities(AcpModel):
@@ -1472,7 +1489,7 @@ class ElicitationCapabilities(AcpModel):
     url: Annotated[ElicitationUrlCapabilities | None, OMIT_ON_ERROR] = None
     """URL mode support."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanCapabilities(AcpModel):
@@ -1482,7 +1499,7 @@ class PlanCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesJumpCapabilities(AcpModel):
@@ -1490,7 +1507,7 @@ class NesJumpCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRenameCapabilities(AcpModel):
@@ -1498,7 +1515,7 @@ class NesRenameCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
@@ -1506,7 +1523,7 @@ class NesSearchAndReplaceCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ClientNesCapabilities(AcpModel):
@@ -1536,7 +1553,7 @@ class ClientNesCapabilities(AcpModel):
     ] = None
     """Support for search-and-replace suggestions."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ClientCapabilities(AcpModel):
@@ -1587,7 +1604,7 @@ class ClientCapabilities(AcpModel):
     ] = None
     """The position encodings the client can use, preferred first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseNesRequest(AcpModel):
@@ -1605,7 +1622,7 @@ class CloseNesRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The suggestion session to end."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseNesResponse(AcpModel):
@@ -1613,7 +1630,7 @@ class CloseNesResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseSessionRequest(AcpModel):
@@ -1631,7 +1648,7 @@ class CloseSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The active session to close."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseSessionResponse(AcpModel):
@@ -1641,7 +1658,7 @@ class CloseSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 CompactionId = TypeAliasType("CompactionId", str)
@@ -1692,7 +1709,7 @@ class CompactionSummaryChunk(AcpModel):
     content: ContentBlock
     """The piece of summary to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CompactionUpdate(AcpModel):
@@ -1737,7 +1754,7 @@ class CompactionUpdate(AcpModel):
     error: Annotated[str | None, OMIT_ON_ERROR] = None
     """What went wrong, when the status says it failed."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ElicitationId = TypeAliasType("ElicitationId", str)
@@ -1761,7 +1778,7 @@ class CompleteElicitationNotification(AcpModel):
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
     """The URL elicitation that finished."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigId = TypeAliasType("SessionConfigId", str)
@@ -1807,7 +1824,7 @@ class SessionConfigSelectOption(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation of what this value does."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigGroupId = TypeAliasType("SessionConfigGroupId", str)
@@ -1832,10 +1849,10 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: list[OnErrorOmit[SessionConfigSelectOption]]
+    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
     """The values in this group."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -1850,7 +1867,8 @@ SessionConfigSelectItem = TypeAliasType(
                 {
                     "value": "SessionConfigSelectOption",
                     "group": "SessionConfigSelectGroup",
-                }
+                },
+                first=True,
             )
         ),
     ],
@@ -1861,7 +1879,8 @@ One entry of a select option's value list: a single value, or a named group of v
 
 
 SessionConfigSelectOptions = TypeAliasType(
-    "SessionConfigSelectOptions", list[SessionConfigSelectItem]
+    "SessionConfigSelectOptions",
+    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `group`).
@@ -1916,7 +1935,7 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     """The values the user can pick from, flat or in groups."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionConfigBoolean(AcpModel):
@@ -1963,7 +1982,7 @@ class SessionConfigBoolean(AcpModel):
     current_value: Annotated[bool, Field(alias="currentValue")]
     """Whether the option is on now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigOption = TypeAliasType(
@@ -2007,13 +2026,15 @@ class ConfigOptionUpdate(AcpModel):
         ]
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]], Field(alias="configOptions")
+        list[OnErrorOmit[SessionConfigOption]],
+        Field(alias="configOptions"),
+        DEFAULT_ON_ERROR,
     ]
     """
     Every configuration option with its current value; replaces the previous set.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 McpServerAcpId = TypeAliasType("McpServerAcpId", str)
@@ -2037,7 +2058,7 @@ class ConnectMcpRequest(AcpModel):
     server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 McpConnectionId = TypeAliasType("McpConnectionId", str)
@@ -2059,7 +2080,7 @@ class ConnectMcpResponse(AcpModel):
     connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Content(AcpModel):
@@ -2086,7 +2107,7 @@ class Content(AcpModel):
     content: ContentBlock
     """The content block."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Cost(AcpModel):
@@ -2106,7 +2127,7 @@ class Cost(AcpModel):
     currency: str
     """ISO 4217 code of the currency, such as `USD`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ToolCallId = TypeAliasType("ToolCallId", str)
@@ -2146,7 +2167,7 @@ class EnumOption(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation of the choice."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StringPropertySchema(AcpModel):
@@ -2211,7 +2232,7 @@ class StringPropertySchema(AcpModel):
     one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None
     """Allowed values of a single-choice field, each with a label."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NumberPropertySchema(AcpModel):
@@ -2254,7 +2275,7 @@ class NumberPropertySchema(AcpModel):
     default: Annotated[int | float | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2297,7 +2318,7 @@ class IntegerPropertySchema(AcpModel):
     default: Annotated[int | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2324,7 +2345,7 @@ class StringMultiSelectItems(AcpModel):
     enum: list[str]
     """The strings the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TitledMultiSelectItems(AcpModel):
@@ -2342,7 +2363,7 @@ class TitledMultiSelectItems(AcpModel):
     any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
     """The options the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 MultiSelectItems = TypeAliasType(
@@ -2414,7 +2435,7 @@ class MultiSelectPropertySchema(AcpModel):
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
     """Choices picked when the field is shown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ElicitationPropertySchema = TypeAliasType(
@@ -2474,7 +2495,7 @@ class ElicitationSchema(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Explains what the form is for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationFormMode(AcpModel):
@@ -2500,6 +2521,11 @@ class ElicitationFormMode(AcpModel):
     ] = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "form"),)
+
+    # x-acp-required-one-of: checked after validation, on this class only.
+    _acp_required_one_of = model_validator(mode="after")(
+        required_one_of("session_id", "request_id")
+    )
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -2527,7 +2553,7 @@ class ElicitationFormMode(AcpModel):
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     """The form to show: a flat object schema with primitive fields."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationUrlMode(AcpModel):
@@ -2554,6 +2580,11 @@ class ElicitationUrlMode(AcpModel):
     ] = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "url"),)
+
+    # x-acp-required-one-of: checked after validation, on this class only.
+    _acp_required_one_of = model_validator(mode="after")(
+        required_one_of("session_id", "request_id")
+    )
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -2584,7 +2615,7 @@ class ElicitationUrlMode(AcpModel):
     message: str
     """Tells the user what is asked and why."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2642,7 +2673,7 @@ class ElicitationAcceptAction(AcpModel):
     The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationDeclineAction(AcpModel):
@@ -2661,7 +2692,7 @@ class ElicitationDeclineAction(AcpModel):
     else:
         action: Literal["decline"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationCancelAction(AcpModel):
@@ -2682,7 +2713,7 @@ class ElicitationCancelAction(AcpModel):
     else:
         action: Literal["cancel"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -2728,7 +2759,7 @@ class EnvVariable(AcpModel):
     value: str
     """Variable value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CreateTerminalRequest(AcpModel):
@@ -2774,7 +2805,7 @@ class CreateTerminalRequest(AcpModel):
     Most bytes of output the client keeps; beyond it the oldest output is dropped, cut at a character boundary.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 TerminalId = TypeAliasType("TerminalId", str)
@@ -2796,7 +2827,7 @@ class CreateTerminalResponse(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """Identifier of the new terminal."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionModeId = TypeAliasType("SessionModeId", str)
@@ -2833,7 +2864,7 @@ class CurrentModeUpdate(AcpModel):
     current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
     """The mode now in effect."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DeleteSessionRequest(AcpModel):
@@ -2851,7 +2882,7 @@ class DeleteSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to delete."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DeleteSessionResponse(AcpModel):
@@ -2861,7 +2892,7 @@ class DeleteSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Position(AcpModel):
@@ -2881,7 +2912,7 @@ class Position(AcpModel):
     character: Annotated[int, Field(ge=0, le=4294967295)]
     """Zero-based offset within the line, in units of the position encoding."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Range(AcpModel):
@@ -2901,7 +2932,7 @@ class Range(AcpModel):
     end: Position
     """First position after the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -2923,7 +2954,7 @@ class TextDocumentContentChangeEvent(AcpModel):
     text: str
     """The new text of the range, or of the whole document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidChangeDocumentNotification(AcpModel):
@@ -2951,11 +2982,13 @@ class DidChangeDocumentNotification(AcpModel):
     """Version of the document; it grows with every change."""
 
     content_changes: Annotated[
-        list[OnErrorOmit[TextDocumentContentChangeEvent]], Field(alias="contentChanges")
+        list[OnErrorOmit[TextDocumentContentChangeEvent]],
+        Field(alias="contentChanges"),
+        DEFAULT_ON_ERROR,
     ]
     """The changes, applied in order."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidCloseDocumentNotification(AcpModel):
@@ -2977,7 +3010,7 @@ class DidCloseDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidFocusDocumentNotification(AcpModel):
@@ -3011,7 +3044,7 @@ class DidFocusDocumentNotification(AcpModel):
     visible_range: Annotated[Range, Field(alias="visibleRange")]
     """The part of the document shown in the editor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidOpenDocumentNotification(AcpModel):
@@ -3045,7 +3078,7 @@ class DidOpenDocumentNotification(AcpModel):
     text: str
     """The whole text of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidSaveDocumentNotification(AcpModel):
@@ -3067,7 +3100,7 @@ class DidSaveDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Diff(AcpModel):
@@ -3102,7 +3135,7 @@ class Diff(AcpModel):
     new_text: Annotated[str, Field(alias="newText")]
     """The text after the change."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ProviderId = TypeAliasType("ProviderId", str)
@@ -3124,7 +3157,7 @@ class DisableProviderRequest(AcpModel):
     provider_id: Annotated[ProviderId, Field(alias="providerId")]
     """The provider this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DisableProviderResponse(AcpModel):
@@ -3132,7 +3165,7 @@ class DisableProviderResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DisconnectMcpRequest(AcpModel):
@@ -3150,7 +3183,7 @@ class DisconnectMcpRequest(AcpModel):
     connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DisconnectMcpResponse(AcpModel):
@@ -3158,7 +3191,7 @@ class DisconnectMcpResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationRequestScope(AcpModel):
@@ -3244,7 +3277,7 @@ class HttpHeader(AcpModel):
     value: str
     """Header value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerHttp(AcpModel):
@@ -3279,7 +3312,7 @@ class McpServerHttp(AcpModel):
     headers: list[HttpHeader]
     """HTTP headers to send (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerSse(AcpModel):
@@ -3314,7 +3347,7 @@ class McpServerSse(AcpModel):
     headers: list[HttpHeader]
     """HTTP headers to send (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerStdio(AcpModel):
@@ -3322,7 +3355,7 @@ class McpServerStdio(AcpModel):
     An MCP server the agent launches as a subprocess and talks to over stdio.
 
     Attributes:
-        type: Optional transport tag; v1 stdio entries normally leave it out.
+        type: Left out by most v1 clients. Any value other than `http` and `sse` also reads as a stdio server.
         name: Human-readable name of the server.
         command: Absolute path of the server executable.
         args: Command-line arguments (may be empty).
@@ -3331,8 +3364,10 @@ class McpServerStdio(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    type: Annotated[Literal["stdio"] | None, NOT_NULL] = None
-    """Optional transport tag; v1 stdio entries normally leave it out."""
+    type: Annotated[str | None, NOT_NULL] = None
+    """
+    Left out by most v1 clients. Any value other than `http` and `sse` also reads as a stdio server.
+    """
 
     name: str
     """Human-readable name of the server."""
@@ -3346,7 +3381,7 @@ class McpServerStdio(AcpModel):
     env: list[EnvVariable]
     """Environment variables for the server process (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerAcp(AcpModel):
@@ -3377,7 +3412,7 @@ class McpServerAcp(AcpModel):
     server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 McpServer = TypeAliasType(
@@ -3386,23 +3421,24 @@ McpServer = TypeAliasType(
         Union[
             Annotated[McpServerHttp, Tag("http")],
             Annotated[McpServerSse, Tag("sse")],
-            Annotated[McpServerStdio, Tag("stdio")],
+            Annotated[McpServerStdio, Tag(DEFAULT_TAG)],
             Annotated[McpServerAcp, Tag("acp")],
         ],
         Discriminator(
             tag_discriminator(
                 "type",
                 "type",
-                frozenset(["acp", "http", "sse", "stdio"]),
+                frozenset(["acp", "http", "sse"]),
                 open=False,
-                default="stdio",
+                default=DEFAULT_TAG,
+                unknown_default=True,
             )
         ),
         SerializeAsAny(),
     ],
 )
 """
-How to reach one MCP server. Entries without `type` are stdio servers.
+How to reach one MCP server. Entries without `type`, or with a type other than `http` and `sse`, are stdio servers.
 """
 
 
@@ -3446,7 +3482,7 @@ class ForkSessionRequest(AcpModel):
     ] = None
     """MCP servers the new session connects to."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionMode(AcpModel):
@@ -3470,7 +3506,7 @@ class SessionMode(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation of how the agent behaves in this mode."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionModeState(AcpModel):
@@ -3490,11 +3526,11 @@ class SessionModeState(AcpModel):
     """The mode the agent is in now."""
 
     available_modes: Annotated[
-        list[OnErrorOmit[SessionMode]], Field(alias="availableModes")
+        list[OnErrorOmit[SessionMode]], Field(alias="availableModes"), DEFAULT_ON_ERROR
     ]
     """Every mode the agent can switch to in this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ForkSessionResponse(AcpModel):
@@ -3524,7 +3560,7 @@ class ForkSessionResponse(AcpModel):
     ] = None
     """The new session's configuration options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Implementation(AcpModel):
@@ -3550,7 +3586,7 @@ class Implementation(AcpModel):
     Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ProtocolVersion = TypeAliasType(
@@ -3595,7 +3631,7 @@ class InitializeRequest(AcpModel):
     ] = None
     """Name and version of the client."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class InitializeResponse(AcpModel):
@@ -3649,7 +3685,7 @@ class InitializeResponse(AcpModel):
     ] = None
     """Name and version of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class KillTerminalRequest(AcpModel):
@@ -3671,7 +3707,7 @@ class KillTerminalRequest(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """The terminal whose command is stopped."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class KillTerminalResponse(AcpModel):
@@ -3679,7 +3715,7 @@ class KillTerminalResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ListProvidersRequest(AcpModel):
@@ -3689,7 +3725,7 @@ class ListProvidersRequest(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 LlmProtocol = TypeAliasType(
@@ -3723,7 +3759,7 @@ class ProviderCurrentConfig(AcpModel):
     base_url: Annotated[str, Field(alias="baseUrl")]
     """The endpoint URL of the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ProviderInfo(AcpModel):
@@ -3753,7 +3789,7 @@ class ProviderInfo(AcpModel):
     current: ProviderCurrentConfig | None = None
     """How the provider is set up now; null when it is not configured."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ListProvidersResponse(AcpModel):
@@ -3769,7 +3805,7 @@ class ListProvidersResponse(AcpModel):
     providers: list[ProviderInfo]
     """The providers of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionArchivedFilter = TypeAliasType(
@@ -3801,7 +3837,7 @@ class ListSessionsRequest(AcpModel):
     archived: SessionArchivedFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionInfo(AcpModel):
@@ -3851,7 +3887,7 @@ class SessionInfo(AcpModel):
     Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ListSessionsResponse(AcpModel):
@@ -3867,13 +3903,13 @@ class ListSessionsResponse(AcpModel):
         Field(init=False)
     )
 
-    sessions: list[OnErrorOmit[SessionInfo]]
+    sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
     """Sessions matching the request; empty when none match."""
 
     next_cursor: Annotated[str | None, Field(alias="nextCursor"), OMIT_ON_ERROR] = None
     """Opaque cursor for the next page; absent on the last page."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LoadSessionRequest(AcpModel):
@@ -3894,7 +3930,9 @@ class LoadSessionRequest(AcpModel):
         Any,
     ] = Field(init=False)
 
-    mcp_servers: Annotated[list[OnErrorOmit[McpServer]], Field(alias="mcpServers")]
+    mcp_servers: Annotated[
+        list[OnErrorOmit[McpServer]], Field(alias="mcpServers"), DEFAULT_ON_ERROR
+    ]
     """MCP servers the agent should connect to for this session."""
 
     cwd: str
@@ -3913,7 +3951,7 @@ class LoadSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to load."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LoadSessionResponse(AcpModel):
@@ -3939,7 +3977,7 @@ class LoadSessionResponse(AcpModel):
     ] = None
     """Current config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LogoutRequest(AcpModel):
@@ -3947,7 +3985,7 @@ class LogoutRequest(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LogoutResponse(AcpModel):
@@ -3955,7 +3993,7 @@ class LogoutResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class MessageMcpNotification(AcpModel):
@@ -3981,7 +4019,7 @@ class MessageMcpNotification(AcpModel):
     params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class MessageMcpRequest(AcpModel):
@@ -4007,7 +4045,7 @@ class MessageMcpRequest(AcpModel):
     params: dict[str, Any] | None = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class MessageMcpResponse(AcpModel):
@@ -4017,7 +4055,7 @@ class MessageMcpResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NesDiagnosticSeverity = TypeAliasType(
@@ -4051,7 +4089,7 @@ class NesDiagnostic(AcpModel):
     message: str
     """Text of the diagnostic."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -4071,7 +4109,7 @@ class NesEditHistoryEntry(AcpModel):
     diff: str
     """The edit, as a diff."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesTextEdit(AcpModel):
@@ -4093,7 +4131,7 @@ class NesTextEdit(AcpModel):
     new_text: Annotated[str, Field(alias="newText")]
     """The text that replaces the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEditSuggestion(AcpModel):
@@ -4134,7 +4172,7 @@ class NesEditSuggestion(AcpModel):
     ] = None
     """Where the cursor goes after the edits, if anywhere in particular."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesExcerpt(AcpModel):
@@ -4160,7 +4198,7 @@ class NesExcerpt(AcpModel):
     text: str
     """The text of those lines."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesJumpSuggestion(AcpModel):
@@ -4193,7 +4231,7 @@ class NesJumpSuggestion(AcpModel):
     position: Position
     """Where to move the cursor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesOpenFile(AcpModel):
@@ -4232,7 +4270,7 @@ class NesOpenFile(AcpModel):
     ] = None
     """When the file last had focus, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRecentFile(AcpModel):
@@ -4258,7 +4296,7 @@ class NesRecentFile(AcpModel):
     text: str
     """The text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NesRejectReason = TypeAliasType(
@@ -4284,7 +4322,7 @@ class NesRelatedSnippet(AcpModel):
     excerpts: list[NesExcerpt]
     """The related parts of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRenameSuggestion(AcpModel):
@@ -4325,7 +4363,7 @@ class NesRenameSuggestion(AcpModel):
     new_name: Annotated[str, Field(alias="newName")]
     """The new name of the symbol."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRepository(AcpModel):
@@ -4351,7 +4389,7 @@ class NesRepository(AcpModel):
     remote_url: Annotated[str, Field(alias="remoteUrl")]
     """URL of the repository's remote."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -4396,7 +4434,7 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
     """Whether `search` is a regular expression rather than plain text."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesUserAction(AcpModel):
@@ -4428,7 +4466,7 @@ class NesUserAction(AcpModel):
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesSuggestContext(AcpModel):
@@ -4485,7 +4523,7 @@ class NesSuggestContext(AcpModel):
     diagnostics: list[NesDiagnostic] | None = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NesSuggestion = TypeAliasType(
@@ -4539,10 +4577,12 @@ class NewSessionRequest(AcpModel):
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: Annotated[list[OnErrorOmit[McpServer]], Field(alias="mcpServers")]
+    mcp_servers: Annotated[
+        list[OnErrorOmit[McpServer]], Field(alias="mcpServers"), DEFAULT_ON_ERROR
+    ]
     """MCP servers the agent should connect to for this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NewSessionResponse(AcpModel):
@@ -4572,7 +4612,7 @@ class NewSessionResponse(AcpModel):
     ] = None
     """Initial config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NoticeSeverity = TypeAliasType(
@@ -4621,7 +4661,7 @@ class Notice(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Further detail, as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
@@ -4658,7 +4698,7 @@ class PermissionOption(AcpModel):
     kind: PermissionOptionKind
     """What choosing it means, so a client can style it."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PlanEntryPriority = TypeAliasType("PlanEntryPriority", Literal["high", "medium", "low"])
@@ -4692,7 +4732,7 @@ class PlanEntry(AcpModel):
     status: PlanEntryStatus
     """Where the task stands."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Plan(AcpModel):
@@ -4720,10 +4760,10 @@ class Plan(AcpModel):
     else:
         session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
 
-    entries: list[OnErrorOmit[PlanEntry]]
+    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
     """Every task of the plan with its current status."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PlanId = TypeAliasType("PlanId", str)
@@ -4758,7 +4798,7 @@ class PlanFile(AcpModel):
     uri: str
     """URI of the file that holds the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanItems(AcpModel):
@@ -4789,7 +4829,7 @@ class PlanItems(AcpModel):
     entries: list[OnErrorOmit[PlanEntry]]
     """The entries of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanMarkdown(AcpModel):
@@ -4822,7 +4862,7 @@ class PlanMarkdown(AcpModel):
     content: str
     """The plan as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanRemoved(AcpModel):
@@ -4853,7 +4893,7 @@ class PlanRemoved(AcpModel):
     plan_id: Annotated[PlanId, Field(alias="planId")]
     """The plan this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PlanUpdateContent = TypeAliasType(
@@ -4895,7 +4935,7 @@ class PlanUpdate(AcpModel):
     plan: PlanUpdateContent
     """The new content of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptRequest(AcpModel):
@@ -4919,7 +4959,7 @@ class PromptRequest(AcpModel):
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 StopReason = TypeAliasType(
@@ -4994,7 +5034,7 @@ class Usage(AcpModel):
     ] = None
     """Input tokens written to a cache."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptResponse(AcpModel):
@@ -5016,7 +5056,7 @@ class PromptResponse(AcpModel):
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ReadTextFileRequest(AcpModel):
@@ -5048,7 +5088,7 @@ class ReadTextFileRequest(AcpModel):
     limit: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
     """Largest number of lines to return; absent means no limit."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ReadTextFileResponse(AcpModel):
@@ -5064,7 +5104,7 @@ class ReadTextFileResponse(AcpModel):
     content: str
     """The text that was read."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RejectNesNotification(AcpModel):
@@ -5090,7 +5130,7 @@ class RejectNesNotification(AcpModel):
     reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
     """Why the suggestion was not taken."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ReleaseTerminalRequest(AcpModel):
@@ -5112,7 +5152,7 @@ class ReleaseTerminalRequest(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """The terminal to release."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ReleaseTerminalResponse(AcpModel):
@@ -5120,7 +5160,7 @@ class ReleaseTerminalResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SelectedPermissionOutcome(AcpModel):
@@ -5149,7 +5189,7 @@ class SelectedPermissionOutcome(AcpModel):
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     """The option the user picked."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 RequestPermissionOutcome = TypeAliasType(
@@ -5215,7 +5255,7 @@ class Terminal(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """The terminal to show."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ToolCallContent = TypeAliasType(
@@ -5246,7 +5286,7 @@ class ToolCallLocation(AcpModel):
     line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
     """Line within the file, if relevant."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ToolCallUpdate(AcpModel):
@@ -5298,7 +5338,7 @@ class ToolCallUpdate(AcpModel):
     name: Annotated[str | None, OMIT_ON_ERROR] = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RequestPermissionRequest(AcpModel):
@@ -5324,7 +5364,7 @@ class RequestPermissionRequest(AcpModel):
     options: list[PermissionOption]
     """The choices offered to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RequestPermissionResponse(AcpModel):
@@ -5340,7 +5380,7 @@ class RequestPermissionResponse(AcpModel):
     outcome: RequestPermissionOutcome
     """The decision."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -5385,7 +5425,7 @@ class ResumeSessionRequest(AcpModel):
     ] = None
     """MCP servers the agent should connect to for this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ResumeSessionResponse(AcpModel):
@@ -5411,7 +5451,7 @@ class ResumeSessionResponse(AcpModel):
     ] = None
     """Current config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionInfoUpdate(AcpModel):
@@ -5454,7 +5494,7 @@ class SessionInfoUpdate(AcpModel):
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UserMessageChunk(AcpModel):
@@ -5495,7 +5535,7 @@ class UserMessageChunk(AcpModel):
     content: ContentBlock
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ToolCall(AcpModel):
@@ -5568,7 +5608,7 @@ class ToolCall(AcpModel):
     name: Annotated[str | None, OMIT_ON_ERROR] = None
     """Name of the tool being called, if the agent gives one."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ToolCallProgress(AcpModel):
@@ -5641,7 +5681,7 @@ class ToolCallProgress(AcpModel):
     name: Annotated[str | None, OMIT_ON_ERROR] = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UsageUpdate(AcpModel):
@@ -5680,7 +5720,7 @@ class UsageUpdate(AcpModel):
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
     """Total cost of the session so far, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionUpdate = TypeAliasType(
@@ -5730,7 +5770,7 @@ class SessionNotification(AcpModel):
     update: SessionUpdate
     """The update itself."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetProviderRequest(AcpModel):
@@ -5760,7 +5800,7 @@ class SetProviderRequest(AcpModel):
     headers: Annotated[dict[str, str] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetProviderResponse(AcpModel):
@@ -5768,7 +5808,7 @@ class SetProviderResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetSessionConfigOptionBooleanRequest(AcpModel):
@@ -5805,7 +5845,7 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
     value: bool
     """The new state of the option."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetSessionConfigOptionValueIdRequest(AcpModel):
@@ -5816,6 +5856,7 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
         session_id: The session whose option changes.
         config_id: The option to change.
         value: The value to select; one of the option's listed values.
+        type: Left out, or any value other than `boolean`.
     """
 
     __pydantic_extra__: dict[
@@ -5831,7 +5872,10 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
     value: SessionConfigValueId
     """The value to select; one of the option's listed values."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+
+    type: Annotated[str | None, NOT_NULL] = None
+    """Left out, or any value other than `boolean`."""
 
 
 SetSessionConfigOptionRequest = TypeAliasType(
@@ -5843,14 +5887,19 @@ SetSessionConfigOptionRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["boolean"]), open=False, default=DEFAULT_TAG
+                "type",
+                "type",
+                frozenset(["boolean"]),
+                open=False,
+                default=DEFAULT_TAG,
+                unknown_default=True,
             )
         ),
         SerializeAsAny(),
     ],
 )
 """
-Parameters of `session/set_config_option`. The `type` field gives the shape of `value`: `boolean` for a boolean, and no `type` for a value identifier.
+Parameters of `session/set_config_option`. The `type` field gives the shape of `value`: `boolean` for a boolean; no `type`, or any other, for a value identifier.
 """
 
 
@@ -5867,11 +5916,13 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]], Field(alias="configOptions")
+        list[OnErrorOmit[SessionConfigOption]],
+        Field(alias="configOptions"),
+        DEFAULT_ON_ERROR,
     ]
     """The complete, updated list of options; one change may affect others."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetSessionModeRequest(AcpModel):
@@ -5893,7 +5944,7 @@ class SetSessionModeRequest(AcpModel):
     mode_id: Annotated[SessionModeId, Field(alias="modeId")]
     """The mode to switch to; one of the session's available modes."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetSessionModeResponse(AcpModel):
@@ -5901,7 +5952,7 @@ class SetSessionModeResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class WorkspaceFolder(AcpModel):
@@ -5921,7 +5972,7 @@ class WorkspaceFolder(AcpModel):
     name: str
     """Display name of the folder."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StartNesRequest(AcpModel):
@@ -5951,7 +6002,7 @@ class StartNesRequest(AcpModel):
     repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
     """The repository the workspace belongs to, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StartNesResponse(AcpModel):
@@ -5969,7 +6020,7 @@ class StartNesResponse(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """Identifier of the new suggestion session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SuggestNesRequest(AcpModel):
@@ -6011,7 +6062,7 @@ class SuggestNesRequest(AcpModel):
     context: NesSuggestContext | None = None
     """Context for the suggestion, limited to what the agent asked for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SuggestNesResponse(AcpModel):
@@ -6027,7 +6078,7 @@ class SuggestNesResponse(AcpModel):
     suggestions: list[NesSuggestion]
     """The suggestions, best first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalExitStatus(AcpModel):
@@ -6053,7 +6104,7 @@ class TerminalExitStatus(AcpModel):
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalOutputRequest(AcpModel):
@@ -6075,7 +6126,7 @@ class TerminalOutputRequest(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """The terminal to read."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalOutputResponse(AcpModel):
@@ -6103,7 +6154,7 @@ class TerminalOutputResponse(AcpModel):
     ] = None
     """How the command ended; absent while it is still running."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UnarchiveSessionRequest(AcpModel):
@@ -6121,7 +6172,7 @@ class UnarchiveSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to unarchive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UnarchiveSessionResponse(AcpModel):
@@ -6131,7 +6182,7 @@ class UnarchiveSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class WaitForTerminalExitRequest(AcpModel):
@@ -6153,7 +6204,7 @@ class WaitForTerminalExitRequest(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """The terminal to wait for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class WaitForTerminalExitResponse(AcpModel):
@@ -6179,7 +6230,7 @@ class WaitForTerminalExitResponse(AcpModel):
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class WriteTextFileRequest(AcpModel):
@@ -6205,7 +6256,7 @@ class WriteTextFileRequest(AcpModel):
     content: str
     """The full new text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class WriteTextFileResponse(AcpModel):
@@ -6213,4 +6264,4 @@ class WriteTextFileResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None

@@ -2,10 +2,19 @@
 # Regenerate with `make generate` after changing the schema; see README.md.
 
 from typing import Annotated, Any, ClassVar, Literal, TYPE_CHECKING, Union
-from pydantic import Discriminator, Field, OnErrorOmit, SerializeAsAny, Tag
+from pydantic import (
+    AfterValidator,
+    Discriminator,
+    Field,
+    OnErrorOmit,
+    SerializeAsAny,
+    Tag,
+    model_validator,
+)
 from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
+    DEFAULT_ON_ERROR,
     DEFAULT_TAG,
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -13,6 +22,8 @@ from acp_types._runtime import (
     UnknownVariant,
     WireKey,
     presence_discriminator,
+    required_one_of,
+    same_kind,
     tag_discriminator,
 )
 
@@ -53,7 +64,7 @@ class AcceptNesNotification(AcpModel):
     suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
     """Identifier of the suggestion."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AgentAuthCapabilities(AcpModel):
@@ -63,7 +74,7 @@ class AgentAuthCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptImageCapabilities(AcpModel):
@@ -71,7 +82,7 @@ class PromptImageCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptAudioCapabilities(AcpModel):
@@ -79,7 +90,7 @@ class PromptAudioCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptEmbeddedContextCapabilities(AcpModel):
@@ -87,7 +98,7 @@ class PromptEmbeddedContextCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptCapabilities(AcpModel):
@@ -117,7 +128,7 @@ class PromptCapabilities(AcpModel):
     ] = None
     """Embedded resource blocks are accepted."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpStdioCapabilities(AcpModel):
@@ -125,7 +136,7 @@ class McpStdioCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpHttpCapabilities(AcpModel):
@@ -135,7 +146,7 @@ class McpHttpCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpAcpCapabilities(AcpModel):
@@ -145,7 +156,7 @@ class McpAcpCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpCapabilities(AcpModel):
@@ -169,7 +180,7 @@ class McpCapabilities(AcpModel):
     acp: Annotated[McpAcpCapabilities | None, OMIT_ON_ERROR] = None
     """Support for MCP servers carried over the ACP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionDeleteCapabilities(AcpModel):
@@ -177,7 +188,7 @@ class SessionDeleteCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -187,7 +198,7 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionArchiveCapabilities(AcpModel):
@@ -197,7 +208,7 @@ class SessionArchiveCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionForkCapabilities(AcpModel):
@@ -205,7 +216,7 @@ class SessionForkCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionCapabilities(AcpModel):
@@ -251,7 +262,7 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ProvidersCapabilities(AcpModel):
@@ -261,7 +272,7 @@ class ProvidersCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
@@ -269,7 +280,7 @@ class NesDocumentDidOpenCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 TextDocumentSyncKind = TypeAliasType(
@@ -295,7 +306,7 @@ class NesDocumentDidChangeCapabilities(AcpModel):
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
@@ -303,7 +314,7 @@ class NesDocumentDidCloseCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
@@ -311,7 +322,7 @@ class NesDocumentDidSaveCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
@@ -319,7 +330,7 @@ class NesDocumentDidFocusCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -369,7 +380,7 @@ class NesDocumentEventCapabilities(AcpModel):
     ] = None
     """Support for `document/didFocus`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEventCapabilities(AcpModel):
@@ -385,7 +396,7 @@ class NesEventCapabilities(AcpModel):
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -405,7 +416,7 @@ class NesRecentFilesCapabilities(AcpModel):
     ] = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
@@ -413,7 +424,7 @@ class NesRelatedSnippetsCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -433,7 +444,7 @@ class NesEditHistoryCapabilities(AcpModel):
     ] = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -453,7 +464,7 @@ class NesUserActionsCapabilities(AcpModel):
     ] = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesOpenFilesCapabilities(AcpModel):
@@ -461,7 +472,7 @@ class NesOpenFilesCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesDiagnosticsCapabilities(AcpModel):
@@ -469,7 +480,7 @@ class NesDiagnosticsCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesContextCapabilities(AcpModel):
@@ -530,7 +541,7 @@ class NesContextCapabilities(AcpModel):
     diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesCapabilities(AcpModel):
@@ -550,7 +561,7 @@ class NesCapabilities(AcpModel):
     context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
     """The context the agent wants with suggestion requests."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PositionEncodingKind = TypeAliasType(
@@ -596,7 +607,7 @@ class AgentCapabilities(AcpModel):
     ] = None
     """The position encoding the agent chose from those the client offered."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 MessageId = TypeAliasType("MessageId", str)
@@ -637,7 +648,7 @@ class Annotations(AcpModel):
     priority: Annotated[int | float | None, Field(ge=0, le=1), OMIT_ON_ERROR] = None
     """How important the content is, from 0 (least) to 1 (most)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TextContent(AcpModel):
@@ -666,7 +677,7 @@ class TextContent(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 MediaType = TypeAliasType("MediaType", str)
@@ -711,7 +722,7 @@ class ImageContent(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AudioContent(AcpModel):
@@ -746,7 +757,7 @@ class AudioContent(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 IconTheme = TypeAliasType(
@@ -844,7 +855,7 @@ class ResourceLink(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TextResourceContents(AcpModel):
@@ -872,7 +883,7 @@ class TextResourceContents(AcpModel):
     )
     """Media type of the text, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class BlobResourceContents(AcpModel):
@@ -900,7 +911,7 @@ class BlobResourceContents(AcpModel):
     )
     """Media type of the bytes, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -912,7 +923,8 @@ EmbeddedResourceResource = TypeAliasType(
         ],
         Discriminator(
             presence_discriminator(
-                {"text": "TextResourceContents", "blob": "BlobResourceContents"}
+                {"text": "TextResourceContents", "blob": "BlobResourceContents"},
+                first=True,
             )
         ),
     ],
@@ -950,7 +962,7 @@ class EmbeddedResource(AcpModel):
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ContentBlock = TypeAliasType(
@@ -1017,7 +1029,7 @@ class AgentMessage(AcpModel):
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AgentMessageChunk(AcpModel):
@@ -1056,7 +1068,7 @@ class AgentMessageChunk(AcpModel):
     content: ContentBlock
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AgentThought(AcpModel):
@@ -1095,7 +1107,7 @@ class AgentThought(AcpModel):
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AgentThoughtChunk(AcpModel):
@@ -1134,7 +1146,7 @@ class AgentThoughtChunk(AcpModel):
     content: ContentBlock
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ArchiveSessionRequest(AcpModel):
@@ -1152,7 +1164,7 @@ class ArchiveSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to archive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ArchiveSessionResponse(AcpModel):
@@ -1162,7 +1174,7 @@ class ArchiveSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalAuthCapabilities(AcpModel):
@@ -1170,7 +1182,7 @@ class TerminalAuthCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AuthCapabilities(AcpModel):
@@ -1186,7 +1198,7 @@ class AuthCapabilities(AcpModel):
     terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `terminal` authentication methods."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
@@ -1210,7 +1222,7 @@ class EnvVariable(AcpModel):
     value: str
     """Variable value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AuthMethodTerminal(AcpModel):
@@ -1261,7 +1273,7 @@ class AuthMethodTerminal(AcpModel):
     Environment variables set for the login process, overriding same-named ones.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AuthMethodAgent(AcpModel):
@@ -1298,7 +1310,7 @@ class AuthMethodAgent(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation shown to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 AuthMethod = TypeAliasType(
@@ -1316,6 +1328,7 @@ AuthMethod = TypeAliasType(
                 frozenset(["agent", "terminal"]),
                 open=True,
                 default=None,
+                unknown_required=("methodId", "name"),
             )
         ),
         SerializeAsAny(),
@@ -1350,7 +1363,7 @@ class TextCommandInput(AcpModel):
     Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 AvailableCommandInput = TypeAliasType(
@@ -1394,7 +1407,7 @@ class AvailableCommand(AcpModel):
     input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
     """How the command takes input; absent or null when it takes none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -1425,11 +1438,13 @@ class AvailableCommandsUpdate(AcpModel):
         ]
 
     available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]], Field(alias="availableCommands")
+        list[OnErrorOmit[AvailableCommand]],
+        Field(alias="availableCommands"),
+        DEFAULT_ON_ERROR,
     ]
     """Every command available now; replaces the previous list."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1464,7 +1479,7 @@ class BooleanPropertySchema(AcpModel):
     default: Annotated[bool | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 RequestId = TypeAliasType("RequestId", int | str | None)
@@ -1488,7 +1503,7 @@ class CancelRequestNotification(AcpModel):
     request_id: Annotated[RequestId, Field(alias="requestId")]
     """Id of the request to abandon."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CancelSessionNotification(AcpModel):
@@ -1506,7 +1521,7 @@ class CancelSessionNotification(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session whose work should stop."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CancelledPermissionOutcome(AcpModel):
@@ -1531,7 +1546,7 @@ class ElicitationFormCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationUrlCapabilities(AcpModel):
@@ -1539,7 +1554,7 @@ class ElicitationUrlCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationCapabilities(AcpModel):
@@ -1559,7 +1574,7 @@ class ElicitationCapabilities(AcpModel):
     url: Annotated[ElicitationUrlCapabilities | None, OMIT_ON_ERROR] = None
     """URL mode support."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesJumpCapabilities(AcpModel):
@@ -1567,7 +1582,7 @@ class NesJumpCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRenameCapabilities(AcpModel):
@@ -1575,7 +1590,7 @@ class NesRenameCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
@@ -1583,7 +1598,7 @@ class NesSearchAndReplaceCapabilities(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ClientNesCapabilities(AcpModel):
@@ -1613,7 +1628,7 @@ class ClientNesCapabilities(AcpModel):
     ] = None
     """Support for search-and-replace suggestions."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ClientCapabilities(AcpModel):
@@ -1648,7 +1663,7 @@ class ClientCapabilities(AcpModel):
     ] = None
     """The position encodings the client can use, preferred first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseNesRequest(AcpModel):
@@ -1666,7 +1681,7 @@ class CloseNesRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The suggestion session to end."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseNesResponse(AcpModel):
@@ -1674,7 +1689,7 @@ class CloseNesResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseSessionRequest(AcpModel):
@@ -1692,7 +1707,7 @@ class CloseSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The active session to close."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CloseSessionResponse(AcpModel):
@@ -1702,7 +1717,7 @@ class CloseSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ToolCallId = TypeAliasType("ToolCallId", str)
@@ -1759,7 +1774,7 @@ class CommandPermissionSubject(AcpModel):
     The related terminal, if one exists already; omitted and `null` both mean none.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 CompactionId = TypeAliasType("CompactionId", str)
@@ -1810,7 +1825,7 @@ class CompactionSummaryChunk(AcpModel):
     content: ContentBlock
     """The piece of summary to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class CompactionUpdate(AcpModel):
@@ -1855,7 +1870,7 @@ class CompactionUpdate(AcpModel):
     error: Annotated[str | None, OMIT_ON_ERROR] = None
     """What went wrong, when the status says it failed."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ElicitationId = TypeAliasType("ElicitationId", str)
@@ -1879,7 +1894,7 @@ class CompleteElicitationNotification(AcpModel):
     elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
     """The URL elicitation that finished."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigId = TypeAliasType("SessionConfigId", str)
@@ -1925,7 +1940,7 @@ class SessionConfigSelectOption(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation of what this value does."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigGroupId = TypeAliasType("SessionConfigGroupId", str)
@@ -1952,10 +1967,10 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: list[OnErrorOmit[SessionConfigSelectOption]]
+    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
     """The values in this group."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -1970,7 +1985,8 @@ SessionConfigSelectItem = TypeAliasType(
                 {
                     "value": "SessionConfigSelectOption",
                     "groupId": "SessionConfigSelectGroup",
-                }
+                },
+                first=True,
             )
         ),
     ],
@@ -1981,7 +1997,8 @@ One entry of a select option's value list: a single value, or a named group of v
 
 
 SessionConfigSelectOptions = TypeAliasType(
-    "SessionConfigSelectOptions", list[SessionConfigSelectItem]
+    "SessionConfigSelectOptions",
+    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `groupId`).
@@ -2036,7 +2053,7 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     """The values the user can pick from, flat or in groups."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionConfigBoolean(AcpModel):
@@ -2083,7 +2100,7 @@ class SessionConfigBoolean(AcpModel):
     current_value: Annotated[bool, Field(alias="currentValue")]
     """Whether the option is on now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionConfigOption = TypeAliasType(
@@ -2139,13 +2156,15 @@ class ConfigOptionUpdate(AcpModel):
         ]
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]], Field(alias="configOptions")
+        list[OnErrorOmit[SessionConfigOption]],
+        Field(alias="configOptions"),
+        DEFAULT_ON_ERROR,
     ]
     """
     Every configuration option with its current value; replaces the previous set.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 McpServerAcpId = TypeAliasType("McpServerAcpId", str)
@@ -2169,7 +2188,7 @@ class ConnectMcpRequest(AcpModel):
     server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 McpConnectionId = TypeAliasType("McpConnectionId", str)
@@ -2191,7 +2210,7 @@ class ConnectMcpResponse(AcpModel):
     connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Content(AcpModel):
@@ -2218,7 +2237,7 @@ class Content(AcpModel):
     content: ContentBlock
     """The content block."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Cost(AcpModel):
@@ -2238,13 +2257,10 @@ class Cost(AcpModel):
     currency: Annotated[str, Field(pattern="^[A-Z]{3}$")]
     """ISO 4217 code of the currency, such as `USD`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
-ElicitationSchemaType = TypeAliasType(
-    "ElicitationSchemaType",
-    Annotated[Union[Literal["object"], str], Field(union_mode="left_to_right")],
-)
+ElicitationSchemaType = TypeAliasType("ElicitationSchemaType", Literal["object"])
 """
 The JSON Schema type of an elicitation form, which is always an object.
 """
@@ -2281,7 +2297,7 @@ class EnumOption(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Longer explanation of the choice."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StringPropertySchema(AcpModel):
@@ -2348,7 +2364,7 @@ class StringPropertySchema(AcpModel):
     )
     """Allowed values of a single-choice field, each with a label."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NumberPropertySchema(AcpModel):
@@ -2391,7 +2407,7 @@ class NumberPropertySchema(AcpModel):
     default: Annotated[int | float | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2434,7 +2450,7 @@ class IntegerPropertySchema(AcpModel):
     default: Annotated[int | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2461,7 +2477,7 @@ class StringMultiSelectItems(AcpModel):
     enum: Annotated[list[str], Field(min_length=1)]
     """The strings the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TitledMultiSelectItems(AcpModel):
@@ -2479,7 +2495,7 @@ class TitledMultiSelectItems(AcpModel):
     any_of: Annotated[list[EnumOption], Field(alias="anyOf", min_length=1)]
     """The options the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 MultiSelectItems = TypeAliasType(
@@ -2551,7 +2567,7 @@ class MultiSelectPropertySchema(AcpModel):
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
     """Choices picked when the field is shown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ElicitationPropertySchema = TypeAliasType(
@@ -2611,7 +2627,7 @@ class ElicitationSchema(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Explains what the form is for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationFormMode(AcpModel):
@@ -2637,6 +2653,11 @@ class ElicitationFormMode(AcpModel):
     ] = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "form"),)
+
+    # x-acp-required-one-of: checked after validation, on this class only.
+    _acp_required_one_of = model_validator(mode="after")(
+        required_one_of("session_id", "request_id")
+    )
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -2664,7 +2685,7 @@ class ElicitationFormMode(AcpModel):
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     """The form to show: a flat object schema with primitive fields."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationUrlMode(AcpModel):
@@ -2691,6 +2712,11 @@ class ElicitationUrlMode(AcpModel):
     ] = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "url"),)
+
+    # x-acp-required-one-of: checked after validation, on this class only.
+    _acp_required_one_of = model_validator(mode="after")(
+        required_one_of("session_id", "request_id")
+    )
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -2721,7 +2747,7 @@ class ElicitationUrlMode(AcpModel):
     message: str
     """Tells the user what is asked and why."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2779,7 +2805,7 @@ class ElicitationAcceptAction(AcpModel):
     The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationDeclineAction(AcpModel):
@@ -2798,7 +2824,7 @@ class ElicitationDeclineAction(AcpModel):
     else:
         action: Literal["decline"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationCancelAction(AcpModel):
@@ -2819,7 +2845,7 @@ class ElicitationCancelAction(AcpModel):
     else:
         action: Literal["cancel"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -2863,7 +2889,7 @@ class DeleteSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to delete."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DeleteSessionResponse(AcpModel):
@@ -2873,7 +2899,7 @@ class DeleteSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Position(AcpModel):
@@ -2893,7 +2919,7 @@ class Position(AcpModel):
     character: Annotated[int, Field(ge=0, le=4294967295)]
     """Zero-based offset within the line, in units of the position encoding."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Range(AcpModel):
@@ -2913,7 +2939,7 @@ class Range(AcpModel):
     end: Position
     """First position after the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -2935,7 +2961,7 @@ class TextDocumentContentChangeEvent(AcpModel):
     text: str
     """The new text of the range, or of the whole document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidChangeDocumentNotification(AcpModel):
@@ -2963,11 +2989,13 @@ class DidChangeDocumentNotification(AcpModel):
     """Version of the document; it grows with every change."""
 
     content_changes: Annotated[
-        list[OnErrorOmit[TextDocumentContentChangeEvent]], Field(alias="contentChanges")
+        list[OnErrorOmit[TextDocumentContentChangeEvent]],
+        Field(alias="contentChanges"),
+        DEFAULT_ON_ERROR,
     ]
     """The changes, applied in order."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidCloseDocumentNotification(AcpModel):
@@ -2989,7 +3017,7 @@ class DidCloseDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidFocusDocumentNotification(AcpModel):
@@ -3023,7 +3051,7 @@ class DidFocusDocumentNotification(AcpModel):
     visible_range: Annotated[Range, Field(alias="visibleRange")]
     """The part of the document shown in the editor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidOpenDocumentNotification(AcpModel):
@@ -3057,7 +3085,7 @@ class DidOpenDocumentNotification(AcpModel):
     text: str
     """The whole text of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DidSaveDocumentNotification(AcpModel):
@@ -3079,7 +3107,7 @@ class DidSaveDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 DiffFileType = TypeAliasType(
@@ -3130,7 +3158,7 @@ class DiffAddChange(AcpModel):
     )
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DiffDeleteChange(AcpModel):
@@ -3171,7 +3199,7 @@ class DiffDeleteChange(AcpModel):
     )
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DiffModifyChange(AcpModel):
@@ -3212,7 +3240,7 @@ class DiffModifyChange(AcpModel):
     )
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DiffMoveChange(AcpModel):
@@ -3257,7 +3285,7 @@ class DiffMoveChange(AcpModel):
     )
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DiffCopyChange(AcpModel):
@@ -3302,7 +3330,7 @@ class DiffCopyChange(AcpModel):
     )
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 DiffChange = TypeAliasType(
@@ -3382,7 +3410,7 @@ class Diff(AcpModel):
     patch: Annotated[DiffPatch | None, OMIT_ON_ERROR] = None
     """Patch text a client can render; omitted or `null` when there is none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ProviderId = TypeAliasType("ProviderId", str)
@@ -3404,7 +3432,7 @@ class DisableProviderRequest(AcpModel):
     provider_id: Annotated[ProviderId, Field(alias="providerId")]
     """The provider this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DisableProviderResponse(AcpModel):
@@ -3412,7 +3440,7 @@ class DisableProviderResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DisconnectMcpRequest(AcpModel):
@@ -3430,7 +3458,7 @@ class DisconnectMcpRequest(AcpModel):
     connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class DisconnectMcpResponse(AcpModel):
@@ -3438,7 +3466,7 @@ class DisconnectMcpResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ElicitationRequestScope(AcpModel):
@@ -3524,7 +3552,7 @@ class HttpHeader(AcpModel):
     value: str
     """Header value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerHttp(AcpModel):
@@ -3559,7 +3587,7 @@ class McpServerHttp(AcpModel):
     headers: Annotated[list[HttpHeader] | None, NOT_NULL] = None
     """HTTP headers to send; omitted and empty are equivalent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerStdio(AcpModel):
@@ -3600,7 +3628,7 @@ class McpServerStdio(AcpModel):
     Environment variables for the server process; omitted and empty are equivalent.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class McpServerAcp(AcpModel):
@@ -3631,7 +3659,7 @@ class McpServerAcp(AcpModel):
     server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 McpServer = TypeAliasType(
@@ -3700,7 +3728,7 @@ class ForkSessionRequest(AcpModel):
     ] = None
     """MCP servers the new session connects to."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ForkSessionResponse(AcpModel):
@@ -3727,7 +3755,7 @@ class ForkSessionResponse(AcpModel):
     ] = None
     """The new session's configuration options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 StopReason = TypeAliasType(
@@ -3812,7 +3840,7 @@ class Usage(AcpModel):
     ] = None
     """Input tokens written to a cache."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class IdleStateUpdate(AcpModel):
@@ -3859,7 +3887,7 @@ class IdleStateUpdate(AcpModel):
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class Implementation(AcpModel):
@@ -3885,7 +3913,7 @@ class Implementation(AcpModel):
     Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ProtocolVersion = TypeAliasType(
@@ -3919,7 +3947,7 @@ class InitializeRequest(AcpModel):
     capabilities: Annotated[ClientCapabilities | None, NOT_NULL, OMIT_ON_ERROR] = None
     """What the client supports; omitted or null fields mean unsupported."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class InitializeResponse(AcpModel):
@@ -3958,7 +3986,7 @@ class InitializeResponse(AcpModel):
     Ways the client may authenticate. A non-empty list also promises `auth/login` and `auth/logout`; omitted or empty means neither may be called.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ListProvidersRequest(AcpModel):
@@ -3968,7 +3996,7 @@ class ListProvidersRequest(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 LlmProtocol = TypeAliasType(
@@ -4002,7 +4030,7 @@ class ProviderCurrentConfig(AcpModel):
     base_url: Annotated[str, Field(alias="baseUrl")]
     """The endpoint URL of the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ProviderInfo(AcpModel):
@@ -4032,7 +4060,7 @@ class ProviderInfo(AcpModel):
     current: ProviderCurrentConfig | None = None
     """How the provider is set up now; null when it is not configured."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ListProvidersResponse(AcpModel):
@@ -4048,7 +4076,7 @@ class ListProvidersResponse(AcpModel):
     providers: list[ProviderInfo]
     """The providers of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionListCursor = TypeAliasType("SessionListCursor", str)
@@ -4090,7 +4118,7 @@ class ListSessionsRequest(AcpModel):
     archived: SessionArchivedFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionInfo(AcpModel):
@@ -4140,7 +4168,7 @@ class SessionInfo(AcpModel):
     Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ListSessionsResponse(AcpModel):
@@ -4156,7 +4184,7 @@ class ListSessionsResponse(AcpModel):
         Field(init=False)
     )
 
-    sessions: list[OnErrorOmit[SessionInfo]]
+    sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
     """Sessions matching the request; empty when none match."""
 
     next_cursor: Annotated[
@@ -4164,7 +4192,7 @@ class ListSessionsResponse(AcpModel):
     ] = None
     """Cursor for the next page; absent on the last page."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LoginAuthRequest(AcpModel):
@@ -4182,7 +4210,7 @@ class LoginAuthRequest(AcpModel):
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id of the chosen method from `authMethods`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LoginAuthResponse(AcpModel):
@@ -4192,7 +4220,7 @@ class LoginAuthResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LogoutAuthRequest(AcpModel):
@@ -4200,7 +4228,7 @@ class LogoutAuthRequest(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class LogoutAuthResponse(AcpModel):
@@ -4210,7 +4238,7 @@ class LogoutAuthResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class MessageMcpNotification(AcpModel):
@@ -4236,7 +4264,7 @@ class MessageMcpNotification(AcpModel):
     params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class MessageMcpRequest(AcpModel):
@@ -4262,7 +4290,7 @@ class MessageMcpRequest(AcpModel):
     params: dict[str, Any] | None = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class MessageMcpResponse(AcpModel):
@@ -4272,7 +4300,7 @@ class MessageMcpResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NesDiagnosticSeverity = TypeAliasType(
@@ -4310,7 +4338,7 @@ class NesDiagnostic(AcpModel):
     message: str
     """Text of the diagnostic."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -4330,7 +4358,7 @@ class NesEditHistoryEntry(AcpModel):
     diff: str
     """The edit, as a diff."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesTextEdit(AcpModel):
@@ -4352,7 +4380,7 @@ class NesTextEdit(AcpModel):
     new_text: Annotated[str, Field(alias="newText")]
     """The text that replaces the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesEditSuggestion(AcpModel):
@@ -4393,7 +4421,7 @@ class NesEditSuggestion(AcpModel):
     ] = None
     """Where the cursor goes after the edits, if anywhere in particular."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesExcerpt(AcpModel):
@@ -4419,7 +4447,7 @@ class NesExcerpt(AcpModel):
     text: str
     """The text of those lines."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesJumpSuggestion(AcpModel):
@@ -4454,7 +4482,7 @@ class NesJumpSuggestion(AcpModel):
     position: Position
     """Where to move the cursor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesOpenFile(AcpModel):
@@ -4493,7 +4521,7 @@ class NesOpenFile(AcpModel):
     ] = None
     """When the file last had focus, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRecentFile(AcpModel):
@@ -4519,7 +4547,7 @@ class NesRecentFile(AcpModel):
     text: str
     """The text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NesRejectReason = TypeAliasType(
@@ -4549,7 +4577,7 @@ class NesRelatedSnippet(AcpModel):
     excerpts: list[NesExcerpt]
     """The related parts of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRenameSuggestion(AcpModel):
@@ -4590,7 +4618,7 @@ class NesRenameSuggestion(AcpModel):
     new_name: Annotated[str, Field(alias="newName")]
     """The new name of the symbol."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesRepository(AcpModel):
@@ -4616,7 +4644,7 @@ class NesRepository(AcpModel):
     remote_url: Annotated[str, Field(alias="remoteUrl")]
     """URL of the repository's remote."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -4661,7 +4689,7 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
     """Whether `search` is a regular expression rather than plain text."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesUserAction(AcpModel):
@@ -4693,7 +4721,7 @@ class NesUserAction(AcpModel):
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NesSuggestContext(AcpModel):
@@ -4750,7 +4778,7 @@ class NesSuggestContext(AcpModel):
     diagnostics: list[NesDiagnostic] | None = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NesSuggestion = TypeAliasType(
@@ -4770,6 +4798,7 @@ NesSuggestion = TypeAliasType(
                 frozenset(["edit", "jump", "rename", "searchAndReplace"]),
                 open=True,
                 default=None,
+                unknown_required=("suggestionId",),
             )
         ),
         SerializeAsAny(),
@@ -4825,7 +4854,7 @@ class NewSessionRequest(AcpModel):
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class NewSessionResponse(AcpModel):
@@ -4866,7 +4895,7 @@ class NewSessionResponse(AcpModel):
     Initial slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 NoticeSeverity = TypeAliasType(
@@ -4915,7 +4944,7 @@ class Notice(AcpModel):
     description: Annotated[str | None, OMIT_ON_ERROR] = None
     """Further detail, as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
@@ -4957,7 +4986,7 @@ class PermissionOption(AcpModel):
     kind: PermissionOptionKind
     """What choosing it means, so a client can style it."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PlanEntryPriority = TypeAliasType(
@@ -5000,7 +5029,7 @@ class PlanEntry(AcpModel):
     status: PlanEntryStatus
     """Where the task stands."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PlanId = TypeAliasType("PlanId", str)
@@ -5037,7 +5066,7 @@ class PlanFile(AcpModel):
     uri: str
     """URI of the file that holds the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanItems(AcpModel):
@@ -5065,10 +5094,10 @@ class PlanItems(AcpModel):
     plan_id: Annotated[PlanId, Field(alias="planId")]
     """The plan to replace."""
 
-    entries: list[OnErrorOmit[PlanEntry]]
+    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
     """Every task of the plan with its current status."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanMarkdown(AcpModel):
@@ -5101,7 +5130,7 @@ class PlanMarkdown(AcpModel):
     content: str
     """The plan as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PlanRemoved(AcpModel):
@@ -5132,7 +5161,7 @@ class PlanRemoved(AcpModel):
     plan_id: Annotated[PlanId, Field(alias="planId")]
     """The plan this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 PlanUpdateContent = TypeAliasType(
@@ -5151,6 +5180,7 @@ PlanUpdateContent = TypeAliasType(
                 frozenset(["file", "items", "markdown"]),
                 open=True,
                 default=None,
+                unknown_required=("planId",),
             )
         ),
         SerializeAsAny(),
@@ -5189,7 +5219,7 @@ class PlanUpdate(AcpModel):
     plan: PlanUpdateContent
     """The new content of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptRequest(AcpModel):
@@ -5213,7 +5243,7 @@ class PromptRequest(AcpModel):
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class PromptResponse(AcpModel):
@@ -5223,7 +5253,7 @@ class PromptResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RejectNesNotification(AcpModel):
@@ -5249,7 +5279,7 @@ class RejectNesNotification(AcpModel):
     reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
     """Why the suggestion was not taken."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ReplayFromStart(AcpModel):
@@ -5272,7 +5302,7 @@ class ReplayFromStart(AcpModel):
     else:
         type: Literal["start"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ReplayFrom = TypeAliasType(
@@ -5321,7 +5351,7 @@ class SelectedPermissionOutcome(AcpModel):
     option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
     """The option the user picked."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 RequestPermissionOutcome = TypeAliasType(
@@ -5413,7 +5443,7 @@ class Terminal(AcpModel):
     terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
     """The terminal to show."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 ToolCallContent = TypeAliasType(
@@ -5459,7 +5489,7 @@ class ToolCallLocation(AcpModel):
     line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
     """Line within the file, if relevant."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ToolCallUpdate(AcpModel):
@@ -5511,7 +5541,7 @@ class ToolCallUpdate(AcpModel):
     name: Annotated[str | None, OMIT_ON_ERROR] = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ToolCallPermissionSubject(AcpModel):
@@ -5601,7 +5631,7 @@ class RequestPermissionRequest(AcpModel):
     options: Annotated[list[PermissionOption], Field(min_length=1)]
     """The choices offered to the user; at least one."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RequestPermissionResponse(AcpModel):
@@ -5617,7 +5647,7 @@ class RequestPermissionResponse(AcpModel):
     outcome: RequestPermissionOutcome
     """The decision."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RequiresActionStateUpdate(AcpModel):
@@ -5650,7 +5680,7 @@ class RequiresActionStateUpdate(AcpModel):
     else:
         state: Literal["requires_action"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -5710,7 +5740,7 @@ class ResumeSessionRequest(AcpModel):
     ] = None
     """Where history replay starts; omitted or null means no replay."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ResumeSessionResponse(AcpModel):
@@ -5744,7 +5774,7 @@ class ResumeSessionResponse(AcpModel):
     Current slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class RunningStateUpdate(AcpModel):
@@ -5775,7 +5805,7 @@ class RunningStateUpdate(AcpModel):
     else:
         state: Literal["running"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SessionInfoUpdate(AcpModel):
@@ -5818,7 +5848,7 @@ class SessionInfoUpdate(AcpModel):
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UserMessageChunk(AcpModel):
@@ -5857,7 +5887,7 @@ class UserMessageChunk(AcpModel):
     content: ContentBlock
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UserMessage(AcpModel):
@@ -5894,7 +5924,7 @@ class UserMessage(AcpModel):
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 StateUpdate = TypeAliasType(
@@ -5957,7 +5987,7 @@ class ToolCallContentChunk(AcpModel):
     content: ToolCallContent
     """The item to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class ToolCallProgress(AcpModel):
@@ -6030,7 +6060,7 @@ class ToolCallProgress(AcpModel):
     name: Annotated[str | None, OMIT_ON_ERROR] = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalOutput(AcpModel):
@@ -6046,7 +6076,7 @@ class TerminalOutput(AcpModel):
     data: str
     """All output bytes, base64-encoded."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalExitStatus(AcpModel):
@@ -6072,7 +6102,7 @@ class TerminalExitStatus(AcpModel):
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalUpdate(AcpModel):
@@ -6124,7 +6154,7 @@ class TerminalUpdate(AcpModel):
     ] = None
     """How the command ended; a value marks the terminal as exited."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class TerminalOutputChunk(AcpModel):
@@ -6161,7 +6191,7 @@ class TerminalOutputChunk(AcpModel):
     data: str
     """The bytes, base64-encoded."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UsageUpdate(AcpModel):
@@ -6200,7 +6230,7 @@ class UsageUpdate(AcpModel):
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
     """Total cost of the session so far, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SessionUpdate = TypeAliasType(
@@ -6296,7 +6326,7 @@ class SetProviderRequest(AcpModel):
     headers: Annotated[dict[str, str] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetProviderResponse(AcpModel):
@@ -6304,7 +6334,7 @@ class SetProviderResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetSessionConfigOptionBooleanRequest(AcpModel):
@@ -6341,7 +6371,7 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
     value: bool
     """The new state of the option."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SetSessionConfigOptionValueIdRequest(AcpModel):
@@ -6376,7 +6406,7 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
     value: SessionConfigValueId
     """The value to select; one of the option's listed values."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 SetSessionConfigOptionRequest = TypeAliasType(
@@ -6389,7 +6419,12 @@ SetSessionConfigOptionRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["boolean", "id"]), open=True, default=None
+                "type",
+                "type",
+                frozenset(["boolean", "id"]),
+                open=True,
+                default=None,
+                unknown_required=("value",),
             )
         ),
         SerializeAsAny(),
@@ -6413,11 +6448,13 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]], Field(alias="configOptions")
+        list[OnErrorOmit[SessionConfigOption]],
+        Field(alias="configOptions"),
+        DEFAULT_ON_ERROR,
     ]
     """The complete, updated list of options; one change may affect others."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class WorkspaceFolder(AcpModel):
@@ -6437,7 +6474,7 @@ class WorkspaceFolder(AcpModel):
     name: str
     """Display name of the folder."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StartNesRequest(AcpModel):
@@ -6467,7 +6504,7 @@ class StartNesRequest(AcpModel):
     repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
     """The repository the workspace belongs to, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class StartNesResponse(AcpModel):
@@ -6485,7 +6522,7 @@ class StartNesResponse(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """Identifier of the new suggestion session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SuggestNesRequest(AcpModel):
@@ -6527,7 +6564,7 @@ class SuggestNesRequest(AcpModel):
     context: NesSuggestContext | None = None
     """Context for the suggestion, limited to what the agent asked for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class SuggestNesResponse(AcpModel):
@@ -6543,7 +6580,7 @@ class SuggestNesResponse(AcpModel):
     suggestions: list[NesSuggestion]
     """The suggestions, best first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UnarchiveSessionRequest(AcpModel):
@@ -6561,7 +6598,7 @@ class UnarchiveSessionRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session to unarchive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UnarchiveSessionResponse(AcpModel):
@@ -6571,7 +6608,7 @@ class UnarchiveSessionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
 class UpdateSessionNotification(AcpModel):
@@ -6593,4 +6630,4 @@ class UpdateSessionNotification(AcpModel):
     update: SessionUpdate
     """The update itself."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta")] = None
+    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None

@@ -1,0 +1,390 @@
+"""`python -m generator compare-reference`: reading a published reference schema, and the comparison.
+
+The reference files under ``tests/reference/published/`` are small ones written
+here in the published schema's shape (anyOf branches wrapping definitions in
+allOf, catch-all `other` branches, x-method / x-side, x-deserialize-* markers);
+``tests/reference/canonical/`` is the same protocol in our format, with every
+reading of issue 12 applied. Each kind of difference is produced by undoing
+one reading on a copy of the canonical side.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT
+
+from generator import cli
+from generator.loader import load_version
+from generator.model import AliasType, EnumType, ObjectType, Protocol, UnionType, build_protocol
+from generator.reference import load_differences, names_for, read_reference
+from generator.sources import DirSource
+
+HERE = ROOT / "tests" / "reference"
+PUBLISHED = HERE / "published" / "v1"
+CANONICAL = HERE / "canonical"
+
+
+def canonical() -> Protocol:
+    return build_protocol(load_version(DirSource(CANONICAL / "v1", "canonical/v1")))
+
+
+def reference() -> Protocol:
+    names = names_for(load_differences(CANONICAL / "differences.json"), "v1")
+    return read_reference(PUBLISHED, "v1", canonical(), names)
+
+
+def run(capsys: pytest.CaptureFixture[str], schema: Path, *args: str) -> tuple[int, str, str]:
+    code = cli.main(["--schema", str(schema), "compare-reference", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def copy_canonical(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None) -> Path:
+    """A copy of the canonical folder; ``edit`` changes its definitions."""
+    target = tmp_path / "schema"
+    shutil.copytree(CANONICAL, target)
+    if edit is not None:
+        path = target / "v1" / "types.json"
+        doc = json.loads(path.read_text("utf-8"))
+        edit(doc["$defs"])
+        path.write_text(json.dumps(doc, indent=2), "utf-8")
+    return target
+
+
+# ---------------------------------------------------------------- reading the reference
+
+
+def test_reader_builds_the_methods_from_meta_and_x_method() -> None:
+    ref = reference()
+    table = {m.name: (m.side, m.kind, m.params, m.result) for m in ref.methods}
+    assert table == {
+        "initialize": ("agent", "request", "InitializeRequest", "InitializeResponse"),
+        "session/new": ("agent", "request", "NewSessionRequest", "NewSessionResponse"),
+        "session/update": ("client", "notification", "SessionNotification", None),
+        "elicitation/create": ("client", "request", "CreateElicitationRequest", "CreateElicitationResponse"),
+    }
+    assert not ref.has_type("AgentRequest"), "JSON-RPC envelopes are not definitions of the model"
+
+
+def test_reader_reads_every_marker_of_issue_12() -> None:
+    ref = reference()
+    auth = ref.type("AuthMethod")
+    assert isinstance(auth, UnionType) and auth.default == "AuthMethodAgent" and auth.unknown_default
+    content = ref.type("ContentBlock")
+    assert isinstance(content, UnionType) and content.open and content.unknown_required == ("uri",)
+    resource = ref.type("EmbeddedResourceResource")
+    assert isinstance(resource, UnionType) and resource.overlap_first
+    assert dict(resource.presence or ()) == {"text": "TextResourceContents", "blob": "BlobResourceContents"}
+    options = ref.type("SelectOptions")
+    assert isinstance(options, AliasType) and options.same_kind
+    elicit = ref.type("CreateElicitationRequest")
+    assert isinstance(elicit, ObjectType) and elicit.required_one_of == ("sessionId", "requestId")
+    new = ref.type("NewSessionRequest")
+    assert isinstance(new, ObjectType)
+    servers, meta = new.field("mcpServers"), new.field("_meta")
+    assert servers is not None and servers.required and servers.on_error_default
+    assert meta is not None and meta.on_error_omit
+    role, priority = ref.type("Role"), ref.type("PlanEntryPriority")
+    assert isinstance(role, EnumType) and isinstance(priority, EnumType)
+    assert role.open and not priority.open
+
+
+def test_reader_writes_the_tag_into_wrapped_branches() -> None:
+    ref = reference()
+    chunk = ref.type("AgentMessageChunk")
+    assert isinstance(chunk, ObjectType)
+    tag = chunk.field("sessionUpdate")
+    assert tag is not None and tag.required and tag.type.const == "agent_message_chunk"
+    assert chunk.field("content") is not None
+
+
+# ---------------------------------------------------------------- the comparison
+
+
+def test_matching_schemas_have_no_unexplained_difference(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--fail-on", "any")
+    assert code == 0, out
+    assert "0 unexplained differences" in out
+    assert "entry chunk-names" in out, "a deliberate difference is shown as such"
+
+
+def _undo_unknown_default(defs: dict[str, Any]) -> None:
+    del defs["AuthMethod"]["x-acp-union"]["unknown"]
+
+
+def _undo_same_kind(defs: dict[str, Any]) -> None:
+    del defs["SelectOptions"]["x-acp-same-kind"]
+
+
+def _undo_required_one_of(defs: dict[str, Any]) -> None:
+    del defs["CreateElicitationRequest"]["x-acp-required-one-of"]
+
+
+def _undo_unknown_required(defs: dict[str, Any]) -> None:
+    del defs["ContentBlock"]["x-acp-union"]["unknownRequired"]
+
+
+def _undo_closed(defs: dict[str, Any]) -> None:
+    defs["PlanEntryPriority"]["x-acp-open"] = True
+
+
+def _undo_overlap(defs: dict[str, Any]) -> None:
+    del defs["EmbeddedResourceResource"]["x-acp-union"]["overlap"]
+
+
+def _undo_meta(defs: dict[str, Any]) -> None:
+    del defs["NewSessionRequest"]["properties"]["_meta"]["x-acp-on-error"]
+
+
+def _undo_default_on_error(defs: dict[str, Any]) -> None:
+    del defs["NewSessionRequest"]["properties"]["mcpServers"]["x-acp-on-error"]
+
+
+KINDS = [
+    ("1 unknown tag reads as the default", _undo_unknown_default, "union-unknown-reading-changed", "AuthMethod"),
+    ("2 arrays of one kind", _undo_same_kind, "alias-same-kind-changed", "SelectOptions"),
+    ("3 one of several fields", _undo_required_one_of, "object-required-one-of-changed", "CreateElicitationRequest"),
+    ("3 catch-all requires fields", _undo_unknown_required, "union-unknown-required-changed", "ContentBlock"),
+    ("4 closed enum", _undo_closed, "request-enum-became-closed", "PlanEntryPriority"),
+    ("5 overlapping branches", _undo_overlap, "union-overlap-changed", "EmbeddedResourceResource"),
+    ("6 _meta default-on-error", _undo_meta, "tolerance-added", "NewSessionRequest._meta"),
+    ("7 required array default-on-error", _undo_default_on_error, "tolerance-added", "NewSessionRequest.mcpServers"),
+]
+
+
+@pytest.mark.parametrize("undo, rule, location", [k[1:] for k in KINDS], ids=[k[0] for k in KINDS])
+def test_each_kind_is_reported(undo: Callable[[dict[str, Any]], None], rule: str, location: str,
+                               tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_canonical(tmp_path, undo)
+    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--format", "json", "--fail-on", "any")
+    doc = json.loads(out)
+    hits = [c for c in doc["changes"] if c["rule"] == rule and c["location"] == location]
+    assert hits, [c["rule"] + " " + c["location"] for c in doc["changes"]]
+    assert all(c["deliberate"] is None for c in hits)
+    assert code == 1, "an unexplained difference fails --fail-on any"
+    assert doc["counts"]["unexplained"][hits[0]["level"]] >= 1
+
+
+def test_a_deliberate_difference_does_not_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_canonical(tmp_path, _undo_overlap)
+    code, _, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "possibly-breaking")
+    assert code == 1
+    path = schema / "differences.json"
+    doc = json.loads(path.read_text("utf-8"))
+    doc["differences"].append({"id": "overlap", "versions": ["v1"], "kind": "reads-differently",
+                               "locations": ["EmbeddedResourceResource"], "rules": ["union-overlap-*"],
+                               "reason": "A test.", "source": "written here"})
+    path.write_text(json.dumps(doc), "utf-8")
+    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "any", "--format", "json")
+    assert code == 0
+    hits = [c for c in json.loads(out)["changes"] if c["rule"] == "union-overlap-changed"]
+    assert [c["deliberate"] for c in hits] == ["overlap"]
+
+
+def _add_unstable_surface(defs: dict[str, Any]) -> None:
+    """What a stable reference leaves out: an unstable definition and an unstable field that uses it."""
+    defs["ShinyCapabilities"] = {"description": "An unstable capability.", "type": "object", "properties": {},
+                                 "x-acp-stability": "unstable"}
+    defs["InitializeResponse"]["properties"]["shiny"] = {"$ref": "#/$defs/ShinyCapabilities",
+                                                         "x-acp-stability": "unstable"}
+
+
+def test_unstable_surface_is_listed_apart_and_does_not_fail(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_canonical(tmp_path, _add_unstable_surface)
+    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "any", "--format", "json")
+    doc = json.loads(out)
+    assert code == 0, "the unstable surface is not a difference from a stable reference"
+    assert doc["counts"]["unstable"] == 2
+    assert sum(doc["counts"]["unexplained"].values()) == 0
+    assert {c["location"] for c in doc["changes"] if c["unstable"]} == {"ShinyCapabilities",
+                                                                        "InitializeResponse.shiny"}
+    _, text, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1")
+    assert "UNSTABLE ONLY" in text and "2 unstable only" in text
+
+    def stable_field(defs: dict[str, Any]) -> None:  # the same field, stable: a real difference
+        _add_unstable_surface(defs)
+        defs["ShinyCapabilities"].pop("x-acp-stability")
+        defs["InitializeResponse"]["properties"]["shiny"].pop("x-acp-stability")
+
+    schema = copy_canonical(tmp_path / "stable", stable_field)
+    assert run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "any")[0] == 1
+
+
+def test_version_must_name_a_version_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, CANONICAL, str(PUBLISHED), "--version", "../v1")
+    assert code == 2 and out == ""
+    assert "--version '../v1'" in err and "Traceback" not in err
+
+
+def test_fail_on_levels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_canonical(tmp_path, _undo_meta)  # tolerance-added is safe
+    assert run(capsys, schema, str(PUBLISHED), "--version", "v1")[0] == 0, "without --fail-on the exit code is 0"
+    assert run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "breaking")[0] == 0
+    assert run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "any")[0] == 1
+
+
+def test_formats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_canonical(tmp_path, _undo_unknown_default)
+    _, text, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1")
+    assert "DIFFERENCES (1)" in text and "union-unknown-reading-changed" in text
+    _, md, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--format", "markdown")
+    assert md.startswith("# ") and "| possibly-breaking | `AuthMethod` |" in md
+    _, js, _ = run(capsys, schema, str(PUBLISHED / "schema.json"), "--version", "v1", "--format", "json")
+    doc = json.loads(js)
+    assert doc["format"] == 1 and doc["version"] == "v1"
+    assert doc["counts"]["unexplained"] == {"breaking": 0, "possibly-breaking": 1, "safe": 0}
+
+
+def test_output_is_deterministic(capsys: pytest.CaptureFixture[str]) -> None:
+    first = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--format", "json")[1]
+    second = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--format", "json")[1]
+    assert first == second
+
+
+# ---------------------------------------------------------------- bad input: exit 2, a clear message
+
+
+def _published_copy(tmp_path: Path) -> Path:
+    target = tmp_path / "published"
+    shutil.copytree(PUBLISHED, target)
+    return target
+
+
+def test_missing_meta_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    (pub / "meta.json").unlink()
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2 and out == ""
+    assert "meta.json" in err and "missing" in err and "Traceback" not in err
+
+
+def test_wrong_version(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v2")
+    assert code == 2
+    assert "no canonical schema folder for v2" in err or "protocol version 1" in err
+
+
+def test_reference_of_another_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    meta = json.loads((pub / "meta.json").read_text("utf-8"))
+    meta["version"] = 2
+    (pub / "meta.json").write_text(json.dumps(meta), "utf-8")
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2 and "protocol version 2, not v1" in err
+
+
+def test_invalid_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    (pub / "schema.json").write_text('{"$defs": {', "utf-8")
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2 and "schema.json" in err and "line 1" in err
+
+
+def test_untranslatable_shape_names_file_and_pointer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    doc = json.loads((pub / "schema.json").read_text("utf-8"))
+    doc["$defs"]["NewSessionRequest"]["properties"]["cwd"] = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    (pub / "schema.json").write_text(json.dumps(doc), "utf-8")
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2
+    assert "schema.json#/$defs/NewSessionRequest/properties/cwd" in err and "Traceback" not in err
+
+
+def test_method_without_definitions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    meta = json.loads((pub / "meta.json").read_text("utf-8"))
+    meta["agentMethods"]["session_gone"] = "session/gone"
+    (pub / "meta.json").write_text(json.dumps(meta), "utf-8")
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2 and "meta.json#/agentMethods/session_gone" in err and "session/gone" in err
+
+
+def test_bad_differences_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "differences.json"
+    bad.write_text(json.dumps({"differences": [{"id": "x", "versions": ["v1"], "kind": "adds",
+                                                "locations": ["A"], "reason": "r", "source": "a hunch"}]}), "utf-8")
+    code, _, err = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--differences", str(bad))
+    assert code == 2 and "differences.json#/differences/0/source" in err
+    code, _, err = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--differences",
+                       str(tmp_path / "absent.json"))
+    assert code == 2 and "no such differences file" in err
+
+
+# ---------------------------------------------------------------- the project's own file
+
+
+def test_project_differences_file_is_well_formed() -> None:
+    entries = load_differences(ROOT / "schema" / "differences.json")
+    assert entries, "the project records its deliberate differences"
+    ids = {e.id for e in entries}
+    assert {"archive-proposal", "setup-available-commands"} <= ids
+    for e in entries:
+        assert e.reason.endswith(".") and e.source, e.id
+        assert e.locations or e.names, e.id
+    protos = [build_protocol(load_version(DirSource(ROOT / "schema" / v, v))) for v in ("v1", "v2")]
+    for version in ("v1", "v2"):
+        for ours in names_for(entries, version).values():
+            assert any(p.has_type(ours) for p in protos), f"naming entry maps to {ours}, defined nowhere"
+
+
+def test_run_writes_to_the_given_stream() -> None:
+    from generator import reference
+
+    args = cli._parser().parse_args(["--schema", str(CANONICAL), "compare-reference", str(PUBLISHED),
+                                     "--version", "v1"])
+    out = io.StringIO()
+    assert reference.run(args, out) == 0
+    assert "0 unexplained differences" in out.getvalue()
+
+
+# ---------------------------------------------------------------- the new markers, misplaced
+
+
+def _set(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(defs: dict[str, Any]) -> None:
+        node = defs
+        for key in path[:-1]:
+            node = node[key]
+        node[path[-1]] = value
+    return edit
+
+
+MISPLACED = [
+    ("default on an optional property", _set(("TextContent", "properties", "role", "x-acp-on-error"), "default"),
+     "TextContent/properties/role/x-acp-on-error", "required, non-nullable arrays only"),
+    ("unknown default on an open union", _set(("ContentBlock", "x-acp-union", "unknown"), "default"),
+     "ContentBlock/x-acp-union/unknown", "needs a default branch and a closed union"),
+    ("unknown default with a const tag", _set(("AuthMethodAgent", "properties", "type"),
+                                             {"type": "string", "const": "agent"}),
+     "AuthMethodAgent/properties/type/const", "cannot be a const"),
+    ("unknownRequired on a closed union", _set(("SessionUpdate", "x-acp-union", "unknownRequired"), ["x"]),
+     "SessionUpdate/x-acp-union/unknownRequired", "open unions only"),
+    ("required-one-of naming a required property", _set(("CreateElicitationRequest", "x-acp-required-one-of"),
+                                                        ["message", "sessionId"]),
+     "CreateElicitationRequest/x-acp-required-one-of", "'message' must be an optional property"),
+    ("same-kind on an array of objects", _set(("PlanEntryList",), {"description": "Entries.", "type": "array",
+                                                                   "items": {"$ref": "#/$defs/PlanEntry"},
+                                                                   "x-acp-same-kind": True}),
+     "PlanEntryList/x-acp-same-kind", "an array of a union"),
+]
+
+
+@pytest.mark.parametrize("edit, where, words", [m[1:] for m in MISPLACED], ids=[m[0] for m in MISPLACED])
+def test_misplaced_marker_is_reported_with_its_pointer(edit: Callable[[dict[str, Any]], None], where: str,
+                                                       words: str, tmp_path: Path) -> None:
+    from generator.errors import SchemaError
+
+    schema = copy_canonical(tmp_path, edit)
+    with pytest.raises(SchemaError) as info:
+        build_protocol(load_version(DirSource(schema / "v1", "v1")))
+    found = [p for p in info.value.problems if p.pointer == "/$defs/" + where]
+    assert found, [p.format() for p in info.value.problems]
+    assert words in found[0].message
