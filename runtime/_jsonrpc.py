@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import count
 from types import MappingProxyType
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -323,7 +323,7 @@ class ErrorResponse(_Envelope):
         return {"id": self.id, "error": payload(self.error)}
 
 
-Message = Union[Request, Notification, Response, ErrorResponse]
+Message = Request | Notification | Response | ErrorResponse
 """One parsed JSON-RPC message."""
 
 
