@@ -204,3 +204,18 @@ def test_accepted_keeps_text_as_data(name: str, tmp_path: Path) -> None:
     bundle = json.loads(outputs["acp_types/v1/schema.json"])
     for def_name, d in defs.items():
         assert bundle["$defs"][def_name]["description"] == d["description"]
+
+
+def test_every_problem_is_listed_not_just_the_first(tmp_path: Path) -> None:
+    """Two cases of the corpus laid over one copy of schema/: both problems are reported at once."""
+    schema = build_schema("v2-method-names-missing-type", tmp_path)
+    for patch in _case("capability-path-missing").get("patches", []):
+        path = schema / patch["file"]
+        doc = json.loads(path.read_text("utf-8"))
+        _set(doc, patch["pointer"], patch["value"])
+        path.write_text(json.dumps(doc, indent=2), "utf-8")
+    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "the schema has 2 problems" in done.stderr, done.stderr
+    assert "CreateSessionRequest" in done.stderr
