@@ -33,7 +33,7 @@ validate: $(STAMP)
 	$(PY) -m generator validate
 
 test: $(STAMP)
-	$(PY) -m pytest -rs
+	$(PY) -m pytest -rs -n 2 --dist loadfile
 
 # The short run of tests/test_fuzz.py is part of `make test`; this one mutates
 # many more fixtures, with a new seed each time unless FUZZ_SEED is given.
@@ -45,9 +45,10 @@ fuzz: $(STAMP)
 	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest -q tests/test_fuzz.py
 
 lint: $(STAMP)
-	$(PY) -m ruff check generator runtime tests benchmarks
+	$(PY) -m ruff check generator runtime tests benchmarks examples
 	$(PY) -m mypy generator runtime
-	$(PY) -m mypy -p acp_types tests/typing/public_api.py
+	$(PY) -m mypy -p acp_types
+	$(PY) -m mypy tests/typing/public_api.py
 
 diff: $(STAMP)
 	$(PY) -m generator diff schema/v1 schema/v2

@@ -275,9 +275,9 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
     do for the SDK at best.
     """
     import acp.schema as sdk  # noqa: PLC0415
+
     import acp_types.v1 as v1  # noqa: PLC0415
     import acp_types.v2 as v2  # noqa: PLC0415
-
     from benchmarks.messages import CASES, V2_CHUNK, WIRE  # noqa: PLC0415
 
     loads = json.loads
@@ -348,8 +348,8 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
     envelope back.
     """
     import acp.schema as sdk  # noqa: PLC0415
-    import acp_types.v1 as v1  # noqa: PLC0415
 
+    import acp_types.v1 as v1  # noqa: PLC0415
     from benchmarks.messages import CASES  # noqa: PLC0415
 
     loads, dumps = json.loads, json.dumps

@@ -1,8 +1,9 @@
 """An ACP client: spawns an agent, runs one session with a prompt and prints the streamed answer.
 
-    python examples/client.py [--prompt TEXT] [--protocol v2|v1] -- AGENT COMMAND...
+    python examples/client.py [--prompt TEXT] [--protocol v2|v1] -- AGENT COMMAND... [--prompt TEXT]
 
-It asks for ``--protocol`` (default v2) and accepts a v1 agent's answer.
+It asks for ``--protocol`` (default v2) and accepts a v1 agent's answer. A
+trailing ``--prompt TEXT`` after the agent command is the client's too.
 """
 
 from __future__ import annotations
@@ -50,10 +51,13 @@ async def run(command: list[str], prompt: str, protocol: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     command = args[args.index("--") + 1 :] if "--" in args else []
+    own = args[: args.index("--")] if "--" in args else args
+    if len(command) >= 2 and command[-2] == "--prompt":  # `-- AGENT... --prompt TEXT`
+        own, command = [*own, *command[-2:]], command[:-2]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--prompt", default="hello")
     parser.add_argument("--protocol", choices=("v1", "v2"), default="v2")
-    options = parser.parse_args(args[: args.index("--")] if "--" in args else args)
+    options = parser.parse_args(own)
     if not command:
         parser.error("give the agent command after --")
     return asyncio.run(run(command, options.prompt, options.protocol))

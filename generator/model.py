@@ -595,6 +595,7 @@ class _Builder:
                 self.problem(None, pointer("errors", code), f"error code {code} does not fit in 32 bits",
                              f"use a code from {INT32[0]} to {INT32[1]} (JSON-RPC codes are small integers)")
         methods = []
+        error_constants = {str(e.get("name", "")).upper() for e in doc["errors"].values() if isinstance(e, dict)}
         constants: dict[str, list[str]] = {}
         for wire in sorted(doc["methods"]):
             constants.setdefault(constant_name(wire), []).append(wire)
@@ -606,7 +607,7 @@ class _Builder:
                     self.problem(None, ptr, f"methods {wire!r} and {others} {'both' if len(wires) == 2 else 'all'} "
                                             f"become the constant {const} "
                                             f"(and the stub {py})", "rename the methods so that they differ in letters")
-                elif const in RESERVED_METHOD_CONSTANTS:
+                elif const in RESERVED_METHOD_CONSTANTS or const in error_constants:
                     self.problem(None, ptr, f"method {wire!r} becomes the constant {const}, a name methods.py "
                                             "already uses", "rename the method")
                 elif py in KEYWORDS:
@@ -731,13 +732,22 @@ RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | frozenset({
     "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "Callable", "Mapping", "Protocol",
     "AcpModel", "TolerantField", "UnknownVariant", "MethodSpec", "FeatureSpec", "BaseModel", "ConfigDict",
     "TypeAdapter", "ValidationError", "Discriminator", "Field", "ModelWrapValidatorHandler", "Tag",
-    "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES", "AfterValidator", "DEFAULT_ON_ERROR",
+    "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES",
     # the version package's exports beside the models (acp_types.<v>.__all__)
     "MessageError", "PendingRequests", "UnknownMethodError", "NotARequestError", "VERSION", "STATUS",
-    "BATCHES",
+    "BATCHES", "AgentPeer", "ClientPeer", "Batch", "ErrorResponse", "InvalidParams", "InvalidRequest",
+    "InvalidResult", "Message", "MethodNotFound", "MethodNotImplemented", "Notification", "ParseError",
+    "Request", "RequestError", "Response", "TYPE_CHECKING", "ERRORS",
+    # what the generated models import from the runtime and pydantic
+    "OnErrorOmit", "SerializeAsAny", "WireKey", "AfterValidator", "DEFAULT_ON_ERROR",
 })
 # Module-level names of <v>/methods.py that a method constant must not take.
-RESERVED_METHOD_CONSTANTS = frozenset({"METHODS"})
+RESERVED_METHOD_CONSTANTS = frozenset({
+    "METHODS", "ERRORS",
+    # JSON-RPC's own error codes, defined beside the method constants (the
+    # version's own error names are checked against its error table)
+    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
+})
 # The runtime's sentinel tags (acp_types._runtime.UNKNOWN_TAG / DEFAULT_TAG): a
 # branch tagged with one would be routed as the unknown or the default branch.
 SENTINEL_TAGS = ("__acp_unknown__", "__acp_default__")

@@ -29,6 +29,11 @@ def test_the_example_client_prints_what_the_example_agent_streams(protocol: str)
     assert out.stdout == "streamed in  pieces\n"
 
 
+def test_the_readme_command_line_with_the_prompt_after_the_agent_command() -> None:
+    out = subprocess.run([*CLIENT, "--", *AGENT, "--prompt", "hi"], capture_output=True, text=True, timeout=30)
+    assert (out.returncode, out.stdout, out.stderr) == (0, "hi\n", "")
+
+
 async def _hostile_session() -> None:
     proc = await asyncio.create_subprocess_exec(*AGENT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                 limit=1 << 20)

@@ -122,6 +122,15 @@ for mod in ("acp_types", "acp_types.v1", "acp_types.v1.models", "acp_types.v1.me
             "acp_types.v1.interfaces", "acp_types.v1.capabilities", "acp_types.v1.messages"):
     importlib.import_module(mod)
 models = importlib.import_module("acp_types.v1.models")
+import ast
+attr_docs = {}
+for node in ast.parse(open(models.__file__, encoding="utf-8").read()).body:
+    if isinstance(node, ast.ClassDef):
+        body = [s for st in node.body for s in (st.body if isinstance(st, ast.If) else [st])]
+        for a, b in zip(body, body[1:]):
+            if (isinstance(a, ast.AnnAssign) and isinstance(a.target, ast.Name) and isinstance(b, ast.Expr)
+                    and isinstance(b.value, ast.Constant) and isinstance(b.value.value, str)):
+                attr_docs[(node.name, a.target.id)] = b.value.value
 problems = []
 def literal_values(tp):
     out = []
@@ -139,14 +148,16 @@ for name, schema in spec["defs"].items():
         if schema["description"].strip() not in (obj.__doc__ or "") and doc != inspect.cleandoc(schema["description"]):
             problems.append(f"{name}: docstring {obj.__doc__!r} != {schema['description']!r}")
         for wire, prop in schema["properties"].items():
-            field = next((f for f in obj.model_fields.values() if (f.alias or "") == wire), None)
-            if field is None:
-                field = obj.model_fields.get(wire)
+            attr = next((n for n, f in obj.model_fields.items() if (f.alias or n) == wire), None)
+            field = obj.model_fields.get(attr) if attr is not None else None
             if field is None:
                 problems.append(f"{name}.{wire}: no field with that wire name")
                 continue
-            if field.description is not None and field.description != prop.get("description"):
-                problems.append(f"{name}.{wire}: description {field.description!r} != {prop['description']!r}")
+            if "description" in prop:
+                got = attr_docs.get((name, attr))
+                want = prop["description"]
+                if got is None or (got != want.strip() and inspect.cleandoc(got) != inspect.cleandoc(want)):
+                    problems.append(f"{name}.{wire}: attribute docstring {got!r} != description {want!r}")
             if "default" in prop and field.default != prop["default"]:
                 problems.append(f"{name}.{wire}: default {field.default!r} != {prop['default']!r}")
             if "const" in prop and literal_values(field.annotation) != [prop["const"]]:
@@ -193,3 +204,18 @@ def test_accepted_keeps_text_as_data(name: str, tmp_path: Path) -> None:
     bundle = json.loads(outputs["acp_types/v1/schema.json"])
     for def_name, d in defs.items():
         assert bundle["$defs"][def_name]["description"] == d["description"]
+
+
+def test_every_problem_is_listed_not_just_the_first(tmp_path: Path) -> None:
+    """Two cases of the corpus laid over one copy of schema/: both problems are reported at once."""
+    schema = build_schema("v2-method-names-missing-type", tmp_path)
+    for patch in _case("capability-path-missing").get("patches", []):
+        path = schema / patch["file"]
+        doc = json.loads(path.read_text("utf-8"))
+        _set(doc, patch["pointer"], patch["value"])
+        path.write_text(json.dumps(doc, indent=2), "utf-8")
+    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "the schema has 2 problems" in done.stderr, done.stderr
+    assert "CreateSessionRequest" in done.stderr

@@ -379,3 +379,13 @@ def test_fixtures_through_parse_message(path: Any, version: str) -> None:
     else:
         with pytest.raises(MessageError):
             m.parse_message(json.dumps(message), method=fixture["method"])
+
+
+def test_a_response_to_send_needs_no_method() -> None:
+    """The method of a response never goes on the wire, so building one to send does not ask for it."""
+    from acp_types import v1
+
+    result = v1.NewSessionResponse(session_id="s1")
+    response = v1.Response(7, result)
+    assert response.method is None
+    assert json.loads(response.to_json()) == {"jsonrpc": "2.0", "id": 7, "result": {"sessionId": "s1"}}

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import count
 from types import MappingProxyType
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -297,11 +297,16 @@ class Notification(_Envelope):
 
 @dataclass(frozen=True, eq=True)
 class Response(_Envelope):
-    """A success response; ``method`` is the method of the request it answers, ``result`` its result model."""
+    """A success response; ``result`` is its result model.
+
+    ``method`` is the method of the request it answers, known when the
+    response was parsed with ``method=`` or ``pending=``; it never goes on the
+    wire, so a response built to be sent needs none: ``Response(1, result)``.
+    """
 
     id: RequestId
-    method: str
     result: Any
+    method: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     kind: ClassVar[str] = "response"
 
@@ -323,7 +328,7 @@ class ErrorResponse(_Envelope):
         return {"id": self.id, "error": payload(self.error)}
 
 
-Message = Union[Request, Notification, Response, ErrorResponse]
+Message = Request | Notification | Response | ErrorResponse
 """One parsed JSON-RPC message."""
 
 
@@ -612,7 +617,7 @@ def _parse_one(
     if spec is None:
         if not is_extension(resolved):
             raise MethodNotFound(resolved, version, id=rid, data=value)
-        return Response(rid, resolved, result, extra)
+        return Response(rid, result, resolved, extra)
     if spec.result is None:
         raise InvalidRequest(
             f"{resolved!r} is a notification; no response answers it",
@@ -630,7 +635,7 @@ def _parse_one(
             method=resolved,
             data=value,
         ) from exc
-    return Response(rid, resolved, typed, extra)
+    return Response(rid, typed, resolved, extra)
 
 
 def _parse_call(

@@ -87,6 +87,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from acp_types._protocol import RequestId
+
 from ._errors import MethodNotImplemented, RequestError, not_implemented
 from ._jsonrpc import (
     INTERNAL_ERROR,
@@ -99,7 +101,6 @@ from ._jsonrpc import (
     Notification,
     PendingRequests,
     Request,
-    RequestId,
     Response,
 )
 from ._runtime import MethodSpec, is_extension

@@ -52,9 +52,13 @@ def parse_message(
     ``MethodNotFound``, ``InvalidParams``, ``InvalidResult``) for anything
     malformed; its ``code`` is the JSON-RPC error code to answer with.
     """
-    return _parse_message(
+    parsed = _parse_message(
         data, METHODS, "v1", _Error, batches=BATCHES, method=method, pending=pending
     )
+    assert not isinstance(
+        parsed, Batch
+    ), "this version refuses batches before parsing them"
+    return parsed
 
 
 __all__ = [
