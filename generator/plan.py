@@ -319,9 +319,10 @@ class _Planner:
         branches: list[str] = []
         default_tag = "None"
         for v in u.variants:
-            ptag = repr(v.tag) if v.tag is not None else "DEFAULT_TAG"
-            if v.tag is None:
-                self.need(RUNTIME, "DEFAULT_TAG")
+            # An untagged default branch goes by its class name: that is what an
+            # error's location shows, and no wire tag can reach it (the
+            # discriminator returns only known wire tags, the default and the unknown tag).
+            ptag = repr(v.tag) if v.tag is not None else repr(v.name)
             if v.name == u.default:
                 default_tag = ptag
             branches.append(f"Annotated[{self.ref(v.name, u.name)}, Tag({ptag})]")

@@ -28,7 +28,7 @@ from conftest import VERSIONS, api, bundled_schema, validator_for
 from pydantic import Discriminator, TypeAdapter, ValidationError
 
 from acp_types import v1, v2
-from acp_types._runtime import DEFAULT_TAG, UnknownVariant
+from acp_types._runtime import DEFAULT_TAG, UNKNOWN_TAG, UnknownVariant
 
 
 def adapter(version: str, name: str) -> TypeAdapter:
@@ -320,7 +320,9 @@ def test_v1_mcp_server_without_type_is_stdio() -> None:
 def test_v1_untagged_mcp_server_is_never_guessed_from_its_shape() -> None:
     http_shaped = {"name": "h", "url": "https://x.invalid", "headers": []}
     exc = assert_both_reject("v1", "McpServer", http_shaped)
-    assert {e["loc"][0] for e in exc.errors()} == {DEFAULT_TAG}
+    # the errors are located in the default branch, named as the schema names it
+    assert {e["loc"][0] for e in exc.errors()} == {"McpServerStdio"}
+    assert DEFAULT_TAG not in str(exc)
     assert {e["loc"][1] for e in exc.errors()} == {"command", "args", "env"}
     assert_both_reject("v1", "McpServer", {"type": None, **STDIO})
 
@@ -657,3 +659,27 @@ def test_default_on_error_field_stays_required(version: str) -> None:
     assert_both_reject(version, "ListSessionsResponse", {})
     parsed = adapter(version, "ListSessionsResponse").validate_python({"sessions": {"not": "a list"}})
     assert parsed.to_wire() == {"sessions": []}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_no_union_error_names_a_runtime_sentinel(version: str) -> None:
+    """Issue 14: the runtime's sentinel tags are neither wire tags nor names an error shows."""
+    models = api(version).models
+    checked = 0
+    for name in dir(models):
+        alias = getattr(models, name)
+        if type(alias).__name__ != "TypeAliasType" or "Union" not in repr(getattr(alias, "__value__", "")):
+            continue
+        for tag in ("zzz", DEFAULT_TAG, UNKNOWN_TAG):
+            for key in ("type", "kind", "sessionUpdate", "outcome"):
+                try:
+                    TypeAdapter(alias).validate_python({key: tag}, strict=True)
+                except ValidationError as exc:
+                    for e in exc.errors(include_url=False, include_input=False):
+                        # what the runtime itself names: locations and expected tags (not the input echoed)
+                        named = str(e["loc"]) + str((e.get("ctx") or {}).get("expected_tags", ""))
+                        if tag not in (DEFAULT_TAG, UNKNOWN_TAG):
+                            named += e["msg"]
+                        assert DEFAULT_TAG not in named and UNKNOWN_TAG not in named, (name, tag, e)
+                    checked += 1
+    assert checked > 20

@@ -15,7 +15,6 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
-    DEFAULT_TAG,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -1147,7 +1146,7 @@ AuthMethod = TypeAliasType(
     Annotated[
         Union[
             Annotated[AuthMethodTerminal, Tag("terminal")],
-            Annotated[AuthMethodAgent, Tag(DEFAULT_TAG)],
+            Annotated[AuthMethodAgent, Tag("AuthMethodAgent")],
         ],
         Discriminator(
             tag_discriminator(
@@ -1155,7 +1154,7 @@ AuthMethod = TypeAliasType(
                 "type",
                 frozenset(["terminal"]),
                 open=False,
-                default=DEFAULT_TAG,
+                default="AuthMethodAgent",
                 unknown_default=True,
             )
         ),
@@ -2371,12 +2370,16 @@ MultiSelectItems = TypeAliasType(
     Annotated[
         Union[
             Annotated[StringMultiSelectItems, Tag("string")],
-            Annotated[TitledMultiSelectItems, Tag(DEFAULT_TAG)],
+            Annotated[TitledMultiSelectItems, Tag("TitledMultiSelectItems")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["string"]), open=True, default=DEFAULT_TAG
+                "type",
+                "type",
+                frozenset(["string"]),
+                open=True,
+                default="TitledMultiSelectItems",
             )
         ),
         SerializeAsAny(),
@@ -3421,7 +3424,7 @@ McpServer = TypeAliasType(
         Union[
             Annotated[McpServerHttp, Tag("http")],
             Annotated[McpServerSse, Tag("sse")],
-            Annotated[McpServerStdio, Tag(DEFAULT_TAG)],
+            Annotated[McpServerStdio, Tag("McpServerStdio")],
             Annotated[McpServerAcp, Tag("acp")],
         ],
         Discriminator(
@@ -3430,7 +3433,7 @@ McpServer = TypeAliasType(
                 "type",
                 frozenset(["acp", "http", "sse"]),
                 open=False,
-                default=DEFAULT_TAG,
+                default="McpServerStdio",
                 unknown_default=True,
             )
         ),
@@ -5882,7 +5885,10 @@ SetSessionConfigOptionRequest = TypeAliasType(
     "SetSessionConfigOptionRequest",
     Annotated[
         Union[
-            Annotated[SetSessionConfigOptionValueIdRequest, Tag(DEFAULT_TAG)],
+            Annotated[
+                SetSessionConfigOptionValueIdRequest,
+                Tag("SetSessionConfigOptionValueIdRequest"),
+            ],
             Annotated[SetSessionConfigOptionBooleanRequest, Tag("boolean")],
         ],
         Discriminator(
@@ -5891,7 +5897,7 @@ SetSessionConfigOptionRequest = TypeAliasType(
                 "type",
                 frozenset(["boolean"]),
                 open=False,
-                default=DEFAULT_TAG,
+                default="SetSessionConfigOptionValueIdRequest",
                 unknown_default=True,
             )
         ),

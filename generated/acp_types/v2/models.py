@@ -15,7 +15,6 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
-    DEFAULT_TAG,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -2503,12 +2502,16 @@ MultiSelectItems = TypeAliasType(
     Annotated[
         Union[
             Annotated[StringMultiSelectItems, Tag("string")],
-            Annotated[TitledMultiSelectItems, Tag(DEFAULT_TAG)],
+            Annotated[TitledMultiSelectItems, Tag("TitledMultiSelectItems")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
-                "type", "type", frozenset(["string"]), open=True, default=DEFAULT_TAG
+                "type",
+                "type",
+                frozenset(["string"]),
+                open=True,
+                default="TitledMultiSelectItems",
             )
         ),
         SerializeAsAny(),
