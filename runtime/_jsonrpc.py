@@ -459,7 +459,10 @@ def _describe(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors(include_url=False, include_input=False)[:5]:
         # the sentinel tags of default and unknown branches are pydantic's, not wire names
-        loc = ".".join(str(part) for part in err["loc"] if part not in _SENTINEL_TAGS) or "(root)"
+        loc = (
+            ".".join(str(part) for part in err["loc"] if part not in _SENTINEL_TAGS)
+            or "(root)"
+        )
         msg = err["msg"]
         if err["type"] == "union_tag_invalid":
             # the runtime's sentinel tags are pydantic's, not tags to send

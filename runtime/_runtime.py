@@ -412,7 +412,9 @@ def required_one_of(*names: str) -> Callable[[Any], Any]:
         extra = model.__pydantic_extra__ or {}
         fields_set = model.__pydantic_fields_set__
         for name in names:
-            if getattr(model, name, None) is not None or (name in fields_set and name not in extra):
+            if getattr(model, name, None) is not None or (
+                name in fields_set and name not in extra
+            ):
                 return model
         raise ValueError(f"at least one of {', '.join(names)} must be present")
 
@@ -422,7 +424,9 @@ def required_one_of(*names: str) -> Callable[[Any], Any]:
 def same_kind(items: list[Any]) -> list[Any]:
     """After-validator of ``x-acp-same-kind``: every item of the array is of one union branch."""
     if len({type(item) for item in items}) > 1:
-        raise ValueError("every item must be of the same kind (do not mix the union's branches)")
+        raise ValueError(
+            "every item must be of the same kind (do not mix the union's branches)"
+        )
     return items
 
 
@@ -444,7 +448,9 @@ class _DefaultOnError:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
-        return core_schema.no_info_wrap_validator_function(_default_on_error, handler(source))
+        return core_schema.no_info_wrap_validator_function(
+            _default_on_error, handler(source)
+        )
 
     def __repr__(self) -> str:
         return "DEFAULT_ON_ERROR"

@@ -87,6 +87,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
 
+from acp_types import VERSIONS as _PACKAGE_VERSIONS
 from acp_types._protocol import RequestId
 
 from ._errors import MethodNotImplemented, RequestError, not_implemented
@@ -128,8 +129,8 @@ log = logging.getLogger("acp_types.connection")
 DEFAULT_MAX_LINE_SIZE = 16 * 1024 * 1024
 """The longest line (in bytes, without its newline) a connection reads by default: 16 MiB."""
 
-VERSIONS = ("v1", "v2")
-"""The versions this package speaks."""
+VERSIONS: tuple[str, ...] = tuple(_PACKAGE_VERSIONS)
+"""The versions this package speaks, oldest first (``acp_types.VERSIONS``)."""
 
 REQUEST_CANCELLED = -32800
 CANCEL_REQUEST = "$/cancel_request"
@@ -245,6 +246,8 @@ class Connection:
     """
 
     side: Literal["agent", "client"]
+    default_versions: tuple[str, ...]
+    """The versions spoken when none are given, preferred first."""
 
     def __init__(
         self,
@@ -252,10 +255,12 @@ class Connection:
         writer: Writer,
         handler: Handler = None,
         *,
-        versions: Sequence[str] = ("v2", "v1"),
+        versions: Sequence[str] | None = None,
         max_line_size: int = DEFAULT_MAX_LINE_SIZE,
         strict_capabilities: bool = False,
     ) -> None:
+        if versions is None:
+            versions = self.default_versions
         if not versions:
             raise ValueError("a connection needs at least one version")
         if max_line_size < 1:
@@ -971,25 +976,7 @@ class AgentConnection(Connection):
     """
 
     side = "agent"
-
-    def __init__(
-        self,
-        reader: Reader,
-        writer: Writer,
-        handler: Handler = None,
-        *,
-        versions: Sequence[str] = ("v1", "v2"),
-        max_line_size: int = DEFAULT_MAX_LINE_SIZE,
-        strict_capabilities: bool = False,
-    ) -> None:
-        super().__init__(
-            reader,
-            writer,
-            handler,
-            versions=versions,
-            max_line_size=max_line_size,
-            strict_capabilities=strict_capabilities,
-        )
+    default_versions = VERSIONS
 
 
 class ClientConnection(Connection):
@@ -1002,27 +989,9 @@ class ClientConnection(Connection):
     """
 
     side = "client"
+    default_versions = tuple(reversed(VERSIONS))
     process: asyncio.subprocess.Process | None = None
     """The agent's process, for a connection made by :func:`spawn_agent`."""
-
-    def __init__(
-        self,
-        reader: Reader,
-        writer: Writer,
-        handler: Handler = None,
-        *,
-        versions: Sequence[str] = ("v2", "v1"),
-        max_line_size: int = DEFAULT_MAX_LINE_SIZE,
-        strict_capabilities: bool = False,
-    ) -> None:
-        super().__init__(
-            reader,
-            writer,
-            handler,
-            versions=versions,
-            max_line_size=max_line_size,
-            strict_capabilities=strict_capabilities,
-        )
 
     async def initialize(self, params: Any) -> Any:
         """Send ``initialize`` and return the agent's answer, in whichever listed version it came.
@@ -1098,7 +1067,7 @@ async def serve(
     writer: Writer,
     handler: Handler,
     *,
-    versions: Sequence[str] = ("v1", "v2"),
+    versions: Sequence[str] | None = None,
     max_line_size: int = DEFAULT_MAX_LINE_SIZE,
 ) -> None:
     """Run an agent on a reader/writer pair until the client goes away."""
@@ -1112,7 +1081,7 @@ async def serve(
 async def serve_stdio(
     handler: Handler,
     *,
-    versions: Sequence[str] = ("v1", "v2"),
+    versions: Sequence[str] | None = None,
     max_line_size: int = DEFAULT_MAX_LINE_SIZE,
 ) -> None:
     """Run an agent on this process's stdin/stdout until the client closes stdin."""
@@ -1125,7 +1094,7 @@ async def spawn_agent(
     command: Sequence[str],
     handler: Handler = None,
     *,
-    versions: Sequence[str] = ("v2", "v1"),
+    versions: Sequence[str] | None = None,
     max_line_size: int = DEFAULT_MAX_LINE_SIZE,
     strict_capabilities: bool = False,
     env: Mapping[str, str] | None = None,
