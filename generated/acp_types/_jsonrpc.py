@@ -61,8 +61,7 @@ from pydantic import ValidationError
 from acp_types._protocol import RequestId
 
 from ._runtime import (
-    DEFAULT_TAG,
-    UNKNOWN_TAG,
+    _SENTINEL_TAGS,
     AcpModel,
     MethodSpec,
     UnknownMethodError,
@@ -84,7 +83,6 @@ _ENVELOPE = frozenset({"jsonrpc", "id", "method", "params", "result", "error"})
 _CALL = frozenset({"jsonrpc", "id", "method", "params"})
 _RESPONSE = frozenset({"jsonrpc", "id", "result", "error"})
 _NO_ID = object()
-_SENTINEL_TAGS = frozenset({DEFAULT_TAG, UNKNOWN_TAG})
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 

@@ -28,7 +28,8 @@ UNKNOWN_TAG = "__acp_unknown__"
 """The tag under which an open union's slow path keeps a branch it does not know."""
 
 DEFAULT_TAG = "__acp_default__"
-"""The tag of an untagged default branch on a union's slow path (chosen when the tag is absent)."""
+"""A reserved tag: no branch carries it (an untagged default branch goes by its class name), and a
+wire tag equal to it, like one equal to :data:`UNKNOWN_TAG`, is refused rather than routed."""
 
 _MISSING = object()
 _SENTINEL_TAGS = frozenset({UNKNOWN_TAG, DEFAULT_TAG})
@@ -336,8 +337,8 @@ def tag_discriminator(
     """Pick a tagged union's branch by looking its tag up, never by trying branches.
 
     Returns the pydantic tag of the branch: the tag value itself for a known
-    branch, :data:`DEFAULT_TAG` when the tag is absent and the union has an
-    untagged default branch, :data:`UNKNOWN_TAG` for an unknown tag of an open
+    branch, ``default`` (the default branch's class name) when the tag is absent
+    and the union has an untagged default branch, :data:`UNKNOWN_TAG` for an unknown tag of an open
     union. ``None`` (no tag) and an unknown tag of a closed union become
     validation errors in pydantic.
 
