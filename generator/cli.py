@@ -118,7 +118,11 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
                     "--fail-on; differences of names only are listed apart. Exit codes: 0 done, 1 an "
                     "unexplained difference at the --fail-on level, 2 a side cannot be read or the arguments "
                     "are wrong.")
-    r.add_argument("reference", type=Path, metavar="REFERENCE", help="reference folder or schema.json")
+    r.add_argument("reference", type=Path, metavar="REFERENCE",
+                   help="reference folder, schema.json, or schema.unstable.json (implies --unstable)")
+    r.add_argument("--unstable", action="store_true",
+                   help="compare with the folder's unstable schema (schema.unstable.json and meta.unstable.json), "
+                        "read against the stable pair beside it: what only the unstable pair has reads as unstable")
     r.add_argument("--version", dest="version_name", required=True, metavar="VERSION",
                    help="the canonical version to compare with, a folder of --schema such as v1 (and the "
                         "reference's protocol version)")
