@@ -10,9 +10,12 @@ and ``x-deserialize-skip-invalid-items``. This module translates it into our
 canonical format (docs/SCHEMA_FORMAT.md) and builds a :class:`Protocol` with
 the same checks as ours, so ``generator.diff`` can compare the two.
 
-What the reference does not carry (capability gates, error lists, stability,
-features, the error table) is taken from the canonical side, so it compares
-equal; the comparison is about messages on the wire.
+What the reference does not carry (capability gates, error lists, features,
+the error table) is taken from the canonical side, so it compares equal; the
+comparison is about messages on the wire. Stability is read from the reference
+when it is the unstable one (``schema.unstable.json`` + ``meta.unstable.json``):
+what it has beyond the stable pair beside it (methods, definitions, properties,
+features whose capability only it has) is unstable, the rest stable.
 """
 
 from __future__ import annotations
