@@ -112,7 +112,8 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
         "compare-reference", help="list every wire difference between a canonical version and a published "
                                   "ACP reference schema",
         description="Read a published ACP reference schema (a folder with schema.json and meta.json, or the "
-                    "schema.json itself with meta.json beside it) into the intermediate model and compare it "
+                    "schema.json itself with meta.json beside it; with --unstable its schema.unstable.json and "
+                    "meta.unstable.json, read against that stable pair) into the intermediate model and compare it "
                     "with the canonical version (--schema DIR/<version>), with the diff's rules and levels. "
                     "Differences listed in schema/differences.json are shown as deliberate and never fail "
                     "--fail-on; differences of names only are listed apart. Exit codes: 0 done, 1 an "
