@@ -112,13 +112,18 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
         "compare-reference", help="list every wire difference between a canonical version and a published "
                                   "ACP reference schema",
         description="Read a published ACP reference schema (a folder with schema.json and meta.json, or the "
-                    "schema.json itself with meta.json beside it) into the intermediate model and compare it "
+                    "schema.json itself with meta.json beside it; with --unstable its schema.unstable.json and "
+                    "meta.unstable.json, read against that stable pair) into the intermediate model and compare it "
                     "with the canonical version (--schema DIR/<version>), with the diff's rules and levels. "
                     "Differences listed in schema/differences.json are shown as deliberate and never fail "
                     "--fail-on; differences of names only are listed apart. Exit codes: 0 done, 1 an "
                     "unexplained difference at the --fail-on level, 2 a side cannot be read or the arguments "
                     "are wrong.")
-    r.add_argument("reference", type=Path, metavar="REFERENCE", help="reference folder or schema.json")
+    r.add_argument("reference", type=Path, metavar="REFERENCE",
+                   help="reference folder, schema.json, or schema.unstable.json (implies --unstable)")
+    r.add_argument("--unstable", action="store_true",
+                   help="compare with the folder's unstable schema (schema.unstable.json and meta.unstable.json), "
+                        "read against the stable pair beside it: what only the unstable pair has reads as unstable")
     r.add_argument("--version", dest="version_name", required=True, metavar="VERSION",
                    help="the canonical version to compare with, a folder of --schema such as v1 (and the "
                         "reference's protocol version)")

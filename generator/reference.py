@@ -10,9 +10,12 @@ and ``x-deserialize-skip-invalid-items``. This module translates it into our
 canonical format (docs/SCHEMA_FORMAT.md) and builds a :class:`Protocol` with
 the same checks as ours, so ``generator.diff`` can compare the two.
 
-What the reference does not carry (capability gates, error lists, stability,
-features, the error table) is taken from the canonical side, so it compares
-equal; the comparison is about messages on the wire.
+What the reference does not carry (capability gates, error lists, features,
+the error table) is taken from the canonical side, so it compares equal; the
+comparison is about messages on the wire. Stability is read from the reference
+when it is the unstable one (``schema.unstable.json`` + ``meta.unstable.json``):
+what it has beyond the stable pair beside it (methods, definitions, properties,
+features whose capability only it has) is unstable, the rest stable.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import json
 import re
 import sys
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -60,15 +63,46 @@ def _pascal(text: str) -> str:
 # ---------------------------------------------------------------- locating and parsing
 
 
-def locate(path: Path) -> tuple[Path, Path]:
-    """``schema.json`` and ``meta.json`` of a reference: a folder holding both, or the schema file itself."""
-    schema = path / "schema.json" if path.is_dir() else path
-    meta = schema.parent / "meta.json"
+UNSTABLE_SCHEMA, UNSTABLE_META = "schema.unstable.json", "meta.unstable.json"
+
+
+@dataclass(frozen=True)
+class Located:
+    """The files of one reference: the schema and meta read, and for an unstable one the stable pair beside it."""
+
+    schema: Path
+    meta: Path
+    stable: tuple[Path, Path] | None = None  # set when ``schema`` is the unstable schema
+
+    @property
+    def unstable(self) -> bool:
+        return self.stable is not None
+
+
+def locate(path: Path, unstable: bool = False) -> Located:
+    """The files of a reference: a folder holding them, or the schema file itself.
+
+    A stable reference is ``schema.json`` + ``meta.json``. An unstable one (``unstable``, or the path is a
+    ``schema.unstable.json``) is ``schema.unstable.json`` + ``meta.unstable.json`` read against the stable
+    ``schema.json`` + ``meta.json`` beside them, which tell what is unstable: what only the unstable pair has.
+    """
+    if not path.is_dir() and path.name == UNSTABLE_SCHEMA:
+        unstable = True
+    names = (UNSTABLE_SCHEMA, UNSTABLE_META) if unstable else ("schema.json", "meta.json")
+    schema = path / names[0] if path.is_dir() else path
+    meta = schema.parent / names[1]
     if not schema.is_file():
-        raise UsageError(f"{path}: no reference schema here (expected a folder with schema.json, or the file)")
+        raise UsageError(f"{path}: no reference schema here (expected a folder with {names[0]}, or the file)")
     if not meta.is_file():
-        raise UsageError(f"{meta}: the reference's meta.json (its method names) is missing beside {schema.name}")
-    return schema, meta
+        raise UsageError(f"{meta}: the reference's {names[1]} (its method names) is missing beside {schema.name}")
+    if not unstable:
+        return Located(schema, meta)
+    stable = (schema.parent / "schema.json", schema.parent / "meta.json")
+    for f in stable:
+        if not f.is_file() or f.resolve() == schema.resolve():
+            raise UsageError(f"{f}: an unstable reference is read against the stable {f.name} beside it, which "
+                             "tells what is unstable; pass the published folder as it is")
+    return Located(schema, meta, stable)
 
 
 def _read(path: Path) -> tuple[Any, bytes]:
@@ -405,13 +439,15 @@ class _Translator:
                 out["additionalProperties"] = True
         if "default" in p:
             out["default"] = p["default"]
-        is_array = out.get("type") == "array"
+        t = out.get("type")
+        is_array = t == "array"  # required and non-null: what "default" applies to
+        any_array = is_array or (isinstance(t, list) and "array" in t)
         if p.get("x-deserialize-default-on-error") is True:
             if not required:
                 out["x-acp-on-error"] = "omit"
             elif is_array:
                 out["x-acp-on-error"] = "default"
-        if p.get("x-deserialize-skip-invalid-items") is True and is_array:
+        if p.get("x-deserialize-skip-invalid-items") is True and any_array:
             out["x-acp-invalid-items"] = "skip"
         return out
 
@@ -473,24 +509,59 @@ def _walk(defs: dict[str, Any], root: str, path: tuple[str, ...]) -> bool:
     return True
 
 
-def read_reference(path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None) -> Protocol:
-    """The reference schema at ``path`` as a :class:`Protocol`, in our names (``names``: reference -> ours)."""
-    schema_path, meta_path = locate(path)
+def _read_pair(schema_path: Path, meta_path: Path, version: str, check: bool = True
+               ) -> tuple[_Translator, dict[str, dict[str, Any]], dict[str, Any], bytes, bytes]:
+    """One schema + meta pair, checked and translated: the translator, its definitions, the meta, the bytes."""
     schema, schema_bytes = _read(schema_path)
     meta, meta_bytes = _read(meta_path)
     label, meta_label = str(schema_path), str(meta_path)
     if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
         raise SchemaError([Problem(label, "", "a reference schema holds its definitions under $defs",
-                                   "pass the published schema.json")])
+                                   f"pass the published {schema_path.name}")])
     if not isinstance(meta, dict) or not isinstance(meta.get("version"), int) or not any(
             isinstance(meta.get(k), dict) for k in _SIDES):
-        raise SchemaError([Problem(meta_label, "", "meta.json needs an integer version and method tables "
-                                   "(agentMethods, clientMethods, protocolMethods)", "pass the published meta.json")])
+        raise SchemaError([Problem(meta_label, "", f"{meta_path.name} needs an integer version and method tables "
+                                   "(agentMethods, clientMethods, protocolMethods)",
+                                   f"pass the published {meta_path.name}")])
     if f"v{meta['version']}" != version:
         raise UsageError(f"{meta_label}: this reference is protocol version {meta['version']}, "
                          f"not {version}; pass --version v{meta['version']}")
     t = _Translator(schema["$defs"], label)
     defs = t.run()
+    if check and t.problems:
+        raise SchemaError(t.problems)
+    return t, defs, meta, schema_bytes, meta_bytes
+
+
+def _wire_names(meta: dict[str, Any]) -> set[str]:
+    return {str(wire) for group in _SIDES for wire in (meta.get(group) or {}).values()}
+
+
+def _mark_unstable(defs: dict[str, dict[str, Any]], stable: dict[str, dict[str, Any]]) -> None:
+    """Mark ``x-acp-stability: unstable`` what only the unstable reference has: definitions, and properties
+    of definitions the stable one has too (a new union branch is a definition of its own)."""
+    for name, d in defs.items():
+        base = stable.get(name)
+        if base is None:
+            d["x-acp-stability"] = "unstable"
+        elif isinstance(d.get("properties"), dict):
+            known = base.get("properties") or {}
+            for key, prop in d["properties"].items():
+                if key not in known and isinstance(prop, dict):
+                    prop["x-acp-stability"] = "unstable"
+
+
+def read_reference(path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None,
+                   unstable: bool = False) -> Protocol:
+    """The reference schema at ``path`` as a :class:`Protocol`, in our names (``names``: reference -> ours).
+
+    With ``unstable`` (or ``path`` naming a ``schema.unstable.json``) the unstable reference is read, and
+    what it has beyond the stable reference beside it is marked unstable: methods, definitions, properties.
+    """
+    where = locate(path, unstable)
+    schema_path, meta_path = where.schema, where.meta
+    label, meta_label = str(schema_path), str(meta_path)
+    t, defs, meta, schema_bytes, meta_bytes = _read_pair(schema_path, meta_path, version, check=False)
     by_method: dict[str, list[str]] = {}
     for name, d in sorted(t.src.items()):
         if isinstance(d, dict) and isinstance(d.get("x-method"), str):
@@ -498,6 +569,16 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     names = {k: v for k, v in (names or {}).items() if k in defs}
     if names:
         defs = {names.get(n, n): _rename(d, names) for n, d in defs.items()}
+    stable_methods: set[str] | None = None
+    stable_defs: dict[str, dict[str, Any]] = defs
+    files = {"schema.json": schema_bytes, "meta.json": meta_bytes}
+    if where.stable is not None:
+        _, base, base_meta, base_bytes, base_meta_bytes = _read_pair(*where.stable, version)
+        stable_defs = {names.get(n, n): d for n, d in base.items()}
+        stable_methods = _wire_names(base_meta)
+        _mark_unstable(defs, stable_defs)
+        files = {UNSTABLE_SCHEMA: schema_bytes, UNSTABLE_META: meta_bytes, "schema.json": base_bytes,
+                 "meta.json": base_meta_bytes}
     methods: dict[str, Any] = {}
     sides: dict[str, set[str]] = {}
     for group, side in _SIDES.items():
@@ -530,7 +611,7 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
                 "side": handler, "kind": "request" if results else "notification", "params": params[0],
                 "result": results[0] if results else None, "capability": ".".join(cap) if cap else None,
                 "errors": list(ours.errors) if ours else [],
-                "stability": ours.stability if ours else ("stable" if canonical.status == "stable" else "draft"),
+                "stability": _method_stability(wire, ours.stability if ours else None, canonical, stable_methods),
                 "description": ours.description if ours else wire,
             }
     if t.problems:
@@ -544,6 +625,8 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
         root = canonical.init_response if f.side == "agent" else canonical.init_request
         if _walk(defs, root, f.capability):
             features[f.name] = {"side": f.side, "capability": ".".join(f.capability), "description": f.description}
+            if where.unstable and not _walk(stable_defs, root, f.capability):
+                features[f.name]["stability"] = "unstable"
     doc = {
         "version": version, "protocolVersion": meta["version"], "status": canonical.status,
         "batches": canonical.batches, "description": f"reference schema {label}",
@@ -552,8 +635,18 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
         "methods": methods, "features": features,
     }
     loaded = LoadedVersion(label=label, protocol=doc, definitions=defs, def_files={n: label for n in defs},
-                           files={"schema.json": schema_bytes, "meta.json": meta_bytes})
+                           files=files)
     return build_protocol(loaded)
+
+
+def _method_stability(wire: str, ours: str | None, canonical: Protocol, stable_methods: set[str] | None) -> str:
+    """A reference method's stability: against an unstable reference, unstable when only the unstable meta
+    lists it; a proposal or draft of ours keeps its stability (the reference has no such level)."""
+    if stable_methods is not None:
+        if wire not in stable_methods:
+            return "unstable"
+        return ours if ours in ("proposal", "draft") else "stable"
+    return ours if ours else ("stable" if canonical.status == "stable" else "draft")
 
 
 # ---------------------------------------------------------------- deliberate differences
@@ -626,9 +719,14 @@ class Finding:
         return self.change.unstable
 
 
-def findings(canonical: Protocol, reference: Protocol, entries: list[Deliberate]) -> list[Finding]:
+def findings(canonical: Protocol, reference: Protocol, entries: list[Deliberate],
+             against_unstable: bool = False) -> list[Finding]:
+    """Every change from ours to the reference with the entry explaining it. Against an unstable reference
+    the unstable surface is compared like the rest, so no change counts as "unstable only"."""
     out = []
     for c in compare(canonical, reference):
+        if against_unstable and c.unstable:
+            c = replace(c, unstable=False)
         entry = next((e for e in entries if e.explains(canonical.version, c.rule_id, c.location)), None)
         out.append(Finding(c, entry))
     return out
@@ -728,8 +826,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     if args.differences is not None and not diff_file.is_file():
         raise UsageError(f"{diff_file}: no such differences file")
     entries = load_differences(diff_file)
-    reference = read_reference(args.reference, version, canonical, names_for(entries, version))
-    found = findings(canonical, reference, entries)
+    unstable = locate(args.reference, getattr(args, "unstable", False)).unstable
+    reference = read_reference(args.reference, version, canonical, names_for(entries, version), unstable)
+    found = findings(canonical, reference, entries, against_unstable=unstable)
     if args.format == "json":
         text = json_report(canonical, reference, found)
     elif args.format == "markdown":

@@ -73,3 +73,74 @@ def test_every_union_branch_is_exercised(version: str, inputs) -> None:
     assert not missing, f"no valid fixture carries: {missing}"
     defined = {t.name for t in proto.types}
     assert seen & defined <= reachable, f"parsed models that no method reaches: {(seen & defined) - reachable}"
+
+
+def _walk_fields(value: object, seen: set[tuple[str, str]]) -> None:
+    """(class, wire name) of every field a parsed message sets, at any depth."""
+    if isinstance(value, BaseModel):
+        cls = type(value)
+        for name in value.model_fields_set:
+            info = cls.model_fields.get(name)
+            if info is not None:
+                seen.add((cls.__name__, info.alias or name))
+            _walk_fields(getattr(value, name, None), seen)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _walk_fields(item, seen)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _walk_fields(item, seen)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_unstable_surface_has_fixtures(version: str, inputs) -> None:
+    """Read from the canonical schema, not from a list here: every unstable method has a valid params fixture
+    (and a valid notification-form one when it has that form), a valid result fixture if it is a request, and an
+    invalid fixture; every unstable union branch and every unstable field of a stable definition is carried
+    by a valid fixture."""
+    from generator.model import ObjectType, UnionType
+
+    proto = inputs.protocols[version]
+    m = api(version)
+    have: set[tuple[str, str, bool]] = set()
+    notification_forms: set[str] = set()
+    classes: set[str] = set()
+    fields: set[tuple[str, str]] = set()
+    for fx in _fixtures(version):
+        part, payload = payload_of(fx["message"])
+        have.add((fx["method"], part, fx["valid"]))
+        if not fx["valid"] or part == "error":
+            continue
+        if part == "params" and "id" not in fx["message"]:
+            notification_forms.add(fx["method"])
+        parse = m.parse_params if part == "params" else m.parse_result
+        parsed = parse(fx["method"], payload)
+        _walk(parsed, classes)
+        _walk_fields(parsed, fields)
+    missing = []
+    unstable_methods = [meth for meth in proto.methods if meth.stability == "unstable"]
+    assert unstable_methods, "the schema has an unstable surface"
+    for meth in unstable_methods:
+        if (meth.name, "params", True) not in have:
+            missing.append(f"{meth.name}: valid params")
+        if meth.kind == "request" and (meth.name, "result", True) not in have:
+            missing.append(f"{meth.name}: valid result")
+        if meth.notification_params is not None and meth.name not in notification_forms:
+            missing.append(f"{meth.name}: valid params of the notification form")
+        if not any((meth.name, part, False) in have for part in ("params", "result")):
+            missing.append(f"{meth.name}: an invalid payload")
+    branches = 0
+    for union in (t for t in proto.types if isinstance(t, UnionType)):
+        for variant in union.variants:
+            target = proto.type(variant.name)
+            if isinstance(target, UnionType) or not (union.stability == "unstable" or target.stability == "unstable"):
+                continue
+            branches += 1
+            if variant.name not in classes:
+                missing.append(f"branch {union.name}.{variant.name}")
+    assert branches, "the schema has unstable union branches"
+    for obj in (t for t in proto.types if isinstance(t, ObjectType) and t.stability != "unstable"):
+        for f in obj.fields:
+            if f.unstable and (obj.name, f.wire_name) not in fields:
+                missing.append(f"field {obj.name}.{f.wire_name}")
+    assert not missing, f"the unstable surface lacks fixtures: {missing}"

@@ -91,7 +91,7 @@ for key, version, method, which, payload in probes:
     spec = apis[version].METHODS[method]
     try:
         model = spec.validate_params(payload) if which == "params" else spec.validate_result(payload)
-        out[key] = ["ok", model.to_wire()]
+        out[key] = ["ok", model.to_wire() if isinstance(model, AcpModel) else model]  # mcp/message: any value
     except ValidationError as exc:
         out[key] = ["error", sorted({e["type"] for e in exc.errors()})]
 print(json.dumps(out, sort_keys=True))

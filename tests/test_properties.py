@@ -38,7 +38,7 @@ import pytest
 from conftest import VERSIONS, api, bundled_schema, validator_for
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 MAX_DEPTH = 4
 SETTINGS = settings(
@@ -346,6 +346,9 @@ def test_drawn_instances_validate_and_round_trip(version: str, method: str, whic
         ok, parsed = model_accepts(version, method, which, value)
         assert ok, f"the models reject a valid {definition}: {snapshot}"
         assert canonical(value) == snapshot, "validation changed its input"
+        if not isinstance(parsed, BaseModel):  # a payload type that is not a model (mcp/message's result)
+            assert canonical(parsed) == snapshot
+            return
         assert canonical(parsed.to_wire()) == snapshot
         assert json.loads(parsed.to_json()) == json.loads(snapshot)
 

@@ -388,3 +388,153 @@ def test_misplaced_marker_is_reported_with_its_pointer(edit: Callable[[dict[str,
     found = [p for p in info.value.problems if p.pointer == "/$defs/" + where]
     assert found, [p.format() for p in info.value.problems]
     assert words in found[0].message
+
+
+# ---------------------------------------------------------------- the published unstable schema
+
+# tests/reference/published/v1/schema.unstable.json is schema.json plus an unstable surface, as the
+# protocol publishes it: a capability and two fields on InitializeResponse, a method (shiny/start, listed
+# in meta.unstable.json only) and a new SessionUpdate branch. The stable pair beside it says what is new.
+
+
+def _add_whole_unstable_surface(defs: dict[str, Any]) -> None:
+    """Our side of the reference's unstable surface, marked unstable where the reference has it only there."""
+    _add_unstable_surface(defs)
+    defs["InitializeResponse"]["properties"]["shinyNote"] = {"type": ["string", "null"],
+                                                             "x-acp-stability": "unstable"}
+    defs["ShinyStartRequest"] = {"description": "Params.", "type": "object",
+                                 "properties": {"tags": {"type": ["array", "null"], "items": {"type": "string"},
+                                                         "x-acp-on-error": "omit", "x-acp-invalid-items": "skip"}},
+                                 "x-acp-stability": "unstable"}
+    defs["ShinyStartResponse"] = {"description": "Result.", "type": "object", "properties": {},
+                                  "x-acp-stability": "unstable"}
+    defs["ShinyUpdate"] = {"description": "Update.", "type": "object",
+                           "properties": {"sessionUpdate": {"type": "string", "const": "shiny_update"},
+                                          "level": {"type": "integer", "minimum": 0, "maximum": 255}},
+                           "required": ["sessionUpdate", "level"], "x-acp-stability": "unstable"}
+    defs["SessionUpdate"]["oneOf"].append({"$ref": "#/$defs/ShinyUpdate"})
+
+
+def copy_with_unstable(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None,
+                       method_stability: str = "unstable") -> Path:
+    """The canonical copy with the whole unstable surface (types and the shiny/start method)."""
+
+    def both(defs: dict[str, Any]) -> None:
+        _add_whole_unstable_surface(defs)
+        if edit is not None:
+            edit(defs)
+
+    schema = copy_canonical(tmp_path, both)
+    path = schema / "v1" / "protocol.json"
+    proto = json.loads(path.read_text("utf-8"))
+    proto["methods"]["shiny/start"] = {"side": "agent", "kind": "request", "params": "ShinyStartRequest",
+                                       "result": "ShinyStartResponse", "capability": None, "errors": [],
+                                       "stability": method_stability, "description": "A method."}
+    path.write_text(json.dumps(proto, indent=2), "utf-8")
+    return schema
+
+
+def unstable_reference(schema: Path) -> Protocol:
+    proto = build_protocol(load_version(DirSource(schema / "v1", "canonical/v1")))
+    names = names_for(load_differences(schema / "differences.json"), "v1")
+    return read_reference(PUBLISHED, "v1", proto, names, unstable=True)
+
+
+def test_reader_marks_what_only_the_unstable_reference_has(tmp_path: Path) -> None:
+    ref = unstable_reference(copy_with_unstable(tmp_path))
+    assert ref.method("shiny/start") is not None and ref.method("shiny/start").stability == "unstable"
+    assert {m.name for m in ref.methods if m.stability == "stable"} == {
+        "initialize", "session/new", "session/update", "elicitation/create"}
+    unstable_types = {t.name for t in ref.types if t.stability == "unstable"}
+    assert unstable_types == {"ShinyCapabilities", "ShinyStartRequest", "ShinyStartResponse", "ShinyUpdate"}
+    init = ref.type("InitializeResponse")
+    assert isinstance(init, ObjectType) and init.stability == "stable"
+    assert {f.wire_name for f in init.fields if f.unstable} == {"shiny", "shinyNote"}
+    assert not init.field("protocolVersion").unstable  # type: ignore[union-attr]
+    update = ref.type("SessionUpdate")
+    assert isinstance(update, UnionType) and update.stability == "stable"
+    assert "ShinyUpdate" in [v.name for v in update.variants]
+    # a nullable array keeps the reference's skip-invalid-items (it used to be read only on non-null arrays)
+    tags = ref.type("ShinyStartRequest")
+    assert isinstance(tags, ObjectType) and tags.field("tags").skip_invalid_items  # type: ignore[union-attr]
+
+
+def test_unstable_reference_matching_our_unstable_surface(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    schema = copy_with_unstable(tmp_path)
+    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--fail-on", "any",
+                       "--format", "json")
+    doc = json.loads(out)
+    assert code == 0, [c["location"] + " " + c["rule"] for c in doc["changes"] if not c["deliberate"]]
+    assert sum(doc["counts"]["unexplained"].values()) == 0
+    assert doc["counts"]["unstable"] == 0
+    assert not [c for c in doc["changes"] if "stabilized" in c["rule"]], "same stability on both sides"
+    # the unstable schema file itself names the unstable reference
+    code, out, _ = run(capsys, schema, str(PUBLISHED / "schema.unstable.json"), "--version", "v1", "--fail-on", "any")
+    assert code == 0 and "0 unexplained differences" in out and "schema.unstable.json" in out.splitlines()[0]
+
+
+def test_against_the_unstable_reference_the_unstable_surface_counts(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Without our unstable surface, what only the unstable reference has is unexplained, not "unstable only"."""
+    code, out, _ = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json",
+                       "--fail-on", "any")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["counts"]["unstable"] == 0
+    open_ = {(c["location"], c["rule"]) for c in doc["changes"] if c["deliberate"] is None}
+    assert {("shiny/start", "ungated-method-added"), ("SessionUpdate", "request-union-variant-added"),
+            ("InitializeResponse.shiny", "optional-field-added"),
+            ("InitializeResponse.shinyNote", "optional-field-added")} <= open_
+
+    # an unstable difference inside the unstable surface fails too
+    def no_skip(defs: dict[str, Any]) -> None:
+        del defs["ShinyStartRequest"]["properties"]["tags"]["x-acp-invalid-items"]
+
+    schema = copy_with_unstable(tmp_path / "skip", no_skip)
+    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json",
+                       "--fail-on", "any")
+    assert code == 1
+    hits = [c for c in json.loads(out)["changes"] if c["location"] == "ShinyStartRequest.tags"]
+    assert [c["rule"] for c in hits] == ["tolerance-added"] and not hits[0]["unstable"]
+
+
+@pytest.mark.parametrize("edit, method_stability, rule, location", [
+    (lambda defs: defs["InitializeResponse"]["properties"]["shinyNote"].pop("x-acp-stability"), "unstable",
+     "field-destabilized", "InitializeResponse.shinyNote"),
+    (None, "stable", "method-destabilized", "shiny/start"),
+], ids=["field we call stable", "method we call stable"])
+def test_stability_differences_are_reported(edit: Callable[[dict[str, Any]], None] | None, method_stability: str,
+                                            rule: str, location: str, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    if method_stability == "stable":
+        def stable_types(defs: dict[str, Any]) -> None:  # a stable method needs stable types
+            defs["ShinyStartRequest"].pop("x-acp-stability")
+            defs["ShinyStartResponse"].pop("x-acp-stability")
+        edit = stable_types
+    schema = copy_with_unstable(tmp_path, edit, method_stability)
+    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json",
+                       "--fail-on", "possibly-breaking")
+    hits = [c for c in json.loads(out)["changes"] if c["rule"] == rule and c["location"] == location]
+    assert hits and hits[0]["deliberate"] is None, [c["rule"] + " " + c["location"] for c in json.loads(out)["changes"]]
+    assert code == 1
+
+
+def test_unstable_reference_needs_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = tmp_path / "published"
+    pub.mkdir()
+    shutil.copy(PUBLISHED / "schema.json", pub)
+    shutil.copy(PUBLISHED / "meta.json", pub)
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
+    assert code == 2 and out == "" and "schema.unstable.json" in err and "Traceback" not in err
+    shutil.copy(PUBLISHED / "schema.unstable.json", pub)
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
+    assert code == 2 and "meta.unstable.json" in err and "missing" in err
+    shutil.copy(PUBLISHED / "meta.unstable.json", pub)
+    (pub / "meta.json").unlink()
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
+    assert code == 2 and "meta.json" in err and "stable" in err and "Traceback" not in err
+    shutil.copy(PUBLISHED / "meta.json", pub)
+    (pub / "schema.json").write_text('{"$defs": {', "utf-8")
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
+    assert code == 2 and "schema.json" in err and "line 1" in err

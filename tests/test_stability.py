@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from conftest import VERSIONS, api, fixture_files, load_fixture, payload_of
+from conftest import ROOT, VERSIONS, api, fixture_files, load_fixture, payload_of
 from test_diff import base_doc, load, method, obj, ref, write_version
 
 from generator.errors import SchemaError
@@ -74,6 +74,46 @@ def test_stubs_carry_unstable_methods_and_say_so(version: str) -> None:
             assert "unstable" in doc and "UNSTABLE" in doc, (name, proto)
     doc = (m.Agent.session_new.__doc__ or "")
     assert "UNSTABLE" not in doc
+
+
+def _stub_name(method: str) -> str:
+    stub = method.replace("/", "_")
+    return "".join("_" + c.lower() if c.isupper() else c for c in stub)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_peers_carry_unstable_methods_and_say_so(version: str) -> None:
+    """The connection layer's typed calls: one per method the other side handles, unstable ones marked."""
+    import importlib
+
+    peer = importlib.import_module(f"acp_types.{version}.peer")
+    m = api(version)
+    for name, spec in m.METHODS.items():
+        peers = [peer.AgentPeer, peer.ClientPeer] if spec.side == "protocol" else \
+            [peer.AgentPeer if spec.side == "agent" else peer.ClientPeer]
+        for cls in peers:
+            if name == "initialize" or name.startswith("$/"):
+                continue  # the connection sends these itself (ClientConnection.initialize, cancelling a call)
+            fn = getattr(cls, _stub_name(name), None)
+            assert fn is not None, (name, cls.__name__)
+            head = (fn.__doc__ or "").strip().splitlines()[0]
+            assert head.startswith(f"`{name}` ({spec.kind}, {spec.stability})"), (name, head)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_capability_table_gives_each_method_its_stability(version: str) -> None:
+    """generated/docs/capabilities.md: every method's row says its stability in this version."""
+    column = VERSIONS.index(version)
+    table = (ROOT / "generated" / "docs" / "capabilities.md").read_text("utf-8")
+    rows = table.split("## Methods", 1)[1].split("## ", 1)[0]
+    stability: dict[str, str] = {}
+    for line in rows.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 6 and cells[column].startswith("`"):
+            stability[cells[column].strip("`")] = cells[5].split(" / ")[column]
+    m = api(version)
+    assert stability == {name: spec.stability for name, spec in m.METHODS.items()}
+    assert {n for n, s in stability.items() if s == "unstable"} == UNSTABLE_METHODS
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -227,3 +267,33 @@ def test_only_requests_may_have_a_notification_form(tmp_path: Path) -> None:
     doc["protocol"]["methods"]["note"] = dict(method("agent", "RunRequest", None, None, kind="notification"),
                                               notificationParams="RunRequest")
     _fails(tmp_path, doc, "only a request can also be sent as a notification")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_mcp_message_goes_both_ways_through_the_typed_peers(version: str) -> None:
+    """mcp/message is handled by either side: both peers carry it, and its result is any JSON value."""
+    from test_connection import init_params, pair, run
+
+    m = api(version)
+
+    class Side:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def initialize(self, params: Any) -> Any:
+            if version == "v1":
+                return m.InitializeResponse(protocol_version=1)
+            return m.InitializeResponse(protocol_version=2, info={"name": "a", "version": "1"})
+
+        async def mcp_message(self, params: Any) -> Any:
+            return {"echo": params.method} if params.method != "scalar" else 7
+
+    async def main() -> None:
+        a, c = pair(Side, Side, agent_versions=(version,), client_versions=(version,))
+        await c.initialize(init_params(version))
+        ask = m.MessageMcpRequest(connection_id="conn_1", method="tools/list")
+        assert await c.peer.mcp_message(ask) == {"echo": "tools/list"}
+        assert await a.peer.mcp_message({"connectionId": "conn_1", "method": "scalar"}) == 7
+        await c.close()
+
+    run(main)

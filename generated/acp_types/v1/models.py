@@ -2981,7 +2981,7 @@ class DidChangeDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     content_changes: Annotated[
@@ -3038,7 +3038,7 @@ class DidFocusDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     position: Position
@@ -3075,7 +3075,7 @@ class DidOpenDocumentNotification(AcpModel):
     language_id: Annotated[str, Field(alias="languageId")]
     """Language of the document, e.g. `python`."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     text: str
@@ -3783,7 +3783,7 @@ class ProviderInfo(AcpModel):
     provider_id: Annotated[ProviderId, Field(alias="providerId")]
     """The provider this concerns."""
 
-    supported: list[OnErrorOmit[LlmProtocol]]
+    supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
     """The API dialects the provider accepts."""
 
     required: bool
@@ -4051,14 +4051,10 @@ class MessageMcpRequest(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
-class MessageMcpResponse(AcpModel):
-    """
-    Result of `mcp/message`: the MCP server's result object, passed on unchanged (every key is kept).
-    """
-
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
-
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
+"""
+Result of `mcp/message`: the MCP server's answer, passed on unchanged; it may be any JSON value.
+"""
 
 
 NesDiagnosticSeverity = TypeAliasType(
@@ -4829,7 +4825,7 @@ class PlanItems(AcpModel):
     plan_id: Annotated[PlanId, Field(alias="planId")]
     """The plan this concerns."""
 
-    entries: list[OnErrorOmit[PlanEntry]]
+    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
     """The entries of the plan."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -6053,7 +6049,7 @@ class SuggestNesRequest(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     position: Position

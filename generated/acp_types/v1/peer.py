@@ -3,9 +3,9 @@
 """Typed calls to the peer of an ACP v1 connection: one method per method the peer handles.
 
 ``AgentPeer`` is what a client calls on its agent, ``ClientPeer`` what an
-agent calls on its client. Each method takes the method's params model (or a
-dict, validated first) and returns its result model; notifications return
-``None``. The names follow the handler rule of ``METHODS[...].handler``.
+agent calls on its client; a method either side handles (``mcp/message``) is
+on both. Each method takes the method's params model (or a dict, validated
+first) and returns its result model; notifications return ``None``. The names follow the handler rule of ``METHODS[...].handler``.
 ``initialize`` (which settles the version: see
 ``ClientConnection.initialize``) and the protocol's own ``$/`` methods (the
 connection sends ``$/cancel_request`` itself) are not here.
@@ -89,6 +89,16 @@ class AgentPeer(_Peer):
     ) -> m.LogoutResponse:
         """`logout` (request, stable). Ends the current authenticated state."""
         return cast("m.LogoutResponse", await self.connection.request("logout", params))
+
+    async def mcp_message(
+        self, params: m.MessageMcpRequest | dict[str, Any]
+    ) -> m.MessageMcpResponse:
+        """
+        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.
+        """
+        return cast(
+            "m.MessageMcpResponse", await self.connection.request("mcp/message", params)
+        )
 
     async def nes_accept(
         self, params: m.AcceptNesNotification | dict[str, Any]
@@ -371,6 +381,16 @@ class ClientPeer(_Peer):
         return cast(
             "m.DisconnectMcpResponse",
             await self.connection.request("mcp/disconnect", params),
+        )
+
+    async def mcp_message(
+        self, params: m.MessageMcpRequest | dict[str, Any]
+    ) -> m.MessageMcpResponse:
+        """
+        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.
+        """
+        return cast(
+            "m.MessageMcpResponse", await self.connection.request("mcp/message", params)
         )
 
     async def session_request_permission(

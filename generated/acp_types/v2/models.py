@@ -2988,7 +2988,7 @@ class DidChangeDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     content_changes: Annotated[
@@ -3045,7 +3045,7 @@ class DidFocusDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     position: Position
@@ -3082,7 +3082,7 @@ class DidOpenDocumentNotification(AcpModel):
     language_id: Annotated[str, Field(alias="languageId")]
     """Language of the document, e.g. `python`."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     text: str
@@ -4054,7 +4054,7 @@ class ProviderInfo(AcpModel):
     provider_id: Annotated[ProviderId, Field(alias="providerId")]
     """The provider this concerns."""
 
-    supported: list[OnErrorOmit[LlmProtocol]]
+    supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
     """The API dialects the provider accepts."""
 
     required: bool
@@ -4296,14 +4296,10 @@ class MessageMcpRequest(AcpModel):
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
 
 
-class MessageMcpResponse(AcpModel):
-    """
-    Result of `mcp/message`: the MCP server's result object, passed on unchanged (every key is kept).
-    """
-
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
-
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
+"""
+Result of `mcp/message`: the MCP server's answer, passed on unchanged; it may be any JSON value.
+"""
 
 
 NesDiagnosticSeverity = TypeAliasType(
@@ -6552,7 +6548,7 @@ class SuggestNesRequest(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: Annotated[int, Field(ge=-9223372036854775808, le=9223372036854775807)]
+    version: int
     """Version of the document; it grows with every change."""
 
     position: Position
