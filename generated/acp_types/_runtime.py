@@ -199,6 +199,29 @@ class AcpModel(BaseModel):
             )
         return model  # type: ignore[no-any-return]
 
+    @classmethod
+    def model_rebuild(
+        cls,
+        *,
+        force: bool = False,
+        raise_errors: bool = True,
+        _parent_namespace_depth: int = 2,
+        _types_namespace: Any = None,
+    ) -> bool | None:
+        """Complete the class (validator, serializer) on first use, without pydantic's plugin lookup (see ``_build``)."""
+        if not force and _types_namespace is None and not cls.__pydantic_complete__:
+            from ._build import complete
+
+            if complete(cls):
+                return True
+        return super().model_rebuild(
+            force=force,
+            raise_errors=raise_errors,
+            # one frame more than pydantic counts: this override's own
+            _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
+            _types_namespace=_types_namespace,
+        )
+
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
     """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
 
@@ -226,6 +249,12 @@ class AcpModel(BaseModel):
         return self.__pydantic_serializer__.to_json(
             self, by_alias=True, exclude_unset=True
         ).decode()
+
+
+# pydantic evaluates the annotations of every base class again for each new
+# subclass; under ``from __future__ import annotations`` this one would be a
+# string compiled and evaluated 200 times per version at import. Keep it evaluated.
+AcpModel.__annotations__["_acp_tags"] = ClassVar[tuple[tuple[str, str, Any], ...]]
 
 
 def _unset_attribute_spellings(data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
