@@ -12,7 +12,7 @@ into the package unchanged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any, ClassVar, Literal
@@ -316,7 +316,7 @@ def own_validator(schema: Any) -> SchemaValidator:
     bounded reports) needs its own, so the classes read as incomplete while
     it is built.
     """
-    classes = {node["cls"] for node in _models_in(schema)}
+    classes = _model_classes(schema)
     complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
     try:
         for cls in classes:
@@ -330,15 +330,19 @@ def own_validator(schema: Any) -> SchemaValidator:
                 type.__setattr__(cls, "__pydantic_complete__", value)
 
 
-def _models_in(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, list):
-        for v in node:
-            yield from _models_in(v)
-    elif isinstance(node, dict):
-        if node.get("type") == "model":
-            yield node
-        for v in node.values():
-            yield from _models_in(v)
+def _model_classes(schema: Any) -> set[Any]:
+    """The classes of every model schema in ``schema`` (a loop, not a recursion: it runs on the first message)."""
+    found: set[Any] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "model":
+                found.add(node["cls"])
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, (dict, list)))
+    return found
 
 
 class UnknownVariant(AcpModel):

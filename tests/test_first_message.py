@@ -90,3 +90,46 @@ def test_falls_back_to_pydantic_when_its_internals_are_missing() -> None:
     text, plugin_loader = out.stdout.split()
     assert json.loads(text) == _UPDATES["v1"]
     assert plugin_loader == "True"  # pydantic's own model_rebuild ran
+
+
+_CONTAINED = """
+import inspect, json, sys
+from pydantic import BaseModel, ValidationError
+import acp_types.{version} as m
+from acp_types import _build
+update = {update}
+spec = m.METHODS["session/update"]
+note = m.parse_params("session/update", update)   # completes the params class only
+classes = [m.TextContent, type(note.update)]
+assert all(cls in _build._FOUND and not cls.__pydantic_complete__ for cls in classes)
+assert json.loads(note.to_json()) == update       # writing back completes them from _FOUND
+assert all(cls not in _build._FOUND and cls.__pydantic_complete__ for cls in classes)
+
+def observe(cls, good):
+    out = [str(inspect.signature(cls)), cls.model_validate(good, by_name=False).to_wire(),
+           cls.model_validate_json(json.dumps(good), by_name=False).to_json(),
+           cls.model_json_schema()]
+    for bad in ({{**good, "_meta": 5}}, {{k: 1 for k in good}}, {{}}):
+        try:
+            out.append(cls.model_validate(bad, by_name=False).to_wire())
+        except ValidationError as exc:
+            out.append(exc.errors(include_url=False))
+    return out
+
+goods = [update["update"]["content"], update["update"]]
+ours = [observe(cls, good) for cls, good in zip(classes, goods)]
+for cls in classes:
+    BaseModel.model_rebuild.__func__(cls, force=True)
+theirs = [observe(cls, good) for cls, good in zip(classes, goods)]
+assert ours == theirs, (ours, theirs)
+print("ok")
+"""
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_contained_classes_complete_from_the_schema_already_generated(version: str) -> None:
+    code = _CONTAINED.format(version=version, update=repr(_UPDATES[version]))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT / "generated", check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["ok"]

@@ -38,6 +38,14 @@ from pydantic_core import SchemaSerializer, SchemaValidator
 
 _LOCK = threading.RLock()
 
+_FOUND: dict[Any, Any] = {}
+"""Core schemas of classes not completed yet, as they appeared inside a completed class's schema.
+
+pydantic generates the schema of every model a class contains; a value
+written back by its own class (``SerializeAsAny``) then needs each of those
+classes completed too, and their schemas are already here.
+"""
+
 
 def complete(cls: Any) -> bool:
     """Complete the model class ``cls`` without pydantic's plugin lookup; ``False`` when it cannot here.
@@ -66,8 +74,10 @@ def complete(cls: Any) -> bool:
         try:
             config = ConfigWrapper(cls.model_config, check=False)
             parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
-            generate = GenerateSchema(config, NsResolver(parent_namespace=parent))
-            schema = generate.clean_schema(generate.generate_schema(cls))
+            schema = _FOUND.pop(cls, None)
+            if schema is None:
+                generate = GenerateSchema(config, NsResolver(parent_namespace=parent))
+                schema = generate.clean_schema(generate.generate_schema(cls))
             core_config = config.core_config(title=cls.__name__)
             validator = SchemaValidator(schema, core_config)
             serializer = SchemaSerializer(schema, core_config)
@@ -87,7 +97,29 @@ def complete(cls: Any) -> bool:
             ),
         )
         cls.__pydantic_complete__ = True
+        _note_contained(schema)
         hook = getattr(cls, "__pydantic_on_complete__", None)
         if hook is not None:
             hook()
         return True
+
+
+def _note_contained(schema: Any) -> None:
+    """Keep the schema of each incomplete model class inside ``schema`` for when that class completes."""
+    definitions = schema.get("definitions") if schema.get("type") == "definitions" else None
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "model":
+                contained = node["cls"]
+                if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
+                    # a definition-ref inside it points into the outer schema's definitions
+                    _FOUND[contained] = (
+                        node
+                        if definitions is None
+                        else {"type": "definitions", "schema": node, "definitions": definitions}
+                    )
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, (dict, list)))
