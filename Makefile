@@ -48,7 +48,7 @@ lint: $(STAMP)
 	$(PY) -m ruff check generator runtime tests benchmarks examples
 	$(PY) -m mypy generator runtime
 	$(PY) -m mypy -p acp_types
-	$(PY) -m mypy tests/typing/public_api.py
+	$(PY) -m mypy tests/typing/public_api.py tests/typing/star_import.py
 
 diff: $(STAMP)
 	$(PY) -m generator diff schema/v1 schema/v2

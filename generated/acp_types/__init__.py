@@ -3,6 +3,20 @@
 """Typed models of the Agent Client Protocol (ACP), generated from canonical schemas.
 
 Import a version: ``acp_types.v1`` (stable) or ``acp_types.v2`` (the draft).
+Each version module holds everything of its version, models included::
+
+    from acp_types.v1 import SessionNotification, parse_params
+
+    note = parse_params("session/update", {"sessionId": "s1", "update": {...}})
+    note.to_json()                      # the wire form back, as it came
+
+``help(acp_types.v1)`` is the guide to a version (entry points, method
+table, error codes, what else is there); every model has its own page
+(``help(acp_types.v1.SessionNotification)``).
+
+``acp_types.connection`` runs an agent or a client over newline-delimited
+JSON-RPC (stdin/stdout or a spawned process), for every version listed in
+``VERSIONS``.
 """
 
 VERSIONS = ["v1", "v2"]

@@ -12,7 +12,7 @@ into the package unchanged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any, ClassVar, Literal
@@ -199,6 +199,29 @@ class AcpModel(BaseModel):
             )
         return model  # type: ignore[no-any-return]
 
+    @classmethod
+    def model_rebuild(
+        cls,
+        *,
+        force: bool = False,
+        raise_errors: bool = True,
+        _parent_namespace_depth: int = 2,
+        _types_namespace: Any = None,
+    ) -> bool | None:
+        """Complete the class (validator, serializer) on first use, without pydantic's plugin lookup (see ``_build``)."""
+        if not force and _types_namespace is None and not cls.__pydantic_complete__:
+            from ._build import complete
+
+            if complete(cls):
+                return True
+        return super().model_rebuild(
+            force=force,
+            raise_errors=raise_errors,
+            # one frame more than pydantic counts: this override's own
+            _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
+            _types_namespace=_types_namespace,
+        )
+
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
     """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
 
@@ -226,6 +249,12 @@ class AcpModel(BaseModel):
         return self.__pydantic_serializer__.to_json(
             self, by_alias=True, exclude_unset=True
         ).decode()
+
+
+# pydantic evaluates the annotations of every base class again for each new
+# subclass; under ``from __future__ import annotations`` this one would be a
+# string compiled and evaluated 200 times per version at import. Keep it evaluated.
+AcpModel.__annotations__["_acp_tags"] = ClassVar[tuple[tuple[str, str, Any], ...]]
 
 
 def _unset_attribute_spellings(data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
@@ -287,7 +316,7 @@ def own_validator(schema: Any) -> SchemaValidator:
     bounded reports) needs its own, so the classes read as incomplete while
     it is built.
     """
-    classes = {node["cls"] for node in _models_in(schema)}
+    classes = _model_classes(schema)
     complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
     try:
         for cls in classes:
@@ -301,15 +330,19 @@ def own_validator(schema: Any) -> SchemaValidator:
                 type.__setattr__(cls, "__pydantic_complete__", value)
 
 
-def _models_in(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, list):
-        for v in node:
-            yield from _models_in(v)
-    elif isinstance(node, dict):
-        if node.get("type") == "model":
-            yield node
-        for v in node.values():
-            yield from _models_in(v)
+def _model_classes(schema: Any) -> set[Any]:
+    """The classes of every model schema in ``schema`` (a loop, not a recursion: it runs on the first message)."""
+    found: set[Any] = set()
+    stack = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "model":
+                found.add(node["cls"])
+            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend(v for v in node if isinstance(v, (dict, list)))
+    return found
 
 
 class UnknownVariant(AcpModel):

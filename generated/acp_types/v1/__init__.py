@@ -4,6 +4,13 @@
 
 ACP version 1, the stable protocol: JSON-RPC 2.0 between a client (editor) and an agent, with client-side file system and terminal methods.
 
+Import from here: ``from acp_types.v1 import SessionNotification, parse_params``.
+Every public name is importable from this module (``dir()`` lists them all);
+this page documents the entry points, tables and constants, and each class
+has its own page: ``help(acp_types.v1.SessionNotification)``. The models
+(one class or alias per schema definition) are listed in
+``acp_types.v1.models``; ``SCHEMA_PATH`` is their schema.
+
 What is here:
 
 - the models, one class per schema definition (snake_case attributes,
@@ -692,6 +699,41 @@ __all__ = [
     "WriteTextFileRequest",
     "WriteTextFileResponse",
 ]
+
+if not _TYPE_CHECKING:
+    # import * binds every name above; help() documents only these on this
+    # module's page (see acp_types._exports), each class keeps its own page.
+    from acp_types._exports import Exports as _Exports
+
+    __all__ = _Exports(
+        __all__,
+        guide=[
+            "ERRORS",
+            "FEATURES",
+            "INTERNAL_ERROR",
+            "INVALID_PARAMS",
+            "INVALID_REQUEST",
+            "IS_DRAFT",
+            "METHODS",
+            "METHOD_NOT_FOUND",
+            "PARSE_ERROR",
+            "PROTOCOL_VERSION",
+            "SCHEMA_PATH",
+            "STABLE_SCHEMA_PATH",
+            "STATUS",
+            "VERSION",
+            "REQUEST_CANCELLED",
+            "RESOURCE_NOT_FOUND",
+            "AUTH_REQUIRED",
+            "feature_supported",
+            "method_allowed",
+            "parse_message",
+            "parse_params",
+            "parse_result",
+            "stable_features",
+            "stable_methods",
+        ],
+    )
 
 if _TYPE_CHECKING:
     from acp_types.v1.messages import (

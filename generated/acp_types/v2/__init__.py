@@ -4,6 +4,13 @@
 
 ACP version 2, the draft successor of v1: upsert-style session updates, object capability markers, open enums and unions, no client file system or terminal methods.
 
+Import from here: ``from acp_types.v2 import UpdateSessionNotification, parse_params``.
+Every public name is importable from this module (``dir()`` lists them all);
+this page documents the entry points, tables and constants, and each class
+has its own page: ``help(acp_types.v2.UpdateSessionNotification)``. The models
+(one class or alias per schema definition) are listed in
+``acp_types.v2.models``; ``SCHEMA_PATH`` is their schema.
+
 What is here:
 
 - the models, one class per schema definition (snake_case attributes,
@@ -696,6 +703,41 @@ __all__ = [
     "UserMessageChunk",
     "WorkspaceFolder",
 ]
+
+if not _TYPE_CHECKING:
+    # import * binds every name above; help() documents only these on this
+    # module's page (see acp_types._exports), each class keeps its own page.
+    from acp_types._exports import Exports as _Exports
+
+    __all__ = _Exports(
+        __all__,
+        guide=[
+            "ERRORS",
+            "FEATURES",
+            "INTERNAL_ERROR",
+            "INVALID_PARAMS",
+            "INVALID_REQUEST",
+            "IS_DRAFT",
+            "METHODS",
+            "METHOD_NOT_FOUND",
+            "PARSE_ERROR",
+            "PROTOCOL_VERSION",
+            "SCHEMA_PATH",
+            "STABLE_SCHEMA_PATH",
+            "STATUS",
+            "VERSION",
+            "REQUEST_CANCELLED",
+            "RESOURCE_NOT_FOUND",
+            "AUTH_REQUIRED",
+            "feature_supported",
+            "method_allowed",
+            "parse_message",
+            "parse_params",
+            "parse_result",
+            "stable_features",
+            "stable_methods",
+        ],
+    )
 
 if _TYPE_CHECKING:
     from acp_types.v2.messages import (
