@@ -23,6 +23,7 @@ ROUND_TRIPS = 300
 
 
 async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """One OS pipe as asyncio streams, as the SDK's connections take them."""
     loop = asyncio.get_running_loop()
     r_fd, w_fd = os.pipe()
     reader = asyncio.StreamReader(limit=1 << 20)
@@ -30,6 +31,14 @@ async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(w_fd, "wb", 0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return reader, writer
+
+
+async def _our_pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """One OS pipe through ``connection.pipe_streams``, the transport of our stdio and spawn helpers."""
+    from acp_types import connection
+
+    r_fd, w_fd = os.pipe()
+    return await connection.pipe_streams(os.fdopen(r_fd, "rb", 0), os.fdopen(w_fd, "wb", 0))
 
 
 async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]]:
@@ -52,7 +61,7 @@ async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitabl
             if self.count == CHUNKS:
                 self.done.set()
 
-    (a_in, c_out), (c_in, a_out) = await _pipe(), await _pipe()
+    (a_in, c_out), (c_in, a_out) = await _our_pipe(), await _our_pipe()
     agent = connection.AgentConnection(a_in, a_out, Agent(), versions=("v1",))
     client_handler = Client()
     client = connection.ClientConnection(c_in, c_out, client_handler, versions=("v1",))
