@@ -250,10 +250,6 @@ def _dumps(value: Any) -> bytes:
     return _encode(value).encode("utf-8")
 
 
-def _id_json(rid: RequestId) -> bytes:
-    return str(rid).encode() if type(rid) is int else _dumps(rid)
-
-
 @functools.lru_cache(maxsize=256)
 def _method_json(method: str) -> bytes:
     """``,"method":<method>,"params":`` as it goes between a request's id and its params."""
@@ -551,7 +547,11 @@ class Connection:
         else:
             body = _dumps(result)
         self._reply(
-            b'{"jsonrpc":"2.0","id":' + _id_json(rid) + b',"result":' + body + b"}",
+            b'{"jsonrpc":"2.0","id":'
+            + (str(rid).encode() if type(rid) is int else _dumps(rid))
+            + b',"result":'
+            + body
+            + b"}",
             collect,
         )
 
@@ -913,6 +913,18 @@ class Connection:
     # -- dispatch ---------------------------------------------------------
 
     def _dispatch(self, msg: Any) -> None:
+        if type(msg) is Response:  # the common answer: resolve its future at once
+            out = self._out.pop(msg.id, None)
+            if (
+                out is not None
+                and out.method != "initialize"
+                and not (out.ordered and (self._queue or self._busy))
+            ):
+                if not out.future.done():
+                    out.future.set_result(msg.result)
+                return
+            if out is not None:
+                self._out[msg.id] = out  # the general path below takes it again
         if isinstance(msg, Request):
             self._on_request(msg)
         elif isinstance(msg, Notification):
