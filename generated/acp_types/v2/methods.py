@@ -4,7 +4,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, overload
+import typing
+from typing import Any, Literal, overload
 
 from typing_extensions import Never
 
@@ -89,7 +90,9 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
     __slots__ = ()
 
-    if TYPE_CHECKING:
+    if (
+        typing.TYPE_CHECKING
+    ):  # (not imported by name: a method could become that constant)
 
         @overload
         def __getitem__(
