@@ -5,8 +5,14 @@ pairs (agent -> client, client -> agent), so every message really crosses the
 kernel. Two figures, each the median of ``repeats`` runs, ours and the SDK's
 interleaved: an agent streaming 1,000 ``agent_message_chunk`` notifications to a
 client (counted when the client's handler has seen the last one), and
-sequential ``session/new`` round trips. ``run(repeats)`` returns
-``[(name, ours, baseline, unit)]``; ``benchmarks/__main__.py`` prints them.
+sequential ``session/new`` round trips. ``python -m benchmarks.connection``
+adds a reference row: the round-trip rate of bare asyncio protocols over the
+same pipes (``_floor``), the most any asyncio connection could reach on the
+machine at the time, against the SDK's round trips. Ours talks through ``connection.pipe_streams`` (the
+transport of ``serve_stdio`` and ``spawn_agent``), the SDK through the
+``asyncio.StreamReader`` / ``StreamWriter`` pair its connections take.
+``run(repeats)`` returns ``[(name, ours, baseline, unit)]``;
+``benchmarks/__main__.py`` prints them.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ ROUND_TRIPS = 300
 
 
 async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """One OS pipe as asyncio streams, as the SDK's connections take them."""
     loop = asyncio.get_running_loop()
     r_fd, w_fd = os.pipe()
     reader = asyncio.StreamReader(limit=1 << 20)
@@ -30,6 +37,14 @@ async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, os.fdopen(w_fd, "wb", 0))
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return reader, writer
+
+
+async def _our_pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """One OS pipe through ``connection.pipe_streams``, the transport of our stdio and spawn helpers."""
+    from acp_types import connection
+
+    r_fd, w_fd = os.pipe()
+    return await connection.pipe_streams(os.fdopen(r_fd, "rb", 0), os.fdopen(w_fd, "wb", 0))
 
 
 async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]]:
@@ -52,7 +67,7 @@ async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitabl
             if self.count == CHUNKS:
                 self.done.set()
 
-    (a_in, c_out), (c_in, a_out) = await _pipe(), await _pipe()
+    (a_in, c_out), (c_in, a_out) = await _our_pipe(), await _our_pipe()
     agent = connection.AgentConnection(a_in, a_out, Agent(), versions=("v1",))
     client_handler = Client()
     client = connection.ClientConnection(c_in, c_out, client_handler, versions=("v1",))
@@ -136,16 +151,58 @@ async def _sdk() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable
     return stream, round_trips, close
 
 
-async def _measure(repeats: int) -> list[tuple[str, float, float, str]]:
-    ours, theirs = await _ours(), await _sdk()
+async def _floor() -> Callable[[], Awaitable[float]]:
+    """Round trips of bare asyncio protocols over the same kind of pipes: no JSON-RPC, no parsing.
+
+    The client writes a ``session/new`` line and awaits a future; the agent's
+    ``data_received`` writes the answer line back at once; the client's
+    ``data_received`` resolves the future. Three event-loop iterations per
+    round trip, the least any asyncio connection over pipes needs, so this
+    rate is the ceiling of both libraries' round trips.
+    """
+    loop = asyncio.get_running_loop()
+    line = b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}\n'
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s1"}}\n'
+    waiting: list[asyncio.Future[None]] = []
+
+    class Side(asyncio.Protocol):
+        def __init__(self, on_data: Callable[[bytes], None]) -> None:
+            self.on_data = on_data
+
+        def data_received(self, data: bytes) -> None:
+            self.on_data(data)
+
+    (a_r, c_w), (c_r, a_w) = os.pipe(), os.pipe()
+    to_client, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(a_w, "wb", 0))
+    to_agent, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(c_w, "wb", 0))
+    await loop.connect_read_pipe(lambda: Side(lambda data: to_client.write(answer)), os.fdopen(a_r, "rb", 0))
+    await loop.connect_read_pipe(lambda: Side(lambda data: waiting.pop().set_result(None)), os.fdopen(c_r, "rb", 0))
+
+    async def round_trips() -> float:
+        t0 = time.perf_counter()
+        for _ in range(ROUND_TRIPS):
+            future = loop.create_future()
+            waiting.append(future)
+            to_agent.write(line)
+            await future
+        return ROUND_TRIPS / (time.perf_counter() - t0)
+
+    return round_trips
+
+
+async def _measure(repeats: int, reference: bool = False) -> list[tuple[str, float, float, str]]:
+    ours, theirs, floor = await _ours(), await _sdk(), await _floor()
     rates: dict[str, dict[str, list[float]]] = {"stream": {"ours": [], "sdk": []}, "rt": {"ours": [], "sdk": []}}
+    floors: list[float] = []
     for _side, (stream, rt, _close) in (("ours", ours), ("sdk", theirs)):  # warm up both
         await stream()
         await rt()
+    await floor()
     for _ in range(repeats):
         for side, (stream, rt, _close) in (("ours", ours), ("sdk", theirs)):
             rates["stream"][side].append(await stream())
             rates["rt"][side].append(await rt())
+        floors.append(await floor())
     for _s, _r, close in (ours, theirs):
         await close()
     med = {k: {s: statistics.median(v) for s, v in d.items()} for k, d in rates.items()}
@@ -153,14 +210,20 @@ async def _measure(repeats: int) -> list[tuple[str, float, float, str]]:
         ("connection: 1,000 agent_message_chunk notifications over a pipe", med["stream"]["ours"],
          med["stream"]["sdk"], "msg/s"),
         ("connection: request round trips (session/new) over a pipe", med["rt"]["ours"], med["rt"]["sdk"], "msg/s"),
-    ]
+    ] + ([("connection: reference, bare asyncio protocols echoing the same lines (no JSON-RPC), against the SDK",
+           statistics.median(floors), med["rt"]["sdk"], "msg/s")] if reference else [])
 
 
-def run(repeats: int) -> list[tuple[str, float, float, str]]:
-    """Each figure as (name, ours, the SDK's, unit), medians of ``repeats`` interleaved runs."""
-    return asyncio.run(_measure(repeats))
+def run(repeats: int, reference: bool = False) -> list[tuple[str, float, float, str]]:
+    """Each figure as (name, ours, the SDK's, unit), medians of ``repeats`` interleaved runs.
+
+    ``reference=True`` adds the bare-protocol round trips (``_floor``) as a
+    third row; ``make bench`` leaves it out (it is no target), running this
+    module directly prints it.
+    """
+    return asyncio.run(_measure(repeats, reference))
 
 
 if __name__ == "__main__":
-    for name, ours, sdk, unit in run(5):
+    for name, ours, sdk, unit in run(7, reference=True):
         print(f"{name}: ours {ours:,.0f} {unit}, sdk {sdk:,.0f} {unit}, ratio {ours / sdk:.2f}x")

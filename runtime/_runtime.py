@@ -15,12 +15,12 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, SchemaValidator, core_schema
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
-from typing_extensions import Self
+from typing_extensions import Self, TypeAliasType, TypeVar
 
 from acp_types._protocol import FeatureSide, Kind, Side, Stability
 
@@ -539,21 +539,34 @@ class NotARequestError(ValueError):
     """A result was given for a notification, which has none."""
 
 
+# Bound to BaseModel (and defaulting to it) rather than Any: a class of a
+# BaseModel subclass is hashable to a type checker, which the cached
+# validator lookups need, where ``type[Any]`` is not.
+_P = TypeVar("_P", bound=BaseModel, default=BaseModel)
+_R = TypeVar("_R", bound=BaseModel, default=BaseModel)
+
+
 @dataclass(frozen=True)
-class MethodSpec:
-    """One row of a version's method table.
+class MethodSpec(Generic[_P, _R]):
+    """One row of a version's method table, generic in its params type and its result type.
 
     ``params`` and ``result`` are the generated types (a model class, or a
-    union alias for the few payloads that are unions); ``result`` is ``None``
-    for a notification. ``capability`` is the path of wire names to the
+    union alias, a ``TypeAliasType``, for the few payloads that are unions);
+    ``result`` is ``None`` for a notification. The generated tables give
+    each row its types (``MethodSpec[NewSessionRequest, NewSessionResponse]``;
+    a union payload's type is the union, a notification's result type is
+    ``Never``, since it has none), so ``validate_params`` and
+    ``validate_result`` are typed per method. A bare ``MethodSpec`` is
+    ``MethodSpec[BaseModel, BaseModel]``.
+    ``capability`` is the path of wire names to the
     capability that gates the method, ``None`` when it is baseline.
     ``handler`` is the attribute a connection calls on its handler object
     for the method (the same name as the stub in ``Agent`` / ``Client``).
     """
 
     name: str
-    params: Any
-    result: Any
+    params: type[_P] | TypeAliasType
+    result: type[_R] | TypeAliasType | None
     side: Side
     kind: Kind
     capability: tuple[str, ...] | None
@@ -565,13 +578,14 @@ class MethodSpec:
     notification_params: Any = None
     """For a request that may also be sent as a notification (``mcp/message``): the params type then."""
 
-    def validate_params(self, params: Any) -> Any:
+    def validate_params(self, params: Any) -> _P:
         """Validate ``params`` as this method's params type and return the model.
 
         The payload is first read as JSON within the parser's limits
         (``acp_types._wire``); beyond them, the ``ValidationError`` says where.
         """
-        return _validator(self.params)(wire_payload(params, self.params))
+        model: _P = _validator(self.params)(wire_payload(params, self.params))
+        return model
 
     def validate_notification_params(self, params: Any) -> Any:
         """Validate the params of this method sent as a notification (``notification_params``, else ``params``)."""
@@ -582,11 +596,12 @@ class MethodSpec:
         )
         return _validator(tp)(wire_payload(params, tp))
 
-    def validate_result(self, result: Any) -> Any:
+    def validate_result(self, result: Any) -> _R:
         """Validate ``result`` as this method's result type; raise NotARequestError for a notification."""
         if self.result is None:
             raise NotARequestError(f"{self.name!r} is a notification and has no result")
-        return _validator(self.result)(wire_payload(result, self.result))
+        model: _R = _validator(self.result)(wire_payload(result, self.result))
+        return model
 
 
 @cache

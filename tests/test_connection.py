@@ -470,3 +470,30 @@ def test_message_error_says_what_failed(line: str, kind: str | None, has_id: boo
         v1.parse_message(line)
     assert (info.value.kind, info.value.has_id, info.value.id) == (kind, has_id, rid)
     assert info.value.answerable == (kind in (None, "request", "batch"))
+
+
+def test_extension_notifications_reach_ext_notification_in_order_and_are_never_answered() -> None:
+    got: list[tuple[str, Any]] = []
+
+    class Agent(EchoAgent):
+        async def ext_notification(self, method: str, params: Any) -> None:
+            got.append((method, params))
+
+    async def main() -> None:
+        for handler in (Agent, EchoAgent):  # with a catch-all, and without one (dropped)
+            got.clear()
+            raw = Raw(handler)
+            await raw.initialize()
+            for i in range(3):
+                raw.send({"jsonrpc": "2.0", "method": f"_acme/n{i}", "params": {"i": i}})
+            raw.send({"jsonrpc": "2.0", "id": 9, "method": "session/list", "params": {}})
+            assert (await raw.answer())["id"] == 9  # the first answer: nothing answered the notifications
+            for _ in range(100):
+                if len(got) == 3 or handler is EchoAgent:
+                    break
+                await asyncio.sleep(0.01)
+            expected = [(f"_acme/n{i}", {"i": i}) for i in range(3)] if handler is Agent else []
+            assert got == expected
+            await raw.conn.close()
+
+    run(main)

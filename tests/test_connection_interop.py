@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _venvs import ensure_venv
 
 ROOT = Path(__file__).resolve().parents[1]
 INTEROP = ROOT / "tests" / "interop"
@@ -31,15 +32,7 @@ def _run(cmd: list[str], timeout: float = 60) -> subprocess.CompletedProcess[str
 
 @pytest.fixture(scope="module")
 def sdk_python() -> str:
-    py = SDK_VENV / "bin" / "python"
-    stamp = SDK_VENV / ".installed"
-    reqs = INTEROP / "requirements.txt"
-    if not stamp.exists() or stamp.read_text() != reqs.read_text():
-        subprocess.run([sys.executable, "-m", "venv", str(SDK_VENV)], check=True, timeout=120)
-        subprocess.run([str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(reqs)],
-                       check=True, timeout=300)
-        stamp.write_text(reqs.read_text())
-    return str(py)
+    return ensure_venv(SDK_VENV, sys.executable, INTEROP / "requirements.txt", timeout=300)
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,8 @@ agent: v1.Agent = Partial()
 params: v1.NewSessionRequest = v1.parse_params("session/new", {"cwd": "/", "mcpServers": []})
 result: v2.PromptResponse = v2.parse_result("session/prompt", {})
 text = v1.TextContent(text="hi")  # the tag defaults to its value
+row: v1.MethodSpec[v1.NewSessionRequest, v1.NewSessionResponse] = v1.METHODS["session/new"]
+created_params: v1.NewSessionRequest = row.validate_params({"cwd": "/", "mcpServers": []})
 
 
 async def calls(conn: connection.ClientConnection) -> None:
@@ -35,6 +37,7 @@ from acp_types import v1, v2
 
 wrong: v1.PromptRequest = v1.parse_params("session/new", {})
 also_wrong: v2.ListSessionsResponse = v2.parse_result("session/new", {})
+row_wrong: v1.NewSessionResponse = v1.METHODS["session/new"].validate_params({})
 '''
 
 
@@ -46,5 +49,5 @@ def test_the_typed_api_type_checks_and_mistakes_are_caught(tmp_path: Path) -> No
     env = {**os.environ, "MYPYPATH": str(ROOT / "generated")}
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
-    assert [e.split(":")[0].rsplit("/", 1)[-1] + ":" + e.split(":")[1] for e in errors] == ["bad.py:4", "bad.py:5"], out.stdout
+    assert [e.split(":")[0].rsplit("/", 1)[-1] + ":" + e.split(":")[1] for e in errors] == ["bad.py:4", "bad.py:5", "bad.py:6"], out.stdout
     assert 'has type "NewSessionRequest", variable has type "PromptRequest"' in out.stdout

@@ -13,7 +13,6 @@ many interpreters a failure instead of a skip.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import shutil
 import subprocess
@@ -21,6 +20,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from _venvs import ensure_venv
 from conftest import ROOT
 
 SUPPORTED = ((3, 10), (3, 11), (3, 12), (3, 13))
@@ -61,21 +61,7 @@ def _environment(version: tuple[int, int], python: str) -> str:
     """A venv of that interpreter with the pinned tools; returns its python."""
     if python == sys.executable:
         return python
-    pins = (ROOT / "requirements.txt").read_bytes()
-    stamp_value = hashlib.sha256(pins).hexdigest()
-    venv = VENVS / f"{version[0]}.{version[1]}"
-    stamp = venv / ".requirements-sha256"
-    venv_python = str(venv / "bin" / "python")
-    if stamp.exists() and stamp.read_text() == stamp_value:
-        return venv_python
-    shutil.rmtree(venv, ignore_errors=True)
-    subprocess.run([python, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
-    done = subprocess.run([venv_python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "-r", str(ROOT / "requirements.txt")], capture_output=True, text=True, timeout=900)
-    if done.returncode != 0:
-        raise AssertionError(f"the pinned requirements do not install on Python {version}: {done.stderr[-2000:]}")
-    stamp.write_text(stamp_value)
-    return venv_python
+    return ensure_venv(VENVS / f"{version[0]}.{version[1]}", python, ROOT / "requirements.txt")
 
 
 def test_every_supported_interpreter_renders_the_committed_bytes() -> None:

@@ -24,8 +24,15 @@ How incoming messages are handled:
   snake_case (``session/new`` -> ``session_new``, ``$/cancel_request`` ->
   ``cancel_request``), which is also the name of the stub in ``Agent`` /
   ``Client``. ``params`` is the method's params model.
-- A request runs in a task of its own, so a slow one does not hold up the
-  rest; notifications are handled one at a time, in the order they arrived.
+- A request's handler is started as soon as its line is read and runs
+  until it first suspends; a handler that answers without waiting costs no
+  task. From its first suspension on it runs in a task of its own (which
+  ``$/cancel_request`` cancels), so a slow one does not hold up the rest.
+  On Python 3.12+ that first stretch already runs as the handler's own
+  task (asyncio's eager start); before 3.12 it runs outside any task, so
+  code that needs ``asyncio.current_task()`` (``asyncio.timeout``, task
+  groups) belongs after the handler's first ``await``. Notifications are
+  handled one at a time, in the order they arrived.
   A response to a request you sent waits until the notifications that came
   before it have been handled (so a client has seen every streamed update
   before ``session/prompt`` returns), unless the request was sent from a
@@ -50,6 +57,14 @@ How incoming messages are handled:
 - A line longer than ``max_line_size`` bytes (default
   :data:`DEFAULT_MAX_LINE_SIZE`) is skipped without being buffered and
   answered with -32600 and ``id: null``.
+- Answers are written without waiting. While the writer holds more than
+  64 KiB the peer has not read, the connection reads nothing more from it
+  (a :class:`PipeReader`'s transport is paused), so a peer that sends
+  requests without reading the answers cannot fill this process's memory.
+
+Reading: any reader with ``read(n)`` works; a :class:`PipeReader` (what
+:func:`pipe_streams`, :func:`stdio_streams` and :func:`spawn_agent` make)
+is read without a trip through the event loop per chunk.
 
 Outgoing: :meth:`Connection.request` and :meth:`Connection.notify` (and the
 typed ``AgentPeer`` / ``ClientPeer`` of each version module, one method per
@@ -80,10 +95,19 @@ import json
 import logging
 import os
 import sys
+from asyncio.tasks import _enter_task, _leave_task
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Coroutine,
+    Generator,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from types import ModuleType
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, SupportsIndex
 
 from pydantic import BaseModel, ValidationError
 
@@ -115,11 +139,13 @@ __all__ = [
     "Connection",
     "ConnectionClosed",
     "MethodNotImplemented",
+    "PipeReader",
     "RequestError",
     "UnsupportedVersion",
     "not_implemented",
     "serve",
     "serve_stdio",
+    "pipe_streams",
     "spawn_agent",
     "stdio_streams",
 ]
@@ -224,6 +250,74 @@ def _dumps(value: Any) -> bytes:
     return _encode(value).encode("utf-8")
 
 
+@functools.lru_cache(maxsize=256)
+def _method_json(method: str) -> bytes:
+    """``,"method":<method>,"params":`` as it goes between a request's id and its params."""
+    return b',"method":' + _dumps(method) + b',"params":'
+
+
+def _start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
+    """Run ``coro`` now, up to its first suspension; return the task it goes on in, or ``None`` if it finished.
+
+    On Python 3.12+ this is asyncio's own eager start (the coroutine runs
+    as its task from the first line on). Before 3.12 the coroutine is
+    driven by hand until it first suspends, outside any task, and only
+    then handed to a task (:class:`_Resume`), which makes no difference
+    to what the connection does, only to ``asyncio.current_task()`` during
+    that first stretch.
+    """
+    if sys.version_info >= (3, 12):
+        task: asyncio.Task[None] = asyncio.Task(
+            coro, loop=asyncio.get_running_loop(), eager_start=True
+        )
+        return None if task.done() else task
+    loop = asyncio.get_running_loop()
+    current = asyncio.current_task()
+    if current is not None:  # the reading task: the handler must not run as it
+        _leave_task(loop, current)
+    try:
+        waiting = coro.send(None)
+    except StopIteration:
+        return None
+    finally:
+        if current is not None:
+            _enter_task(loop, current)
+    return asyncio.ensure_future(_Resume(coro, waiting))
+
+
+class _Resume(Coroutine[Any, Any, None]):
+    """A coroutine that has already run up to its first suspension, for a task to go on with (before 3.12).
+
+    The task's first step gets what the coroutine was waiting on when it
+    suspended; from then on every step goes to the coroutine itself. A
+    cancellation before that first step is thrown into the coroutine where
+    it waits, as it would be in any task.
+    """
+
+    __slots__ = ("_coro", "_waiting")
+
+    def __init__(self, coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+        self._coro = coro
+        self._waiting: Any = (waiting,)
+
+    def send(self, value: Any) -> Any:
+        waiting = self._waiting
+        if waiting is not None:
+            self._waiting = None
+            return waiting[0]
+        return self._coro.send(value)
+
+    def throw(self, *exc: Any) -> Any:
+        self._waiting = None
+        return self._coro.throw(*exc)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        raise TypeError("a _Resume is run by a task, not awaited")
+
+
 class _OutRequest:
     __slots__ = ("future", "method", "ordered")
 
@@ -287,7 +381,17 @@ class Connection:
         self._closing = False
         self._close_reason = "the connection is closed"
         self._drain_lock = asyncio.Lock()
+        self._must_drain = False
+        self._parts: list[bytes] = []
+        self._part_size = 0
+        self._skipping = False
         transport = getattr(writer, "transport", None)
+        # StreamWriter.write is transport.write and nothing else: skip a call
+        self._raw_write: Callable[[bytes], object] = (
+            transport.write
+            if type(writer) is asyncio.StreamWriter and transport is not None
+            else writer.write
+        )
         self._buffer_size: Callable[[], int] | None = getattr(
             transport, "get_write_buffer_size", None
         )
@@ -391,33 +495,49 @@ class Connection:
 
     # -- writing ----------------------------------------------------------
 
-    async def _send(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> bool:
+        """Write ``data`` now, without waiting; ``False`` when the connection is closing.
+
+        Whether the writer then needs draining is remembered in
+        ``_must_drain``: the reading side drains before it reads on (see
+        :meth:`_read_chunks` and :class:`PipeReader`), so a peer that sends
+        faster than it reads our answers is not read from until they have
+        gone out.
+        """
         if self._closing:
-            raise ConnectionClosed(self._close_reason)
-        self._writer.write(data)
+            return False
+        self._raw_write(data)
         size = self._buffer_size
-        if size is not None and size() <= _DRAIN_ABOVE:
-            return
+        if size is None or size() > _DRAIN_ABOVE:
+            self._must_drain = True
+        return True
+
+    async def _drain(self) -> None:
         async with self._drain_lock:
             try:
                 await self._writer.drain()
             except (ConnectionError, OSError) as exc:
                 raise ConnectionClosed(f"the peer is gone: {exc}") from exc
 
-    async def _send_quietly(self, data: bytes) -> None:
-        try:
-            await self._send(data)
-        except ConnectionClosed:
+    async def _send(self, data: bytes) -> None:
+        if not self._write(data):
+            raise ConnectionClosed(self._close_reason)
+        if self._must_drain:
+            self._must_drain = False
+            await self._drain()
+
+    def _send_quietly(self, data: bytes) -> None:
+        if not self._write(data):
             log.debug("not sent, the connection is closed: %.200r", data)
 
-    async def _reply(self, data: bytes, collect: list[bytes] | None) -> None:
+    def _reply(self, data: bytes, collect: list[bytes] | None) -> None:
         """Send one answer, or add it to the answers of the batch being handled."""
         if collect is not None:
             collect.append(data)
         else:
-            await self._send_quietly(data + b"\n")
+            self._send_quietly(data + b"\n")
 
-    async def _answer(
+    def _answer(
         self, rid: RequestId, result: Any, collect: list[bytes] | None = None
     ) -> None:
         if isinstance(result, BaseModel):
@@ -426,12 +546,16 @@ class Connection:
             )
         else:
             body = _dumps(result)
-        await self._reply(
-            b'{"jsonrpc":"2.0","id":' + _dumps(rid) + b',"result":' + body + b"}",
+        self._reply(
+            b'{"jsonrpc":"2.0","id":'
+            + (str(rid).encode() if type(rid) is int else _dumps(rid))
+            + b',"result":'
+            + body
+            + b"}",
             collect,
         )
 
-    async def _answer_error(
+    def _answer_error(
         self,
         rid: RequestId,
         code: int,
@@ -442,9 +566,7 @@ class Connection:
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             error["data"] = data
-        await self._reply(
-            _dumps({"jsonrpc": "2.0", "id": rid, "error": error}), collect
-        )
+        self._reply(_dumps({"jsonrpc": "2.0", "id": rid, "error": error}), collect)
 
     def _spec(self, method: str, kind: str) -> MethodSpec | None:
         spec = self._version.methods.get(method)
@@ -544,9 +666,7 @@ class Connection:
             await self._send(
                 b'{"jsonrpc":"2.0","id":'
                 + str(rid).encode()
-                + b',"method":'
-                + _dumps(method)
-                + b',"params":'
+                + _method_json(method)
                 + body
                 + b"}\n"
             )
@@ -555,12 +675,10 @@ class Connection:
             if self._out.pop(rid, None) is not None:
                 self._pending.pop(rid)
                 if not self._closing and CANCEL_REQUEST in self._version.methods:
-                    await asyncio.shield(
-                        self._send_quietly(
-                            b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":'
-                            + str(rid).encode()
-                            + b"}}\n"
-                        )
+                    self._send_quietly(
+                        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":'
+                        + str(rid).encode()
+                        + b"}}\n"
                     )
             raise
         finally:
@@ -574,7 +692,11 @@ class Connection:
     async def _read_loop(self) -> None:
         reason = "the peer closed the connection (end of input)"
         try:
-            await self._read_lines()
+            attach = getattr(self._reader, "_acp_attach", None)
+            if attach is not None:
+                await attach(self)
+            else:
+                await self._read_chunks()
         except asyncio.CancelledError:
             reason = "the connection was closed"
             raise
@@ -587,97 +709,126 @@ class Connection:
             if not self._closing:
                 await asyncio.shield(self._finish(reason))
 
-    async def _read_lines(self) -> None:
-        limit = self.max_line_size
-        parts: list[bytes] = []
-        size = 0
-        skipping = False
+    async def _read_chunks(self) -> None:
+        """Pull input from any reader: read a chunk, handle its lines, drain if needed, repeat."""
         read = self._reader.read
         while True:
             chunk = await read(_READ_CHUNK)
             if not chunk:
-                if parts and not skipping:
-                    await self._line(b"".join(parts))
+                self._feed_eof()
                 return
-            start = 0
             while True:
-                end = chunk.find(b"\n", start)
-                if end < 0:
-                    if not skipping:
-                        rest = chunk[start:]
-                        size += len(rest)
-                        if size > limit:
-                            parts.clear()
-                            size = 0
-                            skipping = True
-                            await self._oversized()
-                        elif rest:
-                            parts.append(rest)
+                rest = self._feed(chunk)
+                if self._must_drain:
+                    self._must_drain = False
+                    await self._drain()
+                if not rest:
                     break
-                piece = chunk[start:end]
-                start = end + 1
-                if skipping:
-                    skipping = False
-                    continue
-                if parts:
-                    parts.append(piece)
-                    line = b"".join(parts)
-                    parts.clear()
-                    size = 0
-                else:
-                    line = piece
-                if len(line) > limit:
-                    await self._oversized()
-                    continue
-                await self._line(line)
+                chunk = rest
 
-    async def _oversized(self) -> None:
+    def _feed(self, chunk: bytes) -> bytes:
+        """Handle the complete lines of ``chunk`` now, keeping an unfinished last line for later.
+
+        Everything a line leads to happens here, synchronously: answers are
+        written without waiting, and a request's handler runs until it
+        first suspends (see :meth:`_start_request`). A line beyond
+        ``max_line_size`` is dropped while it streams in, never buffered.
+        When an answer leaves the writer in need of draining, the lines
+        after it are not handled yet: what is left of ``chunk`` is returned,
+        for the caller to feed again once the writer has drained (``b""``
+        when every line was handled).
+        """
+        limit = self.max_line_size
+        parts = self._parts
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not self._skipping:
+                    rest = chunk[start:]
+                    self._part_size += len(rest)
+                    if self._part_size > limit:
+                        parts.clear()
+                        self._part_size = 0
+                        self._skipping = True
+                        self._oversized()
+                    elif rest:
+                        parts.append(rest)
+                return b""
+            piece = chunk[start:end]
+            start = end + 1
+            if self._skipping:
+                self._skipping = False
+                continue
+            if parts:
+                parts.append(piece)
+                line = b"".join(parts)
+                parts.clear()
+                self._part_size = 0
+            else:
+                line = piece
+            if len(line) > limit:
+                self._oversized()
+            else:
+                self._line(line)
+            if self._must_drain:
+                return chunk[start:]
+
+    def _feed_eof(self) -> None:
+        if self._parts and not self._skipping:
+            line = b"".join(self._parts)
+            self._parts.clear()
+            self._line(line)
+
+    def _oversized(self) -> None:
         log.warning("skipped a line longer than %d bytes", self.max_line_size)
-        await self._answer_error(
+        self._answer_error(
             None, INVALID_REQUEST, f"the line is longer than {self.max_line_size} bytes"
         )
 
-    async def _line(self, line: bytes) -> None:
-        if not line.strip():
+    def _line(self, line: bytes) -> None:
+        if not line or line.isspace():
             return
         try:
             msg = self._parse(line)
         except MessageError as exc:
-            await self._malformed(exc)
+            self._malformed(exc)
             return
         if isinstance(msg, Batch):
-            await self._batch(msg)
+            self._batch(msg)
             return
-        await self._dispatch(msg)
+        self._dispatch(msg)
 
-    async def _batch(self, batch: Batch) -> None:
+    def _batch(self, batch: Batch) -> None:
         # Each entry is handled as if it came alone; the answers to its
         # requests go back together, as one array, once every one is known.
         answers: list[bytes] = []
         tasks: list[asyncio.Task[None]] = []
         for entry in batch.entries:
             if isinstance(entry, MessageError):
-                await self._malformed(entry, answers)
+                self._malformed(entry, answers)
             elif isinstance(entry, Request):
-                task = await self._on_request(entry, answers)
+                task = self._on_request(entry, answers)
                 if task is not None:
                     tasks.append(task)
             else:
-                await self._dispatch(entry)
-        if tasks or answers:
+                self._dispatch(entry)
+        if tasks:
             asyncio.ensure_future(self._send_batch(tasks, answers))
+        elif answers:
+            self._send_quietly(b"[" + b",".join(answers) + b"]\n")
 
     async def _send_batch(
         self, tasks: list[asyncio.Task[None]], answers: list[bytes]
     ) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
         if answers and not self._closing:
-            await self._send_quietly(b"[" + b",".join(answers) + b"]\n")
+            self._send_quietly(b"[" + b",".join(answers) + b"]\n")
 
     def _parse(self, line: bytes) -> Any:
         return self._version.parse(line, pending=self._pending)
 
-    async def _malformed(
+    def _malformed(
         self, exc: MessageError, collect: list[bytes] | None = None
     ) -> None:
         kind = getattr(exc, "kind", None)
@@ -711,9 +862,9 @@ class Connection:
                 except MessageError as again:
                     exc = again
                 else:
-                    await self._dispatch_initialize(msg, chosen, collect)
+                    self._dispatch_initialize(msg, chosen, collect)
                     return
-        await self._answer_error(exc.id, exc.code, exc.message, collect=collect)
+        self._answer_error(exc.id, exc.code, exc.message, collect=collect)
 
     # -- version negotiation ----------------------------------------------
 
@@ -761,9 +912,21 @@ class Connection:
 
     # -- dispatch ---------------------------------------------------------
 
-    async def _dispatch(self, msg: Any) -> None:
+    def _dispatch(self, msg: Any) -> None:
+        if type(msg) is Response:  # the common answer: resolve its future at once
+            out = self._out.pop(msg.id, None)
+            if (
+                out is not None
+                and out.method != "initialize"
+                and not (out.ordered and (self._queue or self._busy))
+            ):
+                if not out.future.done():
+                    out.future.set_result(msg.result)
+                return
+            if out is not None:
+                self._out[msg.id] = out  # the general path below takes it again
         if isinstance(msg, Request):
-            await self._on_request(msg)
+            self._on_request(msg)
         elif isinstance(msg, Notification):
             if msg.method == CANCEL_REQUEST:
                 self._on_cancel(msg.params)
@@ -867,12 +1030,12 @@ class Connection:
         if task is not None:
             task.cancel()
 
-    async def _on_request(
+    def _on_request(
         self, msg: Request, collect: list[bytes] | None = None
     ) -> asyncio.Task[None] | None:
         rid = msg.id
         if rid in self._in:
-            await self._answer_error(
+            self._answer_error(
                 rid,
                 INVALID_REQUEST,
                 f"request id {rid!r} is already in use by a running request",
@@ -886,27 +1049,34 @@ class Connection:
                 try:
                     msg = chosen.parse(msg.to_wire())
                 except MessageError as exc:
-                    await self._answer_error(
-                        rid, exc.code, exc.message, collect=collect
-                    )
+                    self._answer_error(rid, exc.code, exc.message, collect=collect)
                     return None
-            return await self._dispatch_initialize(msg, chosen, collect)
+            return self._dispatch_initialize(msg, chosen, collect)
         return self._start_request(msg, collect)
 
-    async def _dispatch_initialize(
+    def _dispatch_initialize(
         self, msg: Request, chosen: _Version, collect: list[bytes] | None = None
-    ) -> asyncio.Task[None]:
+    ) -> asyncio.Task[None] | None:
         self._settle(chosen)
         self.peer_initialize = msg.params
         return self._start_request(msg, collect)
 
     def _start_request(
         self, msg: Request, collect: list[bytes] | None
-    ) -> asyncio.Task[None]:
+    ) -> asyncio.Task[None] | None:
+        """Run the request's handler now, until it first suspends; then it goes on in a task of its own.
+
+        A handler that answers without waiting for anything (most do) costs
+        no task and no trip through the event loop. One that suspends is
+        handed, at that point, to a task, which is what ``$/cancel_request``
+        and :meth:`close` cancel. Returns that task, or ``None`` when the
+        request has been answered already.
+        """
         rid = msg.id
-        task = asyncio.ensure_future(self._run_request(msg, collect))
-        self._in[rid] = task
-        task.add_done_callback(functools.partial(self._forget, rid))
+        task = _start_eagerly(self._run_request(msg, collect))
+        if task is not None:
+            self._in[rid] = task
+            task.add_done_callback(functools.partial(self._forget, rid))
         return task
 
     def _forget(self, rid: RequestId, task: asyncio.Task[None]) -> None:
@@ -921,22 +1091,20 @@ class Connection:
             result = await self._call(msg)
         except asyncio.CancelledError:
             if not self._closing:
-                await self._answer_error(
+                self._answer_error(
                     rid, REQUEST_CANCELLED, "the request was cancelled", collect=collect
                 )
             return
         except RequestError as exc:
-            await self._reply(
+            self._reply(
                 _dumps({"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}), collect
             )
             return
         except Exception:
             log.exception("the handler of %r (request %r) failed", method, rid)
-            await self._answer_error(
-                rid, INTERNAL_ERROR, "Internal error", collect=collect
-            )
+            self._answer_error(rid, INTERNAL_ERROR, "Internal error", collect=collect)
             return
-        await self._answer(rid, result, collect)
+        self._answer(rid, result, collect)
 
     async def _call(self, msg: Request) -> Any:
         handler = self.handler
@@ -1011,18 +1179,150 @@ class ClientConnection(Connection):
 # -- transports -----------------------------------------------------------
 
 
-async def stdio_streams(
-    limit: int = _READ_CHUNK,
+class PipeReader(asyncio.StreamReader):
+    """An ``asyncio.StreamReader`` that a connection reads without a trip through the event loop.
+
+    Used as is, it is an ordinary ``StreamReader``. Once a connection has
+    started on it, every chunk the transport delivers goes straight to the
+    connection, whose lines are handled right there; while the connection
+    waits for its answers to drain, the transport is paused. What
+    :func:`pipe_streams`, :func:`stdio_streams` and :func:`spawn_agent`
+    return reads this way.
+    """
+
+    _connection: Connection | None = None
+    _ended: asyncio.Future[None] | None = None
+    _draining: asyncio.Task[None] | None = None
+    _busy = False
+    # StreamReader's own state (the same from Python 3.10 to 3.13), which its stubs leave out
+    _buffer: bytearray
+    _eof: bool
+    _exception: Exception | None
+    _transport: asyncio.ReadTransport | None
+
+    if TYPE_CHECKING:
+
+        def _maybe_resume_transport(self) -> None: ...
+
+    def feed_data(self, data: Iterable[SupportsIndex]) -> None:
+        conn = self._connection
+        if conn is None:
+            super().feed_data(data)
+            return
+        chunk = data if type(data) is bytes else bytes(data)
+        if not chunk:
+            return
+        self._held.append(chunk)
+        if not self._busy and self._draining is None:
+            self._handle(conn)
+
+    def _handle(self, conn: Connection) -> None:
+        """Feed the held chunks to ``conn``, in order, until none is left or its writer needs draining."""
+        held = self._held
+        self._busy = True  # a write that feeds back into this reader (in memory) must not re-enter
+        try:
+            while held and not conn._must_drain:
+                rest = conn._feed(held.popleft())
+                if rest:
+                    held.appendleft(rest)
+        except Exception as exc:  # a bug of ours: end the connection as the read loop would
+            self._connection = None
+            if self._ended is not None and not self._ended.done():
+                self._ended.set_exception(exc)
+            return
+        finally:
+            self._busy = False
+        if conn._must_drain and self._draining is None:
+            if self._transport is not None:
+                self._transport.pause_reading()
+            self._draining = asyncio.ensure_future(self._drain(conn))
+
+    async def _drain(self, conn: Connection) -> None:
+        """Wait for the writer, then go on with the held input; reading resumes once it is all handled."""
+        try:
+            while conn._must_drain:
+                conn._must_drain = False
+                await conn._drain()
+                if self._connection is not conn:
+                    return
+                self._draining = None
+                self._handle(conn)
+                if self._draining is not None:  # it needs draining again: a new task does it
+                    return
+        except ConnectionClosed:
+            pass
+        finally:
+            if self._draining is None or self._draining is asyncio.current_task():
+                self._draining = None
+                if self._transport is not None and not self._eof:
+                    self._transport.resume_reading()
+
+    def feed_eof(self) -> None:
+        super().feed_eof()
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_result(None)
+
+    def set_exception(self, exc: Exception) -> None:
+        super().set_exception(exc)
+        if self._ended is not None and not self._ended.done():
+            self._ended.set_exception(exc)
+
+    async def _acp_attach(self, conn: Connection) -> None:
+        """Hand every chunk to ``conn`` from now on, until the end of input (called by the connection)."""
+        self._ended = asyncio.get_running_loop().create_future()
+        self._held: deque[bytes] = deque()
+        buffered = bytes(self._buffer)
+        self._buffer.clear()
+        self._maybe_resume_transport()
+        exc, eof = self._exception, self._eof
+        self._connection = conn
+        try:
+            if buffered:
+                self.feed_data(buffered)
+            if exc is not None:
+                raise exc
+            if not eof:
+                await self._ended
+            while self._draining is not None:  # what came before the end goes first
+                await asyncio.shield(self._draining)
+            conn._feed_eof()
+        finally:
+            self._connection = None
+
+
+class _AgentProcessProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's protocol for a subprocess, but the agent's stdout is a :class:`PipeReader`."""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self._acp_limit = limit
+        self._acp_loop = loop
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        assert isinstance(transport, asyncio.SubprocessTransport)
+        stdout = transport.get_pipe_transport(1)
+        if stdout is not None:
+            reader = PipeReader(limit=self._acp_limit, loop=self._acp_loop)
+            reader.set_transport(stdout)
+            self.stdout = reader
+
+
+async def pipe_streams(
+    read_pipe: Any, write_pipe: Any, limit: int = _READ_CHUNK
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """The process's own stdin and stdout as an asyncio reader/writer pair (pipes, sockets or files)."""
+    """An asyncio reader/writer pair over two file objects: pipes, sockets, ttys or regular files.
+
+    The reader is a :class:`PipeReader`; a regular file to read from is
+    read in a thread, one to write to is written directly.
+    """
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=limit)
+    reader = PipeReader(limit=limit)
     protocol = asyncio.StreamReaderProtocol(reader)
-    stdin = sys.stdin.buffer
     try:
-        await loop.connect_read_pipe(lambda: protocol, stdin)
+        await loop.connect_read_pipe(lambda: protocol, read_pipe)
     except ValueError:  # a regular file: read it in a thread
-        fd = stdin.fileno()
+        fd = read_pipe.fileno()
 
         def feed() -> None:
             while True:
@@ -1036,12 +1336,19 @@ async def stdio_streams(
     try:
         w_transport, w_protocol = await loop.connect_write_pipe(
             asyncio.streams.FlowControlMixin,
-            sys.stdout.buffer,
+            write_pipe,
         )
     except ValueError:  # a regular file: write it directly
-        return reader, _FileWriter(sys.stdout.fileno())  # type: ignore[return-value]
+        return reader, _FileWriter(write_pipe.fileno())  # type: ignore[return-value]
     writer = asyncio.StreamWriter(w_transport, w_protocol, None, loop)
     return reader, writer
+
+
+async def stdio_streams(
+    limit: int = _READ_CHUNK,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The process's own stdin and stdout as an asyncio reader/writer pair (see :func:`pipe_streams`)."""
+    return await pipe_streams(sys.stdin.buffer, sys.stdout.buffer, limit)
 
 
 class _FileWriter:
@@ -1110,15 +1417,18 @@ async def spawn_agent(
     """
     if not command:
         raise ValueError("spawn_agent needs a command")
-    process = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    # what asyncio.create_subprocess_exec does, with a PipeReader for stdout
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _AgentProcessProtocol(limit=_READ_CHUNK, loop=loop),
         *command,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=stderr,
         env=dict(env) if env is not None else None,
         cwd=cwd,
-        limit=_READ_CHUNK,
     )
+    process = asyncio.subprocess.Process(transport, protocol, loop)
     assert process.stdin is not None and process.stdout is not None
     conn = ClientConnection(
         process.stdout,

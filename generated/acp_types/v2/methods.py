@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal, overload
+
+from typing_extensions import Never
 
 from acp_types._runtime import MethodSpec, lookup, wire_payload
 from acp_types.v2 import models as m
@@ -74,429 +77,641 @@ ERRORS: dict[int, str] = {
 }
 """Error code -> its name, for every code this version defines."""
 
-METHODS: dict[str, MethodSpec] = {
-    CANCEL_REQUEST: MethodSpec(
-        name="$/cancel_request",
-        params=m.CancelRequestNotification,
-        result=None,
-        side="protocol",
-        kind="notification",
-        capability=None,
-        errors=(),
-        stability="stable",
-        description="Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.",
-        handler="cancel_request",
-    ),
-    AUTH_LOGIN: MethodSpec(
-        name="auth/login",
-        params=m.LoginAuthRequest,
-        result=m.LoginAuthResponse,
-        side="agent",
-        kind="request",
-        capability=None,
-        errors=(),
-        stability="stable",
-        description="Runs the login flow of an advertised authentication method; callable only when `authMethods` is non-empty.",
-        handler="auth_login",
-    ),
-    AUTH_LOGOUT: MethodSpec(
-        name="auth/logout",
-        params=m.LogoutAuthRequest,
-        result=m.LogoutAuthResponse,
-        side="agent",
-        kind="request",
-        capability=None,
-        errors=(),
-        stability="stable",
-        description="Ends the current authenticated state; callable only when `authMethods` is non-empty.",
-        handler="auth_logout",
-    ),
-    DOCUMENT_DID_CHANGE: MethodSpec(
-        name="document/didChange",
-        params=m.DidChangeDocumentNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes", "events", "document", "didChange"),
-        errors=(),
-        stability="unstable",
-        description="An open document changed; carries the changes in the sync kind the agent asked for.",
-        handler="document_did_change",
-    ),
-    DOCUMENT_DID_CLOSE: MethodSpec(
-        name="document/didClose",
-        params=m.DidCloseDocumentNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes", "events", "document", "didClose"),
-        errors=(),
-        stability="unstable",
-        description="The client closed a document.",
-        handler="document_did_close",
-    ),
-    DOCUMENT_DID_FOCUS: MethodSpec(
-        name="document/didFocus",
-        params=m.DidFocusDocumentNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes", "events", "document", "didFocus"),
-        errors=(),
-        stability="unstable",
-        description="The user moved to a document; carries the cursor and the visible range.",
-        handler="document_did_focus",
-    ),
-    DOCUMENT_DID_OPEN: MethodSpec(
-        name="document/didOpen",
-        params=m.DidOpenDocumentNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes", "events", "document", "didOpen"),
-        errors=(),
-        stability="unstable",
-        description="The client opened a document; carries its full text and version.",
-        handler="document_did_open",
-    ),
-    DOCUMENT_DID_SAVE: MethodSpec(
-        name="document/didSave",
-        params=m.DidSaveDocumentNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes", "events", "document", "didSave"),
-        errors=(),
-        stability="unstable",
-        description="A document was saved.",
-        handler="document_did_save",
-    ),
-    ELICITATION_COMPLETE: MethodSpec(
-        name="elicitation/complete",
-        params=m.CompleteElicitationNotification,
-        result=None,
-        side="client",
-        kind="notification",
-        capability=("capabilities", "elicitation", "url"),
-        errors=(),
-        stability="stable",
-        description="Tells the client that an external URL elicitation has finished.",
-        handler="elicitation_complete",
-    ),
-    ELICITATION_CREATE: MethodSpec(
-        name="elicitation/create",
-        params=m.CreateElicitationRequest,
-        result=m.CreateElicitationResponse,
-        side="client",
-        kind="request",
-        capability=("capabilities", "elicitation"),
-        errors=(),
-        stability="stable",
-        description="Asks the user for structured input through a form or an external URL.",
-        handler="elicitation_create",
-    ),
-    INITIALIZE: MethodSpec(
-        name="initialize",
-        params=m.InitializeRequest,
-        result=m.InitializeResponse,
-        side="agent",
-        kind="request",
-        capability=None,
-        errors=(),
-        stability="stable",
-        description="Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.",
-        handler="initialize",
-    ),
-    MCP_CONNECT: MethodSpec(
-        name="mcp/connect",
-        params=m.ConnectMcpRequest,
-        result=m.ConnectMcpResponse,
-        side="client",
-        kind="request",
-        capability=None,
-        errors=(-32002,),
-        stability="unstable",
-        description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
-        handler="mcp_connect",
-    ),
-    MCP_DISCONNECT: MethodSpec(
-        name="mcp/disconnect",
-        params=m.DisconnectMcpRequest,
-        result=m.DisconnectMcpResponse,
-        side="client",
-        kind="request",
-        capability=None,
-        errors=(),
-        stability="unstable",
-        description="Closes a connection opened with `mcp/connect`.",
-        handler="mcp_disconnect",
-    ),
-    MCP_MESSAGE: MethodSpec(
-        name="mcp/message",
-        params=m.MessageMcpRequest,
-        result=m.MessageMcpResponse,
-        side="protocol",
-        kind="request",
-        capability=None,
-        errors=(-32002,),
-        stability="unstable",
-        description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
-        handler="mcp_message",
-        notification_params=m.MessageMcpNotification,
-    ),
-    NES_ACCEPT: MethodSpec(
-        name="nes/accept",
-        params=m.AcceptNesNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes"),
-        errors=(),
-        stability="unstable",
-        description="Tells the agent the user took a suggestion.",
-        handler="nes_accept",
-    ),
-    NES_CLOSE: MethodSpec(
-        name="nes/close",
-        params=m.CloseNesRequest,
-        result=m.CloseNesResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "nes"),
-        errors=(-32002,),
-        stability="unstable",
-        description="Ends a next-edit suggestion session.",
-        handler="nes_close",
-    ),
-    NES_REJECT: MethodSpec(
-        name="nes/reject",
-        params=m.RejectNesNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "nes"),
-        errors=(),
-        stability="unstable",
-        description="Tells the agent the user did not take a suggestion, and why.",
-        handler="nes_reject",
-    ),
-    NES_START: MethodSpec(
-        name="nes/start",
-        params=m.StartNesRequest,
-        result=m.StartNesResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "nes"),
-        errors=(),
-        stability="unstable",
-        description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
-        handler="nes_start",
-    ),
-    NES_SUGGEST: MethodSpec(
-        name="nes/suggest",
-        params=m.SuggestNesRequest,
-        result=m.SuggestNesResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "nes"),
-        errors=(-32002,),
-        stability="unstable",
-        description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
-        handler="nes_suggest",
-    ),
-    PROVIDERS_DISABLE: MethodSpec(
-        name="providers/disable",
-        params=m.DisableProviderRequest,
-        result=m.DisableProviderResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "providers"),
-        errors=(),
-        stability="unstable",
-        description="Turns one model provider off.",
-        handler="providers_disable",
-    ),
-    PROVIDERS_LIST: MethodSpec(
-        name="providers/list",
-        params=m.ListProvidersRequest,
-        result=m.ListProvidersResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "providers"),
-        errors=(),
-        stability="unstable",
-        description="Lists the model providers the agent can use, with how each is set up now.",
-        handler="providers_list",
-    ),
-    PROVIDERS_SET: MethodSpec(
-        name="providers/set",
-        params=m.SetProviderRequest,
-        result=m.SetProviderResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "providers"),
-        errors=(),
-        stability="unstable",
-        description="Sets the endpoint, API dialect and headers of one model provider.",
-        handler="providers_set",
-    ),
-    SESSION_ARCHIVE: MethodSpec(
-        name="session/archive",
-        params=m.ArchiveSessionRequest,
-        result=m.ArchiveSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session", "archive"),
-        errors=(-32002,),
-        stability="proposal",
-        description="Archives a session (closing it first when active). Unknown sessions yield -32002.",
-        handler="session_archive",
-    ),
-    SESSION_CANCEL: MethodSpec(
-        name="session/cancel",
-        params=m.CancelSessionNotification,
-        result=None,
-        side="agent",
-        kind="notification",
-        capability=("capabilities", "session"),
-        errors=(),
-        stability="stable",
-        description="Asks the agent to stop the foreground work of a session; completion is reported by an idle state update.",
-        handler="session_cancel",
-    ),
-    SESSION_CLOSE: MethodSpec(
-        name="session/close",
-        params=m.CloseSessionRequest,
-        result=m.CloseSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session"),
-        errors=(),
-        stability="stable",
-        description="Cancels all work of an active session and frees its resources.",
-        handler="session_close",
-    ),
-    SESSION_DELETE: MethodSpec(
-        name="session/delete",
-        params=m.DeleteSessionRequest,
-        result=m.DeleteSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session", "delete"),
-        errors=(),
-        stability="stable",
-        description="Removes a session from future listings; succeeds silently for unknown sessions.",
-        handler="session_delete",
-    ),
-    SESSION_FORK: MethodSpec(
-        name="session/fork",
-        params=m.ForkSessionRequest,
-        result=m.ForkSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session", "fork"),
-        errors=(-32002,),
-        stability="unstable",
-        description="Starts a new session whose history is a copy of an existing session's; the original is left as it was. An unknown session yields -32002.",
-        handler="session_fork",
-    ),
-    SESSION_LIST: MethodSpec(
-        name="session/list",
-        params=m.ListSessionsRequest,
-        result=m.ListSessionsResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session"),
-        errors=(),
-        stability="stable",
-        description="Lists known sessions page by page, optionally filtered by working directory and archive state.",
-        handler="session_list",
-    ),
-    SESSION_NEW: MethodSpec(
-        name="session/new",
-        params=m.NewSessionRequest,
-        result=m.NewSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session"),
-        errors=(-32000,),
-        stability="stable",
-        description="Creates a session and returns its id with its initial state.",
-        handler="session_new",
-    ),
-    SESSION_PROMPT: MethodSpec(
-        name="session/prompt",
-        params=m.PromptRequest,
-        result=m.PromptResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session"),
-        errors=(),
-        stability="stable",
-        description="Submits a user prompt; the answer only acknowledges it, and progress arrives as `session/update` notifications.",
-        handler="session_prompt",
-    ),
-    SESSION_REQUEST_PERMISSION: MethodSpec(
-        name="session/request_permission",
-        params=m.RequestPermissionRequest,
-        result=m.RequestPermissionResponse,
-        side="client",
-        kind="request",
-        capability=None,
-        errors=(),
-        stability="stable",
-        description="Asks the user to approve or reject an action of the agent.",
-        handler="session_request_permission",
-    ),
-    SESSION_RESUME: MethodSpec(
-        name="session/resume",
-        params=m.ResumeSessionRequest,
-        result=m.ResumeSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session"),
-        errors=(),
-        stability="stable",
-        description="Reconnects to an existing session, replaying its history first when `replayFrom` asks for it.",
-        handler="session_resume",
-    ),
-    SESSION_SET_CONFIG_OPTION: MethodSpec(
-        name="session/set_config_option",
-        params=m.SetSessionConfigOptionRequest,
-        result=m.SetSessionConfigOptionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session"),
-        errors=(),
-        stability="stable",
-        description="Changes one session config option and returns the full updated option list.",
-        handler="session_set_config_option",
-    ),
-    SESSION_UNARCHIVE: MethodSpec(
-        name="session/unarchive",
-        params=m.UnarchiveSessionRequest,
-        result=m.UnarchiveSessionResponse,
-        side="agent",
-        kind="request",
-        capability=("capabilities", "session", "archive"),
-        errors=(-32002,),
-        stability="proposal",
-        description="Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.",
-        handler="session_unarchive",
-    ),
-    SESSION_UPDATE: MethodSpec(
-        name="session/update",
-        params=m.UpdateSessionNotification,
-        result=None,
-        side="client",
-        kind="notification",
-        capability=None,
-        errors=(),
-        stability="stable",
-        description="Streams session changes to the client as upserts: messages, tool calls, plans, terminals and state.",
-        handler="session_update",
-    ),
-}
+
+class MethodTable(dict[str, MethodSpec[Any, Any]]):
+    """The type of ``METHODS``: a ``dict``, with the row of each method typed for a type checker.
+
+    ``METHODS["session/new"]`` is a ``MethodSpec[NewSessionRequest,
+    NewSessionResponse]`` to a type checker (a notification's result type
+    is ``Never``: it has none); a name that is not a literal gives
+    ``MethodSpec[Any, Any]``.
+    At run time it is a plain ``dict`` subclass that adds nothing.
+    """
+
+    __slots__ = ()
+
+    if (
+        typing.TYPE_CHECKING
+    ):  # (not imported by name: a method could become that constant)
+
+        @overload
+        def __getitem__(
+            self, key: Literal["$/cancel_request"], /
+        ) -> MethodSpec[m.CancelRequestNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/login"], /
+        ) -> MethodSpec[m.LoginAuthRequest, m.LoginAuthResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/logout"], /
+        ) -> MethodSpec[m.LogoutAuthRequest, m.LogoutAuthResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["document/didChange"], /
+        ) -> MethodSpec[m.DidChangeDocumentNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["document/didClose"], /
+        ) -> MethodSpec[m.DidCloseDocumentNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["document/didFocus"], /
+        ) -> MethodSpec[m.DidFocusDocumentNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["document/didOpen"], /
+        ) -> MethodSpec[m.DidOpenDocumentNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["document/didSave"], /
+        ) -> MethodSpec[m.DidSaveDocumentNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["elicitation/complete"], /
+        ) -> MethodSpec[m.CompleteElicitationNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["elicitation/create"], /
+        ) -> MethodSpec[m.CreateElicitationRequest, m.CreateElicitationResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["initialize"], /
+        ) -> MethodSpec[m.InitializeRequest, m.InitializeResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["mcp/connect"], /
+        ) -> MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["mcp/disconnect"], /
+        ) -> MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["mcp/message"], /
+        ) -> MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["nes/accept"], /
+        ) -> MethodSpec[m.AcceptNesNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["nes/close"], /
+        ) -> MethodSpec[m.CloseNesRequest, m.CloseNesResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["nes/reject"], /
+        ) -> MethodSpec[m.RejectNesNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["nes/start"], /
+        ) -> MethodSpec[m.StartNesRequest, m.StartNesResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["nes/suggest"], /
+        ) -> MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["providers/disable"], /
+        ) -> MethodSpec[m.DisableProviderRequest, m.DisableProviderResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["providers/list"], /
+        ) -> MethodSpec[m.ListProvidersRequest, m.ListProvidersResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["providers/set"], /
+        ) -> MethodSpec[m.SetProviderRequest, m.SetProviderResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/archive"], /
+        ) -> MethodSpec[m.ArchiveSessionRequest, m.ArchiveSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/cancel"], /
+        ) -> MethodSpec[m.CancelSessionNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/close"], /
+        ) -> MethodSpec[m.CloseSessionRequest, m.CloseSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/delete"], /
+        ) -> MethodSpec[m.DeleteSessionRequest, m.DeleteSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/fork"], /
+        ) -> MethodSpec[m.ForkSessionRequest, m.ForkSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/list"], /
+        ) -> MethodSpec[m.ListSessionsRequest, m.ListSessionsResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/new"], /
+        ) -> MethodSpec[m.NewSessionRequest, m.NewSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/prompt"], /
+        ) -> MethodSpec[m.PromptRequest, m.PromptResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/request_permission"], /
+        ) -> MethodSpec[m.RequestPermissionRequest, m.RequestPermissionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/resume"], /
+        ) -> MethodSpec[m.ResumeSessionRequest, m.ResumeSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/set_config_option"], /
+        ) -> MethodSpec[
+            m.SetSessionConfigOptionRequest, m.SetSessionConfigOptionResponse
+        ]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/unarchive"], /
+        ) -> MethodSpec[m.UnarchiveSessionRequest, m.UnarchiveSessionResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/update"], /
+        ) -> MethodSpec[m.UpdateSessionNotification, Never]: ...
+
+        @overload
+        def __getitem__(self, key: str, /) -> MethodSpec[Any, Any]: ...
+
+        def __getitem__(self, key: str, /) -> MethodSpec[Any, Any]: ...
+
+
+METHODS: MethodTable = MethodTable(
+    {
+        CANCEL_REQUEST: MethodSpec[m.CancelRequestNotification, Never](
+            name="$/cancel_request",
+            params=m.CancelRequestNotification,
+            result=None,
+            side="protocol",
+            kind="notification",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.",
+            handler="cancel_request",
+        ),
+        AUTH_LOGIN: MethodSpec[m.LoginAuthRequest, m.LoginAuthResponse](
+            name="auth/login",
+            params=m.LoginAuthRequest,
+            result=m.LoginAuthResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Runs the login flow of an advertised authentication method; callable only when `authMethods` is non-empty.",
+            handler="auth_login",
+        ),
+        AUTH_LOGOUT: MethodSpec[m.LogoutAuthRequest, m.LogoutAuthResponse](
+            name="auth/logout",
+            params=m.LogoutAuthRequest,
+            result=m.LogoutAuthResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Ends the current authenticated state; callable only when `authMethods` is non-empty.",
+            handler="auth_logout",
+        ),
+        DOCUMENT_DID_CHANGE: MethodSpec[m.DidChangeDocumentNotification, Never](
+            name="document/didChange",
+            params=m.DidChangeDocumentNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes", "events", "document", "didChange"),
+            errors=(),
+            stability="unstable",
+            description="An open document changed; carries the changes in the sync kind the agent asked for.",
+            handler="document_did_change",
+        ),
+        DOCUMENT_DID_CLOSE: MethodSpec[m.DidCloseDocumentNotification, Never](
+            name="document/didClose",
+            params=m.DidCloseDocumentNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes", "events", "document", "didClose"),
+            errors=(),
+            stability="unstable",
+            description="The client closed a document.",
+            handler="document_did_close",
+        ),
+        DOCUMENT_DID_FOCUS: MethodSpec[m.DidFocusDocumentNotification, Never](
+            name="document/didFocus",
+            params=m.DidFocusDocumentNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes", "events", "document", "didFocus"),
+            errors=(),
+            stability="unstable",
+            description="The user moved to a document; carries the cursor and the visible range.",
+            handler="document_did_focus",
+        ),
+        DOCUMENT_DID_OPEN: MethodSpec[m.DidOpenDocumentNotification, Never](
+            name="document/didOpen",
+            params=m.DidOpenDocumentNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes", "events", "document", "didOpen"),
+            errors=(),
+            stability="unstable",
+            description="The client opened a document; carries its full text and version.",
+            handler="document_did_open",
+        ),
+        DOCUMENT_DID_SAVE: MethodSpec[m.DidSaveDocumentNotification, Never](
+            name="document/didSave",
+            params=m.DidSaveDocumentNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes", "events", "document", "didSave"),
+            errors=(),
+            stability="unstable",
+            description="A document was saved.",
+            handler="document_did_save",
+        ),
+        ELICITATION_COMPLETE: MethodSpec[m.CompleteElicitationNotification, Never](
+            name="elicitation/complete",
+            params=m.CompleteElicitationNotification,
+            result=None,
+            side="client",
+            kind="notification",
+            capability=("capabilities", "elicitation", "url"),
+            errors=(),
+            stability="stable",
+            description="Tells the client that an external URL elicitation has finished.",
+            handler="elicitation_complete",
+        ),
+        ELICITATION_CREATE: MethodSpec[
+            m.CreateElicitationRequest, m.CreateElicitationResponse
+        ](
+            name="elicitation/create",
+            params=m.CreateElicitationRequest,
+            result=m.CreateElicitationResponse,
+            side="client",
+            kind="request",
+            capability=("capabilities", "elicitation"),
+            errors=(),
+            stability="stable",
+            description="Asks the user for structured input through a form or an external URL.",
+            handler="elicitation_create",
+        ),
+        INITIALIZE: MethodSpec[m.InitializeRequest, m.InitializeResponse](
+            name="initialize",
+            params=m.InitializeRequest,
+            result=m.InitializeResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.",
+            handler="initialize",
+        ),
+        MCP_CONNECT: MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse](
+            name="mcp/connect",
+            params=m.ConnectMcpRequest,
+            result=m.ConnectMcpResponse,
+            side="client",
+            kind="request",
+            capability=None,
+            errors=(-32002,),
+            stability="unstable",
+            description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
+            handler="mcp_connect",
+        ),
+        MCP_DISCONNECT: MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse](
+            name="mcp/disconnect",
+            params=m.DisconnectMcpRequest,
+            result=m.DisconnectMcpResponse,
+            side="client",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="unstable",
+            description="Closes a connection opened with `mcp/connect`.",
+            handler="mcp_disconnect",
+        ),
+        MCP_MESSAGE: MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse](
+            name="mcp/message",
+            params=m.MessageMcpRequest,
+            result=m.MessageMcpResponse,
+            side="protocol",
+            kind="request",
+            capability=None,
+            errors=(-32002,),
+            stability="unstable",
+            description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
+            handler="mcp_message",
+            notification_params=m.MessageMcpNotification,
+        ),
+        NES_ACCEPT: MethodSpec[m.AcceptNesNotification, Never](
+            name="nes/accept",
+            params=m.AcceptNesNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes"),
+            errors=(),
+            stability="unstable",
+            description="Tells the agent the user took a suggestion.",
+            handler="nes_accept",
+        ),
+        NES_CLOSE: MethodSpec[m.CloseNesRequest, m.CloseNesResponse](
+            name="nes/close",
+            params=m.CloseNesRequest,
+            result=m.CloseNesResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "nes"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Ends a next-edit suggestion session.",
+            handler="nes_close",
+        ),
+        NES_REJECT: MethodSpec[m.RejectNesNotification, Never](
+            name="nes/reject",
+            params=m.RejectNesNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "nes"),
+            errors=(),
+            stability="unstable",
+            description="Tells the agent the user did not take a suggestion, and why.",
+            handler="nes_reject",
+        ),
+        NES_START: MethodSpec[m.StartNesRequest, m.StartNesResponse](
+            name="nes/start",
+            params=m.StartNesRequest,
+            result=m.StartNesResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "nes"),
+            errors=(),
+            stability="unstable",
+            description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
+            handler="nes_start",
+        ),
+        NES_SUGGEST: MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse](
+            name="nes/suggest",
+            params=m.SuggestNesRequest,
+            result=m.SuggestNesResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "nes"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
+            handler="nes_suggest",
+        ),
+        PROVIDERS_DISABLE: MethodSpec[
+            m.DisableProviderRequest, m.DisableProviderResponse
+        ](
+            name="providers/disable",
+            params=m.DisableProviderRequest,
+            result=m.DisableProviderResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "providers"),
+            errors=(),
+            stability="unstable",
+            description="Turns one model provider off.",
+            handler="providers_disable",
+        ),
+        PROVIDERS_LIST: MethodSpec[m.ListProvidersRequest, m.ListProvidersResponse](
+            name="providers/list",
+            params=m.ListProvidersRequest,
+            result=m.ListProvidersResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "providers"),
+            errors=(),
+            stability="unstable",
+            description="Lists the model providers the agent can use, with how each is set up now.",
+            handler="providers_list",
+        ),
+        PROVIDERS_SET: MethodSpec[m.SetProviderRequest, m.SetProviderResponse](
+            name="providers/set",
+            params=m.SetProviderRequest,
+            result=m.SetProviderResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "providers"),
+            errors=(),
+            stability="unstable",
+            description="Sets the endpoint, API dialect and headers of one model provider.",
+            handler="providers_set",
+        ),
+        SESSION_ARCHIVE: MethodSpec[m.ArchiveSessionRequest, m.ArchiveSessionResponse](
+            name="session/archive",
+            params=m.ArchiveSessionRequest,
+            result=m.ArchiveSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "archive"),
+            errors=(-32002,),
+            stability="proposal",
+            description="Archives a session (closing it first when active). Unknown sessions yield -32002.",
+            handler="session_archive",
+        ),
+        SESSION_CANCEL: MethodSpec[m.CancelSessionNotification, Never](
+            name="session/cancel",
+            params=m.CancelSessionNotification,
+            result=None,
+            side="agent",
+            kind="notification",
+            capability=("capabilities", "session"),
+            errors=(),
+            stability="stable",
+            description="Asks the agent to stop the foreground work of a session; completion is reported by an idle state update.",
+            handler="session_cancel",
+        ),
+        SESSION_CLOSE: MethodSpec[m.CloseSessionRequest, m.CloseSessionResponse](
+            name="session/close",
+            params=m.CloseSessionRequest,
+            result=m.CloseSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session"),
+            errors=(),
+            stability="stable",
+            description="Cancels all work of an active session and frees its resources.",
+            handler="session_close",
+        ),
+        SESSION_DELETE: MethodSpec[m.DeleteSessionRequest, m.DeleteSessionResponse](
+            name="session/delete",
+            params=m.DeleteSessionRequest,
+            result=m.DeleteSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "delete"),
+            errors=(),
+            stability="stable",
+            description="Removes a session from future listings; succeeds silently for unknown sessions.",
+            handler="session_delete",
+        ),
+        SESSION_FORK: MethodSpec[m.ForkSessionRequest, m.ForkSessionResponse](
+            name="session/fork",
+            params=m.ForkSessionRequest,
+            result=m.ForkSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "fork"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Starts a new session whose history is a copy of an existing session's; the original is left as it was. An unknown session yields -32002.",
+            handler="session_fork",
+        ),
+        SESSION_LIST: MethodSpec[m.ListSessionsRequest, m.ListSessionsResponse](
+            name="session/list",
+            params=m.ListSessionsRequest,
+            result=m.ListSessionsResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session"),
+            errors=(),
+            stability="stable",
+            description="Lists known sessions page by page, optionally filtered by working directory and archive state.",
+            handler="session_list",
+        ),
+        SESSION_NEW: MethodSpec[m.NewSessionRequest, m.NewSessionResponse](
+            name="session/new",
+            params=m.NewSessionRequest,
+            result=m.NewSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session"),
+            errors=(-32000,),
+            stability="stable",
+            description="Creates a session and returns its id with its initial state.",
+            handler="session_new",
+        ),
+        SESSION_PROMPT: MethodSpec[m.PromptRequest, m.PromptResponse](
+            name="session/prompt",
+            params=m.PromptRequest,
+            result=m.PromptResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session"),
+            errors=(),
+            stability="stable",
+            description="Submits a user prompt; the answer only acknowledges it, and progress arrives as `session/update` notifications.",
+            handler="session_prompt",
+        ),
+        SESSION_REQUEST_PERMISSION: MethodSpec[
+            m.RequestPermissionRequest, m.RequestPermissionResponse
+        ](
+            name="session/request_permission",
+            params=m.RequestPermissionRequest,
+            result=m.RequestPermissionResponse,
+            side="client",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Asks the user to approve or reject an action of the agent.",
+            handler="session_request_permission",
+        ),
+        SESSION_RESUME: MethodSpec[m.ResumeSessionRequest, m.ResumeSessionResponse](
+            name="session/resume",
+            params=m.ResumeSessionRequest,
+            result=m.ResumeSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session"),
+            errors=(),
+            stability="stable",
+            description="Reconnects to an existing session, replaying its history first when `replayFrom` asks for it.",
+            handler="session_resume",
+        ),
+        SESSION_SET_CONFIG_OPTION: MethodSpec[
+            m.SetSessionConfigOptionRequest, m.SetSessionConfigOptionResponse
+        ](
+            name="session/set_config_option",
+            params=m.SetSessionConfigOptionRequest,
+            result=m.SetSessionConfigOptionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session"),
+            errors=(),
+            stability="stable",
+            description="Changes one session config option and returns the full updated option list.",
+            handler="session_set_config_option",
+        ),
+        SESSION_UNARCHIVE: MethodSpec[
+            m.UnarchiveSessionRequest, m.UnarchiveSessionResponse
+        ](
+            name="session/unarchive",
+            params=m.UnarchiveSessionRequest,
+            result=m.UnarchiveSessionResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "archive"),
+            errors=(-32002,),
+            stability="proposal",
+            description="Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.",
+            handler="session_unarchive",
+        ),
+        SESSION_UPDATE: MethodSpec[m.UpdateSessionNotification, Never](
+            name="session/update",
+            params=m.UpdateSessionNotification,
+            result=None,
+            side="client",
+            kind="notification",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Streams session changes to the client as upserts: messages, tool calls, plans, terminals and state.",
+            handler="session_update",
+        ),
+    }
+)
 """Wire method name -> its row of the method table, sorted by name.
 
 ``handler`` is the name a connection calls on its handler for the method:
