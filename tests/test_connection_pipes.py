@@ -223,29 +223,40 @@ def test_data_that_arrived_before_the_connection_started_is_not_lost() -> None:
     run(main)
 
 
-def test_a_handler_never_starts_as_the_connections_reading_task() -> None:
-    # asyncio.timeout() and task groups act on the current task: a handler's first stretch must not
-    # run as the task that reads the connection (3.12+: it is the handler's own eager task; before
-    # 3.12 it runs outside any task until it first suspends)
+def test_a_handler_runs_as_its_own_task_from_its_first_line() -> None:
+    # asyncio.timeout() and task groups act on the current task, and context variables belong to it:
+    # from its first line on, on every interpreter, a handler runs as a task of its own (3.12+:
+    # asyncio's eager start; before, the same by hand), never as the task that reads the connection,
+    # never outside any task, and what it sets in a context variable stays its own
+    import contextvars
+
     from test_connection import Raw
 
     started: list[Any] = []
+    marker: contextvars.ContextVar[str] = contextvars.ContextVar("marker", default="unset")
 
     class Agent(EchoAgent):
         async def session_list(self, params: Any) -> Any:
-            started.append(asyncio.current_task())
+            started.append((asyncio.current_task(), marker.get()))
+            marker.set("set by a handler")
+            if sys.version_info >= (3, 11):
+                async with asyncio.timeout(5):
+                    return v1.ListSessionsResponse(sessions=[])
             return v1.ListSessionsResponse(sessions=[])
 
     async def main() -> None:
         raw = Raw(Agent)  # a plain StreamReader: the connection's own task reads it
         await raw.initialize()
-        raw.send(request(1, "session/list", {}))
-        assert (await raw.answer())["id"] == 1
-        assert started and started[0] is not raw.conn._reading and started[0] is not raw.conn._worker
-        if sys.version_info >= (3, 12):
-            assert isinstance(started[0], asyncio.Task)
-        else:
-            assert started[0] is None
+        for rid in (1, 2):
+            raw.send(request(rid, "session/list", {}))
+            assert (await raw.answer())["id"] == rid
+        (first, seen_first), (second, seen_second) = started
+        for task in (first, second):
+            assert isinstance(task, asyncio.Task)
+            assert task is not raw.conn._reading and task is not raw.conn._worker
+        assert first is not second
+        assert (seen_first, seen_second) == ("unset", "unset"), "a handler's context leaked into the next"
+        assert marker.get() == "unset"
         await raw.conn.close()
 
     run(main)

@@ -28,11 +28,10 @@ How incoming messages are handled:
   until it first suspends; a handler that answers without waiting costs no
   task. From its first suspension on it runs in a task of its own (which
   ``$/cancel_request`` cancels), so a slow one does not hold up the rest.
-  On Python 3.12+ that first stretch already runs as the handler's own
-  task (asyncio's eager start); before 3.12 it runs outside any task, so
-  code that needs ``asyncio.current_task()`` (``asyncio.timeout``, task
-  groups) belongs after the handler's first ``await``. Notifications are
-  handled one at a time, in the order they arrived.
+  That first stretch already runs as the handler's own task, in its own
+  context (asyncio's eager start on 3.12+, the same by hand before), so
+  ``asyncio.timeout()`` and task groups work from the handler's first
+  line. Notifications are handled one at a time, in the order they arrived.
   A response to a request you sent waits until the notifications that came
   before it have been handled (so a client has seen every streamed update
   before ``session/prompt`` returns), unless the request was sent from a
@@ -88,6 +87,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import importlib
 import inspect
@@ -257,59 +257,79 @@ def _method_json(method: str) -> bytes:
 
 
 def _start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None:
-    """Run ``coro`` now, up to its first suspension; return the task it goes on in, or ``None`` if it finished.
+    """Run ``coro`` now, as a task of its own, up to its first suspension; return that task, or ``None`` if it finished.
 
-    On Python 3.12+ this is asyncio's own eager start (the coroutine runs
-    as its task from the first line on). Before 3.12 the coroutine is
-    driven by hand until it first suspends, outside any task, and only
-    then handed to a task (:class:`_Resume`), which makes no difference
-    to what the connection does, only to ``asyncio.current_task()`` during
-    that first stretch.
+    On Python 3.12+ this is asyncio's own eager start. Before 3.12 the task
+    is made first and the coroutine's first stretch is run here by hand, as
+    that task (``asyncio.current_task()`` is the task, so ``asyncio.timeout()``
+    and task groups work from the handler's first line) and in a context of
+    its own (its context variables do not leak into the reader's); the
+    task's first step goes on from where it suspended (:class:`_Resume`).
+    A handler sees the same on every interpreter.
     """
-    if sys.version_info >= (3, 12):
-        task: asyncio.Task[None] = asyncio.Task(
-            coro, loop=asyncio.get_running_loop(), eager_start=True
-        )
-        return None if task.done() else task
     loop = asyncio.get_running_loop()
+    if _EAGER:
+        task: asyncio.Task[None] = asyncio.Task(coro, loop=loop, eager_start=True)
+        return None if task.done() else task
+    resume = _Resume(coro, contextvars.copy_context())
+    task = loop.create_task(resume)
     current = asyncio.current_task()
     if current is not None:  # the reading task: the handler must not run as it
         _leave_task(loop, current)
+    _enter_task(loop, task)
     try:
-        waiting = coro.send(None)
-    except StopIteration:
-        return None
+        resume.start()
     finally:
+        _leave_task(loop, task)
         if current is not None:
             _enter_task(loop, current)
-    return asyncio.ensure_future(_Resume(coro, waiting))
+    return None if resume.finished else task
+
+
+_EAGER = sys.version_info >= (3, 12)
 
 
 class _Resume(Coroutine[Any, Any, None]):
-    """A coroutine that has already run up to its first suspension, for a task to go on with (before 3.12).
+    """The coroutine of a task whose first stretch :func:`_start_eagerly` ran by hand (before 3.12).
 
-    The task's first step gets what the coroutine was waiting on when it
-    suspended; from then on every step goes to the coroutine itself. A
-    cancellation before that first step is thrown into the coroutine where
-    it waits, as it would be in any task.
+    Every step runs in the coroutine's own context. The task's first step
+    gets what the coroutine waited on when it first suspended (or finishes
+    at once if it finished); a cancellation before that first step is
+    thrown into the coroutine where it waits, as in any task.
     """
 
-    __slots__ = ("_coro", "_waiting")
+    __slots__ = ("_coro", "_context", "_first", "finished")
 
-    def __init__(self, coro: Coroutine[Any, Any, None], waiting: Any) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, None], context: contextvars.Context) -> None:
         self._coro = coro
-        self._waiting: Any = (waiting,)
+        self._context = context
+        self._first: tuple[Any, ...] | None = None
+        self.finished = False
+
+    def start(self) -> None:
+        try:
+            self._first = (self._context.run(self._coro.send, None),)
+        except StopIteration:
+            self.finished = True
+        except BaseException as exc:  # re-raised by the task's first step
+            self._first = (exc, True)
 
     def send(self, value: Any) -> Any:
-        waiting = self._waiting
-        if waiting is not None:
-            self._waiting = None
-            return waiting[0]
-        return self._coro.send(value)
+        first = self._first
+        if first is not None:
+            self._first = None
+            if len(first) == 2:
+                raise first[0]
+            return first[0]
+        if self.finished:
+            raise StopIteration
+        return self._context.run(self._coro.send, value)
 
     def throw(self, *exc: Any) -> Any:
-        self._waiting = None
-        return self._coro.throw(*exc)
+        self._first = None
+        if self.finished:
+            raise exc[0] if len(exc) == 1 else exc[1]
+        return self._context.run(self._coro.throw, *exc)
 
     def close(self) -> None:
         self._coro.close()
