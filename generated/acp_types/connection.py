@@ -268,7 +268,7 @@ def _start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None
     A handler sees the same on every interpreter.
     """
     loop = asyncio.get_running_loop()
-    if _EAGER:
+    if sys.version_info >= (3, 12):
         task: asyncio.Task[None] = asyncio.Task(coro, loop=loop, eager_start=True)
         return None if task.done() else task
     resume = _Resume(coro, contextvars.copy_context())
@@ -285,8 +285,6 @@ def _start_eagerly(coro: Coroutine[Any, Any, None]) -> asyncio.Task[None] | None
             _enter_task(loop, current)
     return None if resume.finished else task
 
-
-_EAGER = sys.version_info >= (3, 12)
 
 
 class _Resume(Coroutine[Any, Any, None]):
