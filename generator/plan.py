@@ -149,6 +149,7 @@ class _Planner:
         self.emitted: set[str] = set()
         self.active: set[str] = set()
         self.forward: set[str] = set()  # definitions that hold a forward reference
+        self.in_fields = False  # planning a model field's annotation
 
     def need(self, module: str, *names: str) -> None:
         self.imports.setdefault(module, set()).update(names)
@@ -200,6 +201,13 @@ class _Planner:
         kind = texpr.kind
         if kind == "ref":
             text = self.ref(texpr.name or "", holder)
+            if self.in_fields and _native_union(self.proto, texpr.name or ""):
+                # A model reads an open / default-branch union in its native form
+                # (pydantic-core's own tag lookup, no Python call on the happy path);
+                # the alias itself keeps the precise form (see FAST_UNION).
+                self.need("typing", "Annotated")
+                self.need(RUNTIME, "FAST_UNION")
+                text = f"Annotated[{text}, FAST_UNION]"
         elif kind == "scalar":
             names = (texpr.name or "").split(" | ")
             parts = []
@@ -254,7 +262,11 @@ class _Planner:
                          required_one_of=one_of)
 
     def plan_field(self, t: ObjectType, f: Field) -> FieldPlan:
-        ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
+        self.in_fields = True
+        try:
+            ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
+        finally:
+            self.in_fields = False
         not_null = False
         if not f.required:
             not_null = not _admits_null(self.proto, f.type)
@@ -395,6 +407,21 @@ def _names_used(t: TypeDef) -> list[str]:
     if isinstance(t, AliasType):
         return t.type.refs()
     return []
+
+
+def _native_union(proto: Protocol, name: str) -> bool:
+    """Whether ``name`` is a union whose tag ``tag_discriminator`` looks up (open, default branch or nested).
+
+    A model field names such a union through ``FAST_UNION``: pydantic-core
+    then looks the tag up itself. Unions by key presence keep their callable.
+    """
+    if not proto.has_type(name):
+        return False
+    u = proto.type(name)
+    if not isinstance(u, UnionType) or u.presence is not None or u.tag is None:
+        return False
+    nested = any(not isinstance(proto.type(v.name), ObjectType) for v in u.variants)
+    return u.open or u.default is not None or nested
 
 
 def _constraint_args(texpr: TypeExpr) -> list[str]:

@@ -15,6 +15,7 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
+    FAST_UNION,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -2432,7 +2433,7 @@ class MultiSelectPropertySchema(AcpModel):
     ] = None
     """Most choices the user may pick."""
 
-    items: MultiSelectItems
+    items: Annotated[MultiSelectItems, FAST_UNION]
     """The choices on offer."""
 
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
@@ -2489,7 +2490,9 @@ class ElicitationSchema(AcpModel):
     title: Annotated[str | None, OMIT_ON_ERROR] = None
     """Title of the form."""
 
-    properties: Annotated[dict[str, ElicitationPropertySchema] | None, NOT_NULL] = {}
+    properties: Annotated[
+        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
+    ] = {}
     """The form fields by name."""
 
     required: list[str] | None = None
@@ -3478,7 +3481,7 @@ class ForkSessionRequest(AcpModel):
     """Absolute paths of further directories the new session may use."""
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -3676,7 +3679,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[AuthMethod]] | None,
+        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -3934,7 +3937,9 @@ class LoadSessionRequest(AcpModel):
     ] = Field(init=False)
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]], Field(alias="mcpServers"), DEFAULT_ON_ERROR
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+        Field(alias="mcpServers"),
+        DEFAULT_ON_ERROR,
     ]
     """MCP servers the agent should connect to for this session."""
 
@@ -4581,7 +4586,9 @@ class NewSessionRequest(AcpModel):
     """
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]], Field(alias="mcpServers"), DEFAULT_ON_ERROR
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+        Field(alias="mcpServers"),
+        DEFAULT_ON_ERROR,
     ]
     """MCP servers the agent should connect to for this session."""
 
@@ -5421,7 +5428,7 @@ class ResumeSessionRequest(AcpModel):
     """
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
