@@ -175,8 +175,11 @@ class AcpModel(BaseModel):
         by_name: bool | None = None,
     ) -> Self:
         _SLOW.needed = False
+        validator: Any = cls.__pydantic_validator__
+        if type(validator) is _ModelValidator:
+            validator = validator.fast
         try:
-            model = _fast(cls).validate_json(
+            model = validator.validate_json(
                 json_data,
                 strict=strict,
                 extra=extra,
@@ -505,6 +508,13 @@ def _only(discriminate: Callable[[Any], str | None], tag: str, value: Any) -> An
     return value
 
 
+def _only_absent(wire: str, discriminate: Callable[[Any], str | None], tag: str, value: Any) -> Any:
+    """:func:`_only` for a default branch: an object without the tag is the default branch's at once."""
+    if type(value) is dict and wire not in value:
+        return value
+    return _only(discriminate, tag, value)
+
+
 class _NativeTags:
     """The native form of a :func:`tag_discriminator` union (made by :func:`_fast_twin`).
 
@@ -538,14 +548,13 @@ class _NativeTags:
         native: list[Any] = [
             core_schema.tagged_union_schema(known, key, strict=False, from_attributes=True)
         ]
-        for tag in ((UNKNOWN_TAG,) if spec.open else ()) + (
-            (spec.default,) if spec.default is not None else ()
-        ):
-            native.append(
-                core_schema.no_info_before_validator_function(
-                    partial(_only, self.discriminate, tag), choices[tag]
-                )
-            )
+        if spec.open:
+            check = partial(_only, self.discriminate, UNKNOWN_TAG)
+            native.append(core_schema.no_info_before_validator_function(check, choices[UNKNOWN_TAG]))
+        if spec.default is not None:
+            # an absent tag means the default branch (tag_discriminator's first rule)
+            check = partial(_only_absent, spec.wire, self.discriminate, spec.default)
+            native.append(core_schema.no_info_before_validator_function(check, choices[spec.default]))
         return core_schema.union_schema(
             native, mode="left_to_right", metadata={"acp_precise": precise}
         )
