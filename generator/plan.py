@@ -204,7 +204,8 @@ class _Planner:
             if self.in_fields and _native_union(self.proto, texpr.name or ""):
                 # A model reads an open / default-branch union in its native form
                 # (pydantic-core's own tag lookup, no Python call on the happy path);
-                # the alias itself keeps the precise form (see FAST_UNION).
+                # the alias itself keeps the precise form (see FAST_UNION). Closed
+                # and presence unions pass through the marker unchanged.
                 self.need("typing", "Annotated")
                 self.need(RUNTIME, "FAST_UNION")
                 text = f"Annotated[{text}, FAST_UNION]"
@@ -410,18 +411,18 @@ def _names_used(t: TypeDef) -> list[str]:
 
 
 def _native_union(proto: Protocol, name: str) -> bool:
-    """Whether ``name`` is a union whose tag ``tag_discriminator`` looks up (open, default branch or nested).
+    """Whether a model field names ``name`` through ``FAST_UNION``: a union, or an alias of another definition.
 
-    A model field names such a union through ``FAST_UNION``: pydantic-core
-    then looks the tag up itself. Unions by key presence keep their callable.
+    The marker reads a union that ``tag_discriminator`` looks up (open,
+    default branch, nested) in its native form and leaves everything else as
+    it is. It goes on every union and on aliases of a definition (which may
+    be a union in the other version), so a definition written alike in two
+    versions is printed alike whatever the definitions it names became.
     """
     if not proto.has_type(name):
         return False
-    u = proto.type(name)
-    if not isinstance(u, UnionType) or u.presence is not None or u.tag is None:
-        return False
-    nested = any(not isinstance(proto.type(v.name), ObjectType) for v in u.variants)
-    return u.open or u.default is not None or nested
+    t = proto.type(name)
+    return isinstance(t, UnionType) or (isinstance(t, AliasType) and t.type.kind == "ref")
 
 
 def _constraint_args(texpr: TypeExpr) -> list[str]:

@@ -594,10 +594,11 @@ def _fast_twin(alias: Any) -> Any:
 class _FastUnion:
     """Type marker of a union alias read by a model field: validated in its native form.
 
-    The plan puts it on every reference from a model to an open union or a
-    union with a default branch (``Annotated[ContentBlock, FAST_UNION]``):
-    the tag is looked up by pydantic-core itself (:class:`_NativeTags`),
-    with no Python call on the happy path. The alias itself keeps its
+    The plan puts it on every reference from a model to a union
+    (``Annotated[ContentBlock, FAST_UNION]``). An open union or one with a
+    default branch then has its tag looked up by pydantic-core itself
+    (:class:`_NativeTags`), with no Python call on the happy path; any other
+    union (closed and native already, or by key presence) is read unchanged. The alias itself keeps its
     precise form, so ``TypeAdapter(ContentBlock)`` and any model of the
     user's that names it are as before. A rejected message's errors come
     from the precise form (:class:`_ModelValidator`, the entry points).

@@ -913,7 +913,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: EmbeddedResourceResource
+    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
@@ -970,7 +970,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1011,7 +1011,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1237,7 +1237,9 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
+    input: Annotated[
+        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
+    ] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1706,7 +1708,7 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
     """The compaction this concerns."""
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The piece of summary to append."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1748,7 +1750,9 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: Annotated[list[OnErrorOmit[ContentBlock]] | None, OMIT_ON_ERROR] = None
+    summary: Annotated[
+        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The summary that replaces the compacted context, once known."""
 
     error: Annotated[str | None, OMIT_ON_ERROR] = None
@@ -2026,7 +2030,7 @@ class ConfigOptionUpdate(AcpModel):
         ]
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]],
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
         Field(alias="configOptions"),
         DEFAULT_ON_ERROR,
     ]
@@ -2104,7 +2108,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content block."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -3560,7 +3564,7 @@ class ForkSessionResponse(AcpModel):
     """The new session's modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -3979,7 +3983,7 @@ class LoadSessionResponse(AcpModel):
     """Current mode state, when the agent has modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -4616,7 +4620,7 @@ class NewSessionResponse(AcpModel):
     """Initial mode state, when the agent has modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -4942,7 +4946,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: PlanUpdateContent
+    plan: Annotated[PlanUpdateContent, FAST_UNION]
     """The new content of the plan."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -4964,7 +4968,7 @@ class PromptRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session that receives the message."""
 
-    prompt: list[ContentBlock]
+    prompt: list[Annotated[ContentBlock, FAST_UNION]]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5331,7 +5335,9 @@ class ToolCallUpdate(AcpModel):
     status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
     """The execution status."""
 
-    content: Annotated[list[OnErrorOmit[ToolCallContent]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The whole output of the tool call, replacing the previous list."""
 
     locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
@@ -5387,7 +5393,7 @@ class RequestPermissionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    outcome: RequestPermissionOutcome
+    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5455,7 +5461,7 @@ class ResumeSessionResponse(AcpModel):
     """Current mode state, when the agent has modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -5542,7 +5548,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5600,7 +5606,9 @@ class ToolCall(AcpModel):
     """The execution status; `pending` when omitted."""
 
     content: Annotated[
-        list[OnErrorOmit[ToolCallContent]] | None, NOT_NULL, OMIT_ON_ERROR
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
     ] = None
     """Output produced so far."""
 
@@ -5674,7 +5682,9 @@ class ToolCallProgress(AcpModel):
     status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
     """The execution status."""
 
-    content: Annotated[list[OnErrorOmit[ToolCallContent]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The whole output of the tool call, replacing the previous list."""
 
     locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
@@ -5777,7 +5787,7 @@ class SessionNotification(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session the update is about."""
 
-    update: SessionUpdate
+    update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5929,7 +5939,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]],
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
         Field(alias="configOptions"),
         DEFAULT_ON_ERROR,
     ]
@@ -6088,7 +6098,7 @@ class SuggestNesResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    suggestions: list[NesSuggestion]
+    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None

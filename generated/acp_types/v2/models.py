@@ -956,7 +956,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: EmbeddedResourceResource
+    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
