@@ -529,7 +529,7 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"[bench] {name} ...")
         figures += fn()
     print(_table(figures))
-    print(f"\n(medians of repeated runs; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})")
+    print(f"\n(medians of repeated runs, throughput: best batches; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})")
     if args.json:
         print(json.dumps([f.as_dict() for f in figures], indent=2))
     return 0
