@@ -111,8 +111,11 @@ class AcpModel(BaseModel):
     stay different.
 
     Every wire rule runs inside pydantic-core (tolerant fields, skip-invalid
-    items, union tags, not-null); the one Python step left is the slow path
-    of a key spelled like an attribute (:class:`AttributeSpelledKey`).
+    items, union tags, not-null). The Python steps left: the slow path of a
+    key spelled like an attribute (:class:`WireKey`), the check of a native
+    union's fallback branch when its tag lookup failed (:data:`FAST_UNION`),
+    and, for a rejected message, validating it again in the precise form
+    (:func:`precise_validator`), whose errors are raised.
     """
 
     model_config = ConfigDict(
