@@ -14,6 +14,7 @@ group (generation, check, import, throughput, lines, memory, connection).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import shutil
@@ -272,6 +273,46 @@ def _pair(ours: Callable[[], Any], theirs: Callable[[], Any], repeats: int, budg
     return statistics.median(o_rates), statistics.median(s_rates)
 
 
+def _batch_size(fn: Callable[[], Any], budget: float) -> int:
+    fn()
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt >= budget / 4:
+            return max(1, int(n * budget / dt))
+        n *= 2
+
+
+def _best_pair(ours: Callable[[], Any], theirs: Callable[[], Any], repeats: int, budget: float) -> tuple[float, float]:
+    """Best rates of two functions over ``15 * repeats`` interleaved batches of ~``budget / 15`` s each.
+
+    The fastest batch of each side, not the median: on the shared machine
+    load only ever slows a batch down, so the fastest batch is the least
+    disturbed one, and many short interleaved batches give both sides the
+    same chances of a quiet moment. The garbage collector is off while a
+    batch runs (as ``timeit`` does), so neither side pays for the other's
+    garbage.
+    """
+    sizes = [_batch_size(fn, budget / 15) for fn in (ours, theirs)]
+    best = [0.0, 0.0]
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(15 * repeats):
+            for i, fn in enumerate((ours, theirs)):
+                n = sizes[i]
+                t0 = time.perf_counter()
+                for _ in range(n):
+                    fn()
+                best[i] = max(best[i], n / (time.perf_counter() - t0))
+    finally:
+        gc.enable()
+    return best[0], best[1]
+
+
 # Per message: the SDK dict path target, and the stricter one where the issue sets it.
 _TARGETS = {
     "session/update agent_message_chunk": 2.0,
@@ -286,7 +327,8 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
     Baseline: the SDK connection's path, ``json.loads`` + ``model_validate`` +
     ``model_dump_json``. Beside it, the SDK's models through
     ``model_validate_json`` (the "SDK JSON path"), which is what pydantic can
-    do for the SDK at best.
+    do for the SDK at best. Each figure is the best batch of each side over
+    interleaved short batches (see ``_best_pair``).
     """
     import acp.schema as sdk  # noqa: PLC0415
 
@@ -322,13 +364,13 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
         theirs()
         theirs_json()
         target = _TARGETS[name]
-        o, s = _pair(ours, theirs, repeats, budget)
+        o, s = _best_pair(ours, theirs, repeats, budget)
         figures.append(Figure(f"throughput {name}: parse_params vs SDK dict path", o, s, "msg/s",
                               f">= {target}x", o / s >= target))
-        o, s = _pair(ours_json, theirs, repeats, budget)
+        o, s = _best_pair(ours_json, theirs, repeats, budget)
         figures.append(Figure("  same, model_validate_json vs SDK dict path", o, s, "msg/s",
                               f">= {target}x", o / s >= target))
-        o, s = _pair(ours_json, theirs_json, repeats, budget)
+        o, s = _best_pair(ours_json, theirs_json, repeats, budget)
         figures.append(Figure("  same, model_validate_json vs SDK JSON path", o, s, "msg/s", "report", None))
         if "agent_message_chunk" in name:
             from benchmarks import plain  # noqa: PLC0415
@@ -339,7 +381,7 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
                 )
 
             assert json.loads(bound()) == payload
-            o, s = _pair(bound, theirs, repeats, budget)
+            o, s = _best_pair(bound, theirs, repeats, budget)
             figures.append(Figure(f"  bound: plain pydantic model, no ACP rules ({name}) vs SDK dict path",
                                   o, s, "msg/s", "report", None))
             v2_text = json.dumps(V2_CHUNK)
@@ -347,9 +389,18 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
             def ours_v2(text: str = v2_text) -> str:
                 return v2.parse_params("session/update", loads(text)).to_json()
 
+            v2_model = v2.METHODS["session/update"].params
+
+            def ours_v2_json(text: str = v2_text, m: Any = v2_model) -> str:
+                return m.model_validate_json(text, by_name=False).to_json()
+
             assert json.loads(ours_v2()) == V2_CHUNK
-            o, s = _pair(ours_v2, ours, repeats, budget)
+            assert json.loads(ours_v2_json()) == V2_CHUNK
+            o, s = _best_pair(ours_v2, ours, repeats, budget)
             figures.append(Figure("  v2 agent_message_chunk vs v1's (parse_params)", o, s, "msg/s",
+                                  ">= 0.9x", o / s >= 0.9))
+            o, s = _best_pair(ours_v2_json, ours_json, repeats, budget)
+            figures.append(Figure("  v2 agent_message_chunk vs v1's (model_validate_json)", o, s, "msg/s",
                                   ">= 0.9x", o / s >= 0.9))
     return figures
 
@@ -492,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"[bench] {name} ...")
         figures += fn()
     print(_table(figures))
-    print(f"\n(medians of repeated runs; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})")
+    print(f"\n(medians of repeated runs, throughput: best batches; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})")
     if args.json:
         print(json.dumps([f.as_dict() for f in figures], indent=2))
     return 0

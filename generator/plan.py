@@ -149,6 +149,7 @@ class _Planner:
         self.emitted: set[str] = set()
         self.active: set[str] = set()
         self.forward: set[str] = set()  # definitions that hold a forward reference
+        self.in_fields = False  # planning a model field's annotation
 
     def need(self, module: str, *names: str) -> None:
         self.imports.setdefault(module, set()).update(names)
@@ -200,6 +201,14 @@ class _Planner:
         kind = texpr.kind
         if kind == "ref":
             text = self.ref(texpr.name or "", holder)
+            if self.in_fields and _native_union(self.proto, texpr.name or ""):
+                # A model reads an open / default-branch union in its native form
+                # (pydantic-core's own tag lookup, no Python call on the happy path);
+                # the alias itself keeps the precise form (see FAST_UNION). Closed
+                # and presence unions pass through the marker unchanged.
+                self.need("typing", "Annotated")
+                self.need(RUNTIME, "FAST_UNION")
+                text = f"Annotated[{text}, FAST_UNION]"
         elif kind == "scalar":
             names = (texpr.name or "").split(" | ")
             parts = []
@@ -254,7 +263,11 @@ class _Planner:
                          required_one_of=one_of)
 
     def plan_field(self, t: ObjectType, f: Field) -> FieldPlan:
-        ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
+        self.in_fields = True
+        try:
+            ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
+        finally:
+            self.in_fields = False
         not_null = False
         if not f.required:
             not_null = not _admits_null(self.proto, f.type)
@@ -395,6 +408,21 @@ def _names_used(t: TypeDef) -> list[str]:
     if isinstance(t, AliasType):
         return t.type.refs()
     return []
+
+
+def _native_union(proto: Protocol, name: str) -> bool:
+    """Whether a model field names ``name`` through ``FAST_UNION``: a union, or an alias of another definition.
+
+    The marker reads a union that ``tag_discriminator`` looks up (open,
+    default branch, nested) in its native form and leaves everything else as
+    it is. It goes on every union and on aliases of a definition (which may
+    be a union in the other version), so a definition written alike in two
+    versions is printed alike whatever the definitions it names became.
+    """
+    if not proto.has_type(name):
+        return False
+    t = proto.type(name)
+    return isinstance(t, UnionType) or (isinstance(t, AliasType) and t.type.kind == "ref")
 
 
 def _constraint_args(texpr: TypeExpr) -> list[str]:

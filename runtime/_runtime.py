@@ -15,10 +15,10 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any, ClassVar, Generic, Literal
+from typing import Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
-from pydantic_core import CoreSchema, SchemaValidator, core_schema
+from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator, core_schema
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 from typing_extensions import Self, TypeAliasType, TypeVar
 
@@ -111,8 +111,11 @@ class AcpModel(BaseModel):
     stay different.
 
     Every wire rule runs inside pydantic-core (tolerant fields, skip-invalid
-    items, union tags, not-null); the one Python step left is the slow path
-    of a key spelled like an attribute (:class:`AttributeSpelledKey`).
+    items, union tags, not-null). The Python steps left: the slow path of a
+    key spelled like an attribute (:class:`WireKey`), the check of a native
+    union's fallback branch when its tag lookup failed (:data:`FAST_UNION`),
+    and, for a rejected message, validating it again in the precise form
+    (:func:`precise_validator`), whose errors are raised.
     """
 
     model_config = ConfigDict(
@@ -145,27 +148,22 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        validator = cls.__pydantic_validator__
+        kwargs: dict[str, Any] = {
+            "strict": strict,
+            "extra": extra,
+            "from_attributes": from_attributes,
+            "context": context,
+            "by_alias": by_alias,
+            "by_name": by_name,
+        }
         _SLOW.needed = False
-        model = validator.validate_python(
-            obj,
-            strict=strict,
-            extra=extra,
-            from_attributes=from_attributes,
-            context=context,
-            by_alias=by_alias,
-            by_name=by_name,
-        )
+        try:
+            model = _fast(cls).validate_python(obj, **kwargs)
+        except ValidationError:
+            # the native unions' errors name every alternative: the precise form's say what is wrong
+            return precise_validator(cls).validate_python(obj, **kwargs)  # type: ignore[no-any-return]
         if _SLOW.needed:
-            model = slow_validator(cls).validate_python(
-                obj,
-                strict=strict,
-                extra=extra,
-                from_attributes=from_attributes,
-                context=context,
-                by_alias=by_alias,
-                by_name=by_name,
-            )
+            model = slow_validator(cls).validate_python(obj, **kwargs)
         return model  # type: ignore[no-any-return]
 
     @classmethod
@@ -180,14 +178,27 @@ class AcpModel(BaseModel):
         by_name: bool | None = None,
     ) -> Self:
         _SLOW.needed = False
-        model = cls.__pydantic_validator__.validate_json(
-            json_data,
-            strict=strict,
-            extra=extra,
-            context=context,
-            by_alias=by_alias,
-            by_name=by_name,
-        )
+        validator: Any = cls.__pydantic_validator__
+        if type(validator) is _ModelValidator:
+            validator = validator.fast
+        try:
+            model = validator.validate_json(
+                json_data,
+                strict=strict,
+                extra=extra,
+                context=context,
+                by_alias=by_alias,
+                by_name=by_name,
+            )
+        except ValidationError:
+            return precise_validator(cls).validate_json(  # type: ignore[no-any-return]
+                json_data,
+                strict=strict,
+                extra=extra,
+                context=context,
+                by_alias=by_alias,
+                by_name=by_name,
+            )
         if _SLOW.needed:
             model = slow_validator(cls).validate_json(
                 json_data,
@@ -221,6 +232,15 @@ class AcpModel(BaseModel):
             _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
             _types_namespace=_types_namespace,
         )
+
+    @classmethod
+    def __pydantic_on_complete__(cls) -> None:
+        super().__pydantic_on_complete__()
+        # Every other entry point (construction, TypeAdapter(Model)) reads
+        # __pydantic_validator__: the same fast validator, precise errors.
+        validator = cls.__dict__.get("__pydantic_validator__")
+        if isinstance(validator, SchemaValidator):
+            type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
     """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
@@ -280,7 +300,11 @@ def _slow_schema(node: Any) -> Any:
         return [_slow_schema(v) for v in node]
     if not isinstance(node, dict):
         return node
-    out = {k: _slow_schema(v) for k, v in node.items() if k != "extras_keys_schema"}
+    out = {
+        k: v if k == "metadata" else _slow_schema(v)
+        for k, v in node.items()
+        if k != "extras_keys_schema"
+    }
     if out.get("type") == "model":
         ref = out.pop("ref", None)
         wrapped: dict[str, Any] = {
@@ -345,6 +369,94 @@ def _model_classes(schema: Any) -> set[Any]:
     return found
 
 
+def _fast(cls: type[BaseModel]) -> Any:
+    """The fast validator of ``cls`` (its own, or the one inside :class:`_ModelValidator`)."""
+    validator: Any = cls.__pydantic_validator__
+    return validator.fast if type(validator) is _ModelValidator else validator
+
+
+class _ModelValidator:
+    """A model class's ``__pydantic_validator__``: its own validator, with the precise form's errors.
+
+    The happy path is the class's own (native) validator and nothing else.
+    When it rejects the input, the input is validated again by
+    :func:`precise_validator`, whose errors are raised: the native unions
+    (:data:`FAST_UNION`) would report every alternative they tried.
+    """
+
+    __slots__ = ("cls", "fast")
+
+    def __init__(self, fast: SchemaValidator, cls: type[BaseModel]) -> None:
+        self.fast = fast
+        self.cls = cls
+
+    def validate_python(self, input: Any, **kwargs: Any) -> Any:
+        try:
+            return self.fast.validate_python(input, **kwargs)
+        except ValidationError:
+            return precise_validator(self.cls).validate_python(input, **kwargs)
+
+    def validate_json(self, input: Any, **kwargs: Any) -> Any:
+        try:
+            return self.fast.validate_json(input, **kwargs)
+        except ValidationError:
+            return precise_validator(self.cls).validate_json(input, **kwargs)
+
+    def validate_strings(self, input: Any, **kwargs: Any) -> Any:
+        try:
+            return self.fast.validate_strings(input, **kwargs)
+        except ValidationError:
+            return precise_validator(self.cls).validate_strings(input, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fast, name)
+
+
+def core_schema_of(tp: Any) -> Any:
+    """The core schema of ``tp`` (a model class, built if deferred, or any other type)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if not isinstance(tp.__pydantic_core_schema__, dict):  # deferred, not built yet
+            tp.model_rebuild()
+        return tp.__pydantic_core_schema__
+    from pydantic import TypeAdapter  # noqa: PLC0415
+
+    return TypeAdapter(tp).core_schema
+
+
+def precise_schema(node: Any, memo: dict[int, Any] | None = None) -> Any:
+    """A copy of ``node`` in which every native union is its precise form (its ``acp_precise`` metadata).
+
+    The precise form is the tag lookup by :func:`tag_discriminator`: one
+    Python call per union, and errors that name only the branch the tag
+    chose. Shared subtrees stay shared (``memo``); metadata is not copied.
+    """
+    if memo is None:
+        memo = {}
+    if isinstance(node, (list, tuple)):
+        return type(node)(precise_schema(v, memo) for v in node)
+    if not isinstance(node, dict):
+        return node
+    done = memo.get(id(node))
+    if done is not None:
+        return done
+    meta = node.get("metadata")
+    if isinstance(meta, dict) and "acp_precise" in meta:
+        out = dict(precise_schema(meta["acp_precise"], memo))
+        for key in ("ref", "serialization"):
+            if key in node:
+                out[key] = node[key]
+    else:
+        out = {k: v if k == "metadata" else precise_schema(v, memo) for k, v in node.items()}
+    memo[id(node)] = out
+    return out
+
+
+@cache
+def precise_validator(tp: Any) -> SchemaValidator:
+    """The validator of ``tp`` with every native union in its precise form, built on first need (an error)."""
+    return own_validator(precise_schema(core_schema_of(tp)))
+
+
 class UnknownVariant(AcpModel):
     """A branch of an open (v2) union that this version does not know.
 
@@ -382,7 +494,7 @@ def tag_discriminator(
     """
 
     def discriminate(value: Any) -> str | None:
-        if isinstance(value, Mapping):
+        if type(value) is dict or isinstance(value, Mapping):
             tag = value.get(wire, _MISSING)
         elif isinstance(value, UnknownVariant):
             return UNKNOWN_TAG
@@ -407,7 +519,139 @@ def tag_discriminator(
         # pydantic tags of this runtime, never tag values of the wire
         return None if tag in _SENTINEL_TAGS else tag
 
+    _TAG_UNIONS[discriminate] = _TagUnion(wire, attr, known, open, default)
     return discriminate
+
+
+@dataclass(frozen=True)
+class _TagUnion:
+    """What :func:`tag_discriminator` was made with, for the native form of its union."""
+
+    wire: str
+    attr: str
+    known: frozenset[str]
+    open: bool
+    default: str | None
+
+
+_TAG_UNIONS: dict[Callable[[Any], str | None], _TagUnion] = {}
+
+
+def _only(discriminate: Callable[[Any], str | None], tag: str, value: Any) -> Any:
+    """A native union's fallback branch takes only what the precise lookup gives it."""
+    if discriminate(value) != tag:
+        raise PydanticCustomError("acp_union_fallback", "not this branch")
+    return value
+
+
+def _only_absent(wire: str, discriminate: Callable[[Any], str | None], tag: str, value: Any) -> Any:
+    """:func:`_only` for a default branch: an object without the tag is the default branch's at once."""
+    if type(value) is dict and wire not in value:
+        return value
+    return _only(discriminate, tag, value)
+
+
+class _NativeTags:
+    """The native form of a :func:`tag_discriminator` union (made by :func:`_fast_twin`).
+
+    A left-to-right union of pydantic-core's own tag lookup over the known
+    tags and, for an open union or one with a default branch, a fallback
+    that validates the unknown variant or the default branch and takes only
+    what the precise lookup (``discriminate``) routes to it. Both forms
+    accept the same input with the same result; the fallback's Python check
+    runs only when the tag lookup failed (an unknown or absent tag, or an
+    error). The precise form is kept in the node's metadata
+    (``acp_precise``): errors are reported by it (:func:`precise_schema`).
+    """
+
+    def __init__(self, discriminate: Callable[[Any], str | None]) -> None:
+        self.discriminate = discriminate
+        self.spec = _TAG_UNIONS[discriminate]
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        schema: Any = handler(source)
+        options = schema["choices"] if schema.get("type") == "union" else [schema]
+        choices: dict[Any, Any] = {}
+        for option in options:
+            choice = option[0] if isinstance(option, tuple) else option
+            choices[choice["metadata"]["pydantic_internal_union_tag_key"]] = choice
+        spec = self.spec
+        precise = core_schema.tagged_union_schema(choices, self.discriminate)
+        key: Any = spec.wire if spec.attr == spec.wire else [[spec.wire], [spec.attr]]
+        known = {tag: choice for tag, choice in choices.items() if tag in spec.known}
+        native: list[Any] = [
+            core_schema.tagged_union_schema(known, key, strict=False, from_attributes=True)
+        ]
+        if spec.open:
+            check = partial(_only, self.discriminate, UNKNOWN_TAG)
+            native.append(core_schema.no_info_before_validator_function(check, choices[UNKNOWN_TAG]))
+        if spec.default is not None:
+            # an absent tag means the default branch (tag_discriminator's first rule)
+            check = partial(_only_absent, spec.wire, self.discriminate, spec.default)
+            native.append(core_schema.no_info_before_validator_function(check, choices[spec.default]))
+        return core_schema.union_schema(
+            native, mode="left_to_right", metadata={"acp_precise": precise}
+        )
+
+
+_ANNOTATED: Any = Annotated  # subscripted with built tuples, not as a type expression
+_ALIAS: Any = TypeAliasType
+_UNION: Any = Union  # noqa: UP007 (built at runtime, 3.10 needs Union)
+
+
+@cache
+def _fast_twin(alias: Any) -> Any:
+    """The union alias ``alias`` with its tag looked up natively (:class:`_NativeTags`), or None."""
+    from pydantic import Discriminator  # noqa: PLC0415
+
+    value = getattr(alias, "__value__", None)
+    if get_origin(value) is not Annotated:
+        return None
+    union, *meta = get_args(value)
+    found = [
+        m for m in meta if isinstance(m, Discriminator) and m.discriminator in _TAG_UNIONS
+    ]
+    if len(found) != 1:
+        return None
+    branches = []
+    for branch in get_args(union):
+        inner, *tags = get_args(branch)
+        if _fast_twin(inner) is not None:  # a nested union: its own native form
+            inner = _ANNOTATED[inner, FAST_UNION]
+        args = (inner, *tags)
+        branches.append(_ANNOTATED[args])
+    native = _NativeTags(found[0].discriminator)  # type: ignore[arg-type]
+    args = (_UNION[tuple(branches)], *[native if m is found[0] else m for m in meta])
+    return _ALIAS(alias.__name__, _ANNOTATED[args])
+
+
+class _FastUnion:
+    """Type marker of a union alias read by a model field: validated in its native form.
+
+    The plan puts it on every reference from a model to a union
+    (``Annotated[ContentBlock, FAST_UNION]``). An open union or one with a
+    default branch then has its tag looked up by pydantic-core itself
+    (:class:`_NativeTags`), with no Python call on the happy path; any other
+    union (closed and native already, or by key presence) is read unchanged. The alias itself keeps its
+    precise form, so ``TypeAdapter(ContentBlock)`` and any model of the
+    user's that names it are as before. A rejected message's errors come
+    from the precise form (:class:`_ModelValidator`, the entry points).
+    """
+
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> CoreSchema:
+        twin = _fast_twin(source)
+        return handler(source if twin is None else twin)
+
+    def __repr__(self) -> str:
+        return "FAST_UNION"
+
+
+FAST_UNION = _FastUnion()
+"""The one instance of the native-union marker, used by the generated models."""
 
 
 def presence_discriminator(
@@ -613,13 +857,18 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
     # result would depend on which entry point ran first. The validator is
     # the type's own schema with error reports bounded (see _validators).
     # After it, the slow path of a key spelled like an attribute (see WireKey).
+    # A rejected payload is validated again by the precise form (see
+    # FAST_UNION), whose errors are raised.
     from ._validators import bind
 
     bounded = bind(tp)
 
     def validate(data: Any) -> Any:
         _SLOW.needed = False
-        value = bounded(data)
+        try:
+            value = bounded(data)
+        except ValidationError:
+            return bind(tp, precise=True)(data)
         if _SLOW.needed:
             value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
         return value

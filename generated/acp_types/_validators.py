@@ -23,28 +23,24 @@ into the package unchanged.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
+from functools import cache, partial
 from typing import Any
-
-from pydantic import BaseModel
 
 _COLLECTIONS = frozenset({"list", "dict", "set", "frozenset", "tuple"})
 
 
-def bounded_validator(tp: Any) -> Callable[..., Any]:
-    """``validate_python`` of ``tp`` (a model class or a union alias), with bounded error reports."""
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        if not isinstance(tp.__pydantic_core_schema__, dict):  # deferred, not built yet
-            tp.model_rebuild()
-        schema: Any = tp.__pydantic_core_schema__
-    else:
-        from pydantic import TypeAdapter
+def bounded_validator(tp: Any, precise: bool = False) -> Callable[..., Any]:
+    """``validate_python`` of ``tp`` (a model class or a union alias), with bounded error reports.
 
-        schema = TypeAdapter(tp).core_schema
-    schema = _copy_containers(schema)
+    ``precise``: every native union in its precise form (``acp_types._runtime.precise_schema``),
+    the validator whose errors a rejected payload gets.
+    """
+    from ._runtime import core_schema_of, own_validator, precise_schema
+
+    schema: Any = core_schema_of(tp)
+    # precise_schema copies every node it changes or passes (metadata aside, which _bound skips)
+    schema = precise_schema(schema) if precise else _copy_containers(schema)
     _bound(schema)
-    from ._runtime import own_validator
-
     return own_validator(schema).validate_python
 
 
@@ -86,6 +82,7 @@ def _bound(node: Any) -> None:
                 stack.append(value)
 
 
-def bind(tp: Any) -> Callable[[Any], Any]:
+@cache
+def bind(tp: Any, precise: bool = False) -> Callable[[Any], Any]:
     """The entry points' validator of ``tp``: strict, wire names only, bounded errors."""
-    return partial(bounded_validator(tp), strict=True, by_name=False)
+    return partial(bounded_validator(tp, precise), strict=True, by_name=False)

@@ -15,6 +15,7 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
+    FAST_UNION,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -912,7 +913,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: EmbeddedResourceResource
+    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
@@ -969,7 +970,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1010,7 +1011,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1236,7 +1237,9 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
+    input: Annotated[
+        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
+    ] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1705,7 +1708,7 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
     """The compaction this concerns."""
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The piece of summary to append."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1747,7 +1750,9 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: Annotated[list[OnErrorOmit[ContentBlock]] | None, OMIT_ON_ERROR] = None
+    summary: Annotated[
+        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The summary that replaces the compacted context, once known."""
 
     error: Annotated[str | None, OMIT_ON_ERROR] = None
@@ -2025,7 +2030,7 @@ class ConfigOptionUpdate(AcpModel):
         ]
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]],
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
         Field(alias="configOptions"),
         DEFAULT_ON_ERROR,
     ]
@@ -2103,7 +2108,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content block."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -2432,7 +2437,7 @@ class MultiSelectPropertySchema(AcpModel):
     ] = None
     """Most choices the user may pick."""
 
-    items: MultiSelectItems
+    items: Annotated[MultiSelectItems, FAST_UNION]
     """The choices on offer."""
 
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
@@ -2489,7 +2494,9 @@ class ElicitationSchema(AcpModel):
     title: Annotated[str | None, OMIT_ON_ERROR] = None
     """Title of the form."""
 
-    properties: Annotated[dict[str, ElicitationPropertySchema] | None, NOT_NULL] = {}
+    properties: Annotated[
+        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
+    ] = {}
     """The form fields by name."""
 
     required: list[str] | None = None
@@ -3478,7 +3485,7 @@ class ForkSessionRequest(AcpModel):
     """Absolute paths of further directories the new session may use."""
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -3557,7 +3564,7 @@ class ForkSessionResponse(AcpModel):
     """The new session's modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -3676,7 +3683,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[AuthMethod]] | None,
+        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -3934,7 +3941,9 @@ class LoadSessionRequest(AcpModel):
     ] = Field(init=False)
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]], Field(alias="mcpServers"), DEFAULT_ON_ERROR
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+        Field(alias="mcpServers"),
+        DEFAULT_ON_ERROR,
     ]
     """MCP servers the agent should connect to for this session."""
 
@@ -3974,7 +3983,7 @@ class LoadSessionResponse(AcpModel):
     """Current mode state, when the agent has modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -4577,7 +4586,9 @@ class NewSessionRequest(AcpModel):
     """
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]], Field(alias="mcpServers"), DEFAULT_ON_ERROR
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+        Field(alias="mcpServers"),
+        DEFAULT_ON_ERROR,
     ]
     """MCP servers the agent should connect to for this session."""
 
@@ -4605,7 +4616,7 @@ class NewSessionResponse(AcpModel):
     """Initial mode state, when the agent has modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -4931,7 +4942,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: PlanUpdateContent
+    plan: Annotated[PlanUpdateContent, FAST_UNION]
     """The new content of the plan."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -4953,7 +4964,7 @@ class PromptRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session that receives the message."""
 
-    prompt: list[ContentBlock]
+    prompt: list[Annotated[ContentBlock, FAST_UNION]]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5320,7 +5331,9 @@ class ToolCallUpdate(AcpModel):
     status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
     """The execution status."""
 
-    content: Annotated[list[OnErrorOmit[ToolCallContent]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The whole output of the tool call, replacing the previous list."""
 
     locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
@@ -5376,7 +5389,7 @@ class RequestPermissionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    outcome: RequestPermissionOutcome
+    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5417,7 +5430,7 @@ class ResumeSessionRequest(AcpModel):
     """
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -5444,7 +5457,7 @@ class ResumeSessionResponse(AcpModel):
     """Current mode state, when the agent has modes."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         OMIT_ON_ERROR,
     ] = None
@@ -5531,7 +5544,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5589,7 +5602,9 @@ class ToolCall(AcpModel):
     """The execution status; `pending` when omitted."""
 
     content: Annotated[
-        list[OnErrorOmit[ToolCallContent]] | None, NOT_NULL, OMIT_ON_ERROR
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
     ] = None
     """Output produced so far."""
 
@@ -5663,7 +5678,9 @@ class ToolCallProgress(AcpModel):
     status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
     """The execution status."""
 
-    content: Annotated[list[OnErrorOmit[ToolCallContent]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The whole output of the tool call, replacing the previous list."""
 
     locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
@@ -5766,7 +5783,7 @@ class SessionNotification(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session the update is about."""
 
-    update: SessionUpdate
+    update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5918,7 +5935,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]],
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
         Field(alias="configOptions"),
         DEFAULT_ON_ERROR,
     ]
@@ -6077,7 +6094,7 @@ class SuggestNesResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    suggestions: list[NesSuggestion]
+    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None

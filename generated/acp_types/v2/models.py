@@ -15,6 +15,7 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
+    FAST_UNION,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -955,7 +956,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: EmbeddedResourceResource
+    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
@@ -1023,7 +1024,9 @@ class AgentMessage(AcpModel):
     message_id: Annotated[MessageId, Field(alias="messageId")]
     """The message to create or update."""
 
-    content: Annotated[list[OnErrorOmit[ContentBlock]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -1064,7 +1067,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1101,7 +1104,9 @@ class AgentThought(AcpModel):
     message_id: Annotated[MessageId, Field(alias="messageId")]
     """The message to create or update."""
 
-    content: Annotated[list[OnErrorOmit[ContentBlock]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -1142,7 +1147,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1403,7 +1408,9 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
+    input: Annotated[
+        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
+    ] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1821,7 +1828,7 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
     """The compaction this concerns."""
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The piece of summary to append."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -1863,7 +1870,9 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: Annotated[list[OnErrorOmit[ContentBlock]] | None, OMIT_ON_ERROR] = None
+    summary: Annotated[
+        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The summary that replaces the compacted context, once known."""
 
     error: Annotated[str | None, OMIT_ON_ERROR] = None
@@ -2155,7 +2164,7 @@ class ConfigOptionUpdate(AcpModel):
         ]
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]],
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
         Field(alias="configOptions"),
         DEFAULT_ON_ERROR,
     ]
@@ -2233,7 +2242,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content block."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -2564,7 +2573,7 @@ class MultiSelectPropertySchema(AcpModel):
     ] = None
     """Most choices the user may pick."""
 
-    items: MultiSelectItems
+    items: Annotated[MultiSelectItems, FAST_UNION]
     """The choices on offer."""
 
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
@@ -2621,7 +2630,9 @@ class ElicitationSchema(AcpModel):
     title: Annotated[str | None, OMIT_ON_ERROR] = None
     """Title of the form."""
 
-    properties: Annotated[dict[str, ElicitationPropertySchema] | None, NOT_NULL] = {}
+    properties: Annotated[
+        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
+    ] = {}
     """The form fields by name."""
 
     required: list[str] | None = None
@@ -3405,7 +3416,7 @@ class Diff(AcpModel):
     else:
         type: Literal["diff"]
 
-    changes: list[OnErrorOmit[DiffChange]]
+    changes: list[OnErrorOmit[Annotated[DiffChange, FAST_UNION]]]
     """
     Every file operation of the diff; the authoritative list of affected paths.
     """
@@ -3724,7 +3735,7 @@ class ForkSessionRequest(AcpModel):
     """Absolute paths of further directories the new session may use."""
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -3751,7 +3762,7 @@ class ForkSessionResponse(AcpModel):
     """Identifier of the new session."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -3980,7 +3991,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted or null fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[AuthMethod]] | None,
+        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -4844,7 +4855,7 @@ class NewSessionRequest(AcpModel):
     """
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -4877,7 +4888,7 @@ class NewSessionResponse(AcpModel):
     """Unique id of the created session."""
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -5215,7 +5226,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: PlanUpdateContent
+    plan: Annotated[PlanUpdateContent, FAST_UNION]
     """The new content of the plan."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5237,7 +5248,7 @@ class PromptRequest(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session that receives the message."""
 
-    prompt: list[ContentBlock]
+    prompt: list[Annotated[ContentBlock, FAST_UNION]]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5523,7 +5534,9 @@ class ToolCallUpdate(AcpModel):
     status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
     """The execution status."""
 
-    content: Annotated[list[OnErrorOmit[ToolCallContent]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The whole output of the tool call, replacing the previous list."""
 
     locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
@@ -5622,7 +5635,7 @@ class RequestPermissionRequest(AcpModel):
     Why permission is needed, for the prompt only; omitted and `null` both mean none.
     """
 
-    subject: RequestPermissionSubject | None = None
+    subject: Annotated[RequestPermissionSubject, FAST_UNION] | None = None
     """
     What the permission is for; omitted and `null` both mean no structured subject.
     """
@@ -5643,7 +5656,7 @@ class RequestPermissionResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    outcome: RequestPermissionOutcome
+    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5725,7 +5738,7 @@ class ResumeSessionRequest(AcpModel):
     """
 
     mcp_servers: Annotated[
-        list[OnErrorOmit[McpServer]] | None,
+        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
         Field(alias="mcpServers"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -5735,7 +5748,9 @@ class ResumeSessionRequest(AcpModel):
     """
 
     replay_from: Annotated[
-        ReplayFrom | None, Field(alias="replayFrom"), OMIT_ON_ERROR
+        Annotated[ReplayFrom, FAST_UNION] | None,
+        Field(alias="replayFrom"),
+        OMIT_ON_ERROR,
     ] = None
     """Where history replay starts; omitted or null means no replay."""
 
@@ -5756,7 +5771,7 @@ class ResumeSessionResponse(AcpModel):
     ] = Field(init=False)
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]] | None,
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
         Field(alias="configOptions"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -5883,7 +5898,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: ContentBlock
+    content: Annotated[ContentBlock, FAST_UNION]
     """The content to append to the message."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -5918,7 +5933,9 @@ class UserMessage(AcpModel):
     message_id: Annotated[MessageId, Field(alias="messageId")]
     """The message to create or update."""
 
-    content: Annotated[list[OnErrorOmit[ContentBlock]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -5983,7 +6000,7 @@ class ToolCallContentChunk(AcpModel):
     tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
     """The tool call the item belongs to."""
 
-    content: ToolCallContent
+    content: Annotated[ToolCallContent, FAST_UNION]
     """The item to append."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -6042,7 +6059,9 @@ class ToolCallProgress(AcpModel):
     status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
     """The execution status."""
 
-    content: Annotated[list[OnErrorOmit[ToolCallContent]] | None, OMIT_ON_ERROR] = None
+    content: Annotated[
+        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+    ] = None
     """The whole output of the tool call, replacing the previous list."""
 
     locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
@@ -6447,7 +6466,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     )
 
     config_options: Annotated[
-        list[OnErrorOmit[SessionConfigOption]],
+        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
         Field(alias="configOptions"),
         DEFAULT_ON_ERROR,
     ]
@@ -6576,7 +6595,7 @@ class SuggestNesResponse(AcpModel):
 
     __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
 
-    suggestions: list[NesSuggestion]
+    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
@@ -6626,7 +6645,7 @@ class UpdateSessionNotification(AcpModel):
     session_id: Annotated[SessionId, Field(alias="sessionId")]
     """The session the update is about."""
 
-    update: SessionUpdate
+    update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
 
     meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
