@@ -250,6 +250,11 @@ class _Envelope:
         is written by pydantic-core straight to JSON instead of going through
         a dict first.
         """
+        written = self.__dict__.get("_written")
+        if written is not None:
+            # read by the fast path: its envelope's own serializer writes the
+            # whole line in one call (the same text; the payload is the same object)
+            return written[0](written[1]).decode()  # type: ignore[no-any-return]
         text = '{"jsonrpc":"2.0"' + self._json_body()
         if self.extra:
             body = self._body(_as_is)
@@ -604,12 +609,13 @@ class FastPath:
         return found
 
 
-def _envelope_validator(tp: Any) -> Callable[[Any], Any]:
-    """The strict, wire-names-only validator of an envelope type, with error reports bounded.
+def _envelope_validator(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], bytes]]:
+    """The strict, wire-names-only validator of an envelope type (error reports bounded), and its writer.
 
     As in the general path (``acp_types._validators``), every array and map
     stops at its first invalid item, so a message of a million invalid items
-    costs no more than its size before it is sent to the general path.
+    costs no more than its size before it is sent to the general path. The
+    writer is the envelope's own serializer: wire names, unset fields left out.
     """
     import copy  # noqa: PLC0415
 
@@ -618,9 +624,13 @@ def _envelope_validator(tp: Any) -> Callable[[Any], Any]:
     from ._runtime import own_validator  # noqa: PLC0415
     from ._validators import _bound  # noqa: PLC0415
 
-    schema = copy.deepcopy(TypeAdapter(tp).core_schema)
+    adapter = TypeAdapter(tp)
+    schema = copy.deepcopy(adapter.core_schema)
     _bound(schema)
-    return partial(own_validator(schema).validate_python, strict=True, by_name=False)
+    return (
+        partial(own_validator(schema).validate_python, strict=True, by_name=False),
+        partial(adapter.serializer.to_json, by_alias=True, exclude_unset=True),
+    )
 
 
 def _make(cls: type, members: dict[str, Any]) -> Any:
@@ -664,11 +674,12 @@ def _fast_one(
     else:
         which = fast.errors
         key = None
-    validate = which.get(key, _NO_ID)
-    if validate is _NO_ID:
-        validate = fast.validator(which, key)
-    if validate is None:
+    pair = which.get(key, _NO_ID)
+    if pair is _NO_ID:
+        pair = fast.validator(which, key)
+    if pair is None:
         return None
+    validate, write = pair
     slow = _SLOW
     slow.needed = False
     try:
@@ -681,20 +692,25 @@ def _fast_one(
         if rid is _NO_ID:
             return _make(  # type: ignore[no-any-return]
                 Notification,
-                {"method": name, "params": env["params"], "extra": _EMPTY, "has_params": True},
+                {"method": name, "params": env["params"], "extra": _EMPTY, "has_params": True,
+                 "_written": (write, env)},
             )
         return _make(  # type: ignore[no-any-return]
             Request,
-            {"id": rid, "method": name, "params": env["params"], "extra": _EMPTY, "has_params": True},
+            {"id": rid, "method": name, "params": env["params"], "extra": _EMPTY, "has_params": True,
+             "_written": (write, env)},
         )
     answered = pending.pop(rid) if pending is not None else None
     resolved = method if method is not None else answered
     if which is fast.results:
         return _make(  # type: ignore[no-any-return]
-            Response, {"id": rid, "result": env["result"], "method": resolved, "extra": _EMPTY}
+            Response,
+            {"id": rid, "result": env["result"], "method": resolved, "extra": _EMPTY,
+             "_written": (write, env)},
         )
     return _make(  # type: ignore[no-any-return]
-        ErrorResponse, {"id": rid, "error": env["error"], "method": resolved, "extra": _EMPTY}
+        ErrorResponse,
+        {"id": rid, "error": env["error"], "method": resolved, "extra": _EMPTY, "_written": (write, env)},
     )
 
 

@@ -217,3 +217,20 @@ def test_a_v2_batch_reads_alike_through_both_paths() -> None:
     assert len(entries) > 20
     text = json.dumps(entries)
     assert both("v2", text, None)[0] == both("v2", text, None)[1]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_message_read_by_the_fast_path_writes_its_payload_as_it_is_now(version: str) -> None:
+    m = api(version)
+    line = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                       "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "hi"}]}})
+    fast = m.parse_message(line)
+    slow = general(version, line)
+    assert fast.__dict__.get("_written") is not None and slow.__dict__.get("_written") is None
+    for msg in (fast, slow):
+        msg.params.session_id = "s2"
+        msg.params.prompt[0].text = "changed"
+        msg.params.prompt.append(m.models.TextContent(text="more"))
+    assert fast.to_json() == slow.to_json()
+    assert json.loads(fast.to_json())["params"] == {
+        "sessionId": "s2", "prompt": [{"type": "text", "text": "changed"}, {"type": "text", "text": "more"}]}
