@@ -43,6 +43,11 @@ integer whatever its notation (``1.0`` is read and written back as ``1``).
 Extension methods (``_``-prefixed) pass through: their params and results stay
 plain JSON.
 
+A message of an ACP method with exactly the members JSON-RPC defines is read
+in one validation of its method's envelope (``acp_types.<version>.envelopes``,
+see "The fast path" below); any other message, and any problem, goes through
+the general path, so the result and every error are the same either way.
+
 Hand-written: the source is runtime/_jsonrpc.py, which the generator copies
 into the package unchanged.
 """

@@ -16,6 +16,10 @@ accepted can always be written back as JSON and read again to the same:
   read as the base type); anything else (a tuple, a set, bytes, an object)
   is refused.
 
+Decoded text is shown within these limits by counting a few characters of
+the value written back (:func:`_proven`); only when that shows nothing is the
+value walked, and the walk is what reports a problem.
+
 Each problem is a :class:`JsonLimitError`; the entry points turn it into
 their documented exception (a ``MessageError`` from ``parse_message``, a
 pydantic ``ValidationError`` from ``parse_params`` / ``parse_result``).
