@@ -272,6 +272,13 @@ class _Envelope:
         """The members after ``jsonrpc`` as JSON text, each with its leading comma."""
         raise NotImplementedError
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the fast path's writer is bound to this process's validators: a
+        # copy or a pickle writes itself the general way (the same text)
+        state = dict(self.__dict__)
+        state.pop("_written", None)
+        return state
+
 
 def _json_value(value: Any) -> str:
     """A payload as JSON text: a model by its own serializer, anything else as ``json.dumps`` writes it."""

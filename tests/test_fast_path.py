@@ -234,3 +234,16 @@ def test_a_message_read_by_the_fast_path_writes_its_payload_as_it_is_now(version
     assert fast.to_json() == slow.to_json()
     assert json.loads(fast.to_json())["params"] == {
         "sessionId": "s2", "prompt": [{"type": "text", "text": "changed"}, {"type": "text", "text": "more"}]}
+
+
+def test_a_copy_of_a_message_read_by_the_fast_path_writes_the_same() -> None:
+    import copy
+    import dataclasses
+
+    m = api("v1")
+    line = json.dumps({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s1"}})
+    msg = m.parse_message(line)
+    assert msg.__dict__.get("_written") is not None
+    for other in (copy.copy(msg), dataclasses.replace(msg)):
+        assert other.__dict__.get("_written") is None
+        assert other == msg and other.to_json() == msg.to_json() == general("v1", line).to_json()
