@@ -410,11 +410,15 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
 
     The SDK side is what its connection does with a line: ``json.loads``,
     validate the payload with its model, dump it and ``json.dumps`` the
-    envelope back.
+    envelope back. Beside it (report only), the same line through the general
+    path alone, without the one-validation fast path of the envelope. The
+    "2x today's" target compares two versions of acp_types, which cannot share
+    a process: ``python -m benchmarks.lines_compare`` (docs/PERFORMANCE.md).
     """
     import acp.schema as sdk  # noqa: PLC0415
 
     import acp_types.v1 as v1  # noqa: PLC0415
+    from acp_types import _jsonrpc  # noqa: PLC0415
     from benchmarks.messages import CASES  # noqa: PLC0415
 
     loads, dumps = json.loads, json.dumps
@@ -438,11 +442,20 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
             message[part] = value.model_dump(mode="json", by_alias=True, exclude_none=True)
             return dumps(message)
 
+        def general(line: str = line, method: str = method) -> str:
+            return _jsonrpc.parse_message(
+                line, v1.METHODS, "v1", v1.Error, batches=False, method=method
+            ).to_json()
+
         assert loads(ours()) == envelope, name
+        assert general() == ours(), name
         theirs()
         o, s = _pair(ours, theirs, repeats, budget)
         figures.append(Figure(f"line {name}: parse_message + to_json vs SDK line", o, s, "msg/s",
                               ">= 1.75x", o / s >= 1.75))
+        o, s = _pair(ours, general, repeats, budget)
+        figures.append(Figure("  same, vs the general path alone (no envelope fast path)", o, s, "msg/s",
+                              "report", None))
     return figures
 
 

@@ -41,6 +41,7 @@ VERSION_MODULES = {
     "interfaces": "{src}/protocol.json",
     "capabilities": "{src}/protocol.json",
     "messages": "{src}/protocol.json",
+    "envelopes": "{src}/protocol.json and the definitions it names",
     "peer": "{src}/protocol.json",
 }
 

@@ -43,6 +43,11 @@ integer whatever its notation (``1.0`` is read and written back as ``1``).
 Extension methods (``_``-prefixed) pass through: their params and results stay
 plain JSON.
 
+A message of an ACP method with exactly the members JSON-RPC defines is read
+in one validation of its method's envelope (``acp_types.<version>.envelopes``,
+see "The fast path" below); any other message, and any problem, goes through
+the general path, so the result and every error are the same either way.
+
 Hand-written: the source is runtime/_jsonrpc.py, which the generator copies
 into the package unchanged.
 """
@@ -52,6 +57,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from importlib import import_module
 from itertools import count
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -62,6 +69,7 @@ from acp_types._protocol import RequestId
 
 from ._runtime import (
     _SENTINEL_TAGS,
+    _SLOW,
     AcpModel,
     MethodSpec,
     UnknownMethodError,
@@ -216,8 +224,10 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+_dumps: Callable[[Any], str] = json.JSONEncoder(
+    separators=(",", ":"), ensure_ascii=False
+).encode
+"""``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, with the encoder built once."""
 
 
 class _Envelope:
@@ -245,17 +255,50 @@ class _Envelope:
         is written by pydantic-core straight to JSON instead of going through
         a dict first.
         """
-        body = self._body(_as_is)
-        parts = ['{"jsonrpc":' + _dumps(JSONRPC_VERSION)]
-        for key, value in body.items():
-            parts.append(
-                f",{_dumps(key)}:{value.to_json() if isinstance(value, AcpModel) else _dumps(value)}"
-            )
-        for key, value in self.extra.items():
-            if key != "jsonrpc" and key not in body:
-                parts.append(f",{_dumps(key)}:{_dumps(value)}")
-        parts.append("}")
-        return "".join(parts)
+        written = self.__dict__.get("_written")
+        if written is not None:
+            # read by the fast path: its envelope's own serializer writes the
+            # whole line in one call (the same text; the payload is the same object)
+            return written[0](written[1]).decode()  # type: ignore[no-any-return]
+        text = '{"jsonrpc":"2.0"' + self._json_body()
+        if self.extra:
+            body = self._body(_as_is)
+            for key, value in self.extra.items():
+                if key != "jsonrpc" and key not in body:
+                    text += "," + _dumps(key) + ":" + _dumps(value)
+        return text + "}"
+
+    def _json_body(self) -> str:
+        """The members after ``jsonrpc`` as JSON text, each with its leading comma."""
+        raise NotImplementedError
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the fast path's writer is bound to this process's validators: a
+        # copy or a pickle writes itself the general way (the same text)
+        state = dict(self.__dict__)
+        state.pop("_written", None)
+        return state
+
+
+def _json_value(value: Any) -> str:
+    """A payload as JSON text: a model by its own serializer, anything else as ``json.dumps`` writes it."""
+    if isinstance(value, AcpModel):
+        return value.to_json()
+    return _dumps(value)
+
+
+_json_str: Callable[[str], str] = json.encoder.encode_basestring
+"""A str as JSON text, as ``_dumps`` writes it (no ASCII escaping)."""
+
+
+def _json_id(value: Any) -> str:
+    """An id or a method name as JSON text, as ``_dumps`` writes it (an int or a str without the encoder's call)."""
+    t = type(value)
+    if t is int:
+        return int.__repr__(value)
+    if t is str:
+        return _json_str(value)
+    return _dumps(value)
 
 
 @dataclass(frozen=True, eq=True)
@@ -275,6 +318,21 @@ class Request(_Envelope):
             body["params"] = payload(self.params)
         return body
 
+    def _json_body(self) -> str:
+        name = self.method
+        text = (
+            ',"id":'
+            + _json_id(self.id)
+            + ',"method":'
+            + (_json_str(name) if type(name) is str else _dumps(name))
+        )
+        if self.has_params:
+            params = self.params
+            text += ',"params":' + (
+                params.to_json() if isinstance(params, AcpModel) else _dumps(params)
+            )
+        return text
+
 
 @dataclass(frozen=True, eq=True)
 class Notification(_Envelope):
@@ -291,6 +349,16 @@ class Notification(_Envelope):
         if self.has_params:
             body["params"] = payload(self.params)
         return body
+
+    def _json_body(self) -> str:
+        name = self.method
+        text = ',"method":' + (_json_str(name) if type(name) is str else _dumps(name))
+        if self.has_params:
+            params = self.params
+            text += ',"params":' + (
+                params.to_json() if isinstance(params, AcpModel) else _dumps(params)
+            )
+        return text
 
 
 @dataclass(frozen=True, eq=True)
@@ -311,6 +379,9 @@ class Response(_Envelope):
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         return {"id": self.id, "result": payload(self.result)}
 
+    def _json_body(self) -> str:
+        return ',"id":' + _json_id(self.id) + ',"result":' + _json_value(self.result)
+
 
 @dataclass(frozen=True, eq=True)
 class ErrorResponse(_Envelope):
@@ -324,6 +395,9 @@ class ErrorResponse(_Envelope):
 
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         return {"id": self.id, "error": payload(self.error)}
+
+    def _json_body(self) -> str:
+        return ',"id":' + _json_id(self.id) + ',"error":' + _json_value(self.error)
 
 
 Message = Request | Notification | Response | ErrorResponse
@@ -479,6 +553,179 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
+# --------------------------------------------------------------------------
+# The fast path: a whole message in one validation
+#
+# A decoded message whose envelope holds exactly the members JSON-RPC
+# defines, of an ACP method of the version, is validated as a whole in one
+# call of pydantic-core, over the envelope type of its method and kind
+# (``acp_types.<version>.envelopes``, rendered by the generator): the
+# envelope's own members and the payload at once, no Python in between.
+# Anything else (an unknown member, an extension method, a response whose
+# method is not known, a wrong kind, an invalid payload, a key spelled like
+# an attribute, an integral float where an integer is wanted) goes to the
+# general path below, which reads the same decoded value and gives the
+# result or the error it always gave: the fast path never raises, and what
+# it accepts the general path accepts alike (tests/test_fast_path.py).
+
+
+class FastPath:
+    """The fast path of one version: its envelope types, and their validators built on first use.
+
+    ``calls``, ``results`` and ``errors`` map a method (``None`` for an
+    error response) to the validator of its envelope, or to ``None`` when it
+    has none; :meth:`validator` fills them in.
+    """
+
+    def __init__(
+        self,
+        module: str,
+        table: Mapping[str, MethodSpec],
+        version: str,
+        error_model: Any,
+        *,
+        batches: bool,
+    ) -> None:
+        self.module = module
+        self.table = table
+        self.version = version
+        self.error_model = error_model
+        self.batches = batches
+        self._envelopes: Any = None
+        self.calls: dict[Any, Any] = {}
+        self.results: dict[Any, Any] = {}
+        self.errors: dict[Any, Any] = {}
+
+    def parse(
+        self, data: Any, method: str | None = None, pending: PendingRequests | None = None
+    ) -> Message | Batch:
+        """:func:`parse_message` of this version: the fast path first, then the general one."""
+        value = _decode(data)
+        quick = _fast_one(value, self.table, self, method, pending)
+        if quick is not None:
+            return quick
+        return _parse_decoded(
+            value, self.table, self.version, self.error_model, self.batches, method, pending, self
+        )
+
+    def validator(self, which: dict[Any, Any], method: str | None) -> Any:
+        """Build, record and return the validator of ``method``'s envelope in ``which`` (one of the three maps)."""
+        if self._envelopes is None:
+            self._envelopes = import_module(self.module)
+        env = self._envelopes
+        if which is self.errors:
+            tp = env.ERROR
+        else:
+            tp = (env.CALLS if which is self.calls else env.RESULTS).get(method)
+        found = which[method] = None if tp is None else _envelope_validator(tp)
+        return found
+
+
+def _envelope_validator(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], bytes]]:
+    """The strict, wire-names-only validator of an envelope type (error reports bounded), and its writer.
+
+    As in the general path (``acp_types._validators``), every array and map
+    stops at its first invalid item, so a message of a million invalid items
+    costs no more than its size before it is sent to the general path. The
+    writer is the envelope's own serializer: wire names, unset fields left out.
+    """
+    import copy  # noqa: PLC0415
+
+    from pydantic import TypeAdapter  # noqa: PLC0415
+
+    from ._runtime import own_validator  # noqa: PLC0415
+    from ._validators import _bound  # noqa: PLC0415
+
+    adapter = TypeAdapter(tp)
+    schema = copy.deepcopy(adapter.core_schema)
+    _bound(schema)
+    return (
+        partial(own_validator(schema).validate_python, strict=True, by_name=False),
+        partial(adapter.serializer.to_json, by_alias=True, exclude_unset=True),
+    )
+
+
+def _make(cls: type, members: dict[str, Any]) -> Any:
+    # the frozen dataclasses' own __init__ sets each field through
+    # object.__setattr__; an instance given its fields directly is the same object
+    obj: Any = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", members)
+    return obj
+
+
+def _fast_one(
+    value: Any,
+    table: Mapping[str, MethodSpec],
+    fast: FastPath,
+    method: str | None,
+    pending: PendingRequests | None,
+) -> Message | None:
+    """The message, when one validation of its envelope reads it; ``None`` sends it to the general path."""
+    if type(value) is not dict:
+        return None
+    name = value.get("method")
+    rid = value.get("id", _NO_ID)
+    key: str | None
+    if name is not None:
+        if type(name) is not str:
+            return None
+        spec = table.get(name)
+        if spec is None or (spec.kind == "request") is (rid is _NO_ID):
+            return None
+        which = fast.calls
+        key = name
+    elif rid is _NO_ID or not _check_id(rid):
+        return None
+    elif "result" in value:
+        key = method
+        if key is None and pending is not None:
+            key = pending.method_of(rid)
+        if key is None:
+            return None
+        which = fast.results
+    else:
+        which = fast.errors
+        key = None
+    pair = which.get(key, _NO_ID)
+    if pair is _NO_ID:
+        pair = fast.validator(which, key)
+    if pair is None:
+        return None
+    validate, write = pair
+    slow = _SLOW
+    slow.needed = False
+    try:
+        env = validate(value)
+    except ValidationError:
+        return None
+    if slow.needed:
+        return None
+    if name is not None:
+        if rid is _NO_ID:
+            return _make(  # type: ignore[no-any-return]
+                Notification,
+                {"method": name, "params": env["params"], "extra": _EMPTY, "has_params": True,
+                 "_written": (write, env)},
+            )
+        return _make(  # type: ignore[no-any-return]
+            Request,
+            {"id": rid, "method": name, "params": env["params"], "extra": _EMPTY, "has_params": True,
+             "_written": (write, env)},
+        )
+    answered = pending.pop(rid) if pending is not None else None
+    resolved = method if method is not None else answered
+    if which is fast.results:
+        return _make(  # type: ignore[no-any-return]
+            Response,
+            {"id": rid, "result": env["result"], "method": resolved, "extra": _EMPTY,
+             "_written": (write, env)},
+        )
+    return _make(  # type: ignore[no-any-return]
+        ErrorResponse,
+        {"id": rid, "error": env["error"], "method": resolved, "extra": _EMPTY, "_written": (write, env)},
+    )
+
+
 def parse_message(
     data: Any,
     table: Mapping[str, MethodSpec],
@@ -488,6 +735,7 @@ def parse_message(
     batches: bool,
     method: str | None = None,
     pending: PendingRequests | None = None,
+    fast: FastPath | None = None,
 ) -> Message | Batch:
     """Parse one JSON-RPC message (text, bytes or decoded JSON) against a version's method table.
 
@@ -498,9 +746,28 @@ def parse_message(
     raises :class:`MessageError` (one of its subclasses) for anything
     malformed. ``method`` types a response's result (it wins over
     ``pending``); with ``pending``, a response takes its method from there and
-    its id stops being pending.
+    its id stops being pending. ``fast`` is the version's fast path (see
+    above): a message it reads takes one validation, any other the general way.
     """
     value = _decode(data)
+    if fast is not None:
+        quick = _fast_one(value, table, fast, method, pending)
+        if quick is not None:
+            return quick
+    return _parse_decoded(value, table, version, error_model, batches, method, pending, fast)
+
+
+def _parse_decoded(
+    value: Any,
+    table: Mapping[str, MethodSpec],
+    version: str,
+    error_model: Any,
+    batches: bool,
+    method: str | None,
+    pending: PendingRequests | None,
+    fast: FastPath | None,
+) -> Message | Batch:
+    """The general path of :func:`parse_message`, from the decoded value."""
     if isinstance(value, list):
         if not batches:
             problem = InvalidRequest(
@@ -515,6 +782,11 @@ def parse_message(
             raise problem
         entries: list[Message | MessageError] = []
         for entry in value:
+            if fast is not None:
+                quick = _fast_one(entry, table, fast, method, pending)
+                if quick is not None:
+                    entries.append(quick)
+                    continue
             try:
                 entries.append(
                     _parse_one(

@@ -16,6 +16,10 @@ accepted can always be written back as JSON and read again to the same:
   read as the base type); anything else (a tuple, a set, bytes, an object)
   is refused.
 
+Decoded text is shown within these limits by counting a few characters of
+the value written back (:func:`_proven`); only when that shows nothing is the
+value walked, and the walk is what reports a problem.
+
 Each problem is a :class:`JsonLimitError`; the entry points turn it into
 their documented exception (a ``MessageError`` from ``parse_message``, a
 pydantic ``ValidationError`` from ``parse_params`` / ``parse_result``).
@@ -32,7 +36,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 MAX_DEPTH = 128
 """The deepest nesting of arrays and objects a message may have (the message object is level 1)."""
@@ -278,6 +282,51 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_UNCOUNTED = bytes(range(256)).translate(None, b":{[0123456789I")
+"""Every byte but those :func:`_proven` counts (a translate deleting these keeps the counted ones)."""
+
+_DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+"""A translate table: each digit to ``0``, every other byte to a space, so runs of digits stay runs."""
+
+
+def _proven(text: str, value: Any) -> bool:
+    """Whether ``value``, decoded from ``text``, is within the limits, shown without walking it.
+
+    ``value`` written back by pydantic-core holds every member and every
+    string of ``value`` in compact JSON, and counting a few characters there
+    and in ``text`` (each count a pass at C speed) settles the limits:
+
+    - duplicate keys: every ":" of JSON text separates a member or sits in a
+      string; with no escaped colon in ``text``, the counts of ":" in ``text``
+      and written back are equal exactly when decoding lost no member, and a
+      key twice in one object loses one (and the strings it held);
+    - numbers: a float that overflowed is written back as ``Infinity``
+      (``NaN`` and ``Infinity`` tokens are refused by the decoder), and an
+      integer of more than MAX_INT_DIGITS digits is such a run of digits;
+    - depth: nesting is at most the number of arrays and objects.
+
+    ``False`` means "not shown", not "beyond": the walk then decides and
+    says what is wrong. Strings hold no lone surrogate, since the decoder
+    refuses those.
+    """
+    if "\\u003" in text:
+        return False
+    out = to_json(value, inf_nan_mode="constants")
+    counted = out.translate(None, _UNCOUNTED)
+    if b"I" in counted and b"Infinity" in out:
+        return False
+    colons = counted.count(b":")
+    if colons != text.count(":"):
+        return False
+    brackets = counted.count(b"{") + counted.count(b"[")
+    if brackets > MAX_DEPTH:
+        return False
+    if len(counted) - colons - brackets - counted.count(b"I") > MAX_INT_DIGITS:
+        # more digits in all than one integer may have: look for a run that long
+        return b"0" * (MAX_INT_DIGITS + 1) not in out.translate(_DIGIT_RUNS)
+    return True
+
+
 def decode(data: str | bytes | bytearray | memoryview) -> Any:
     """Decode JSON text (or UTF-8 bytes) within the limits; raise :class:`JsonLimitError`."""
     if not isinstance(data, str):
@@ -301,6 +350,8 @@ def decode(data: str | bytes | bytearray | memoryview) -> Any:
         if reason.startswith("lone leading surrogate") or "surrogate" in reason:
             raise _lone_surrogate() from None
         raise JsonLimitError("syntax", f"the message is not JSON: {reason}") from None
+    if _proven(data, value):
+        return value
     scan = _TextScan()
     try:
         checked = scan.walk(value, 0)

@@ -47,6 +47,11 @@ def _plain(text: str) -> bool:
     )
 
 
+def envelope_name(handler: str) -> str:
+    """A method's handler name as the CamelCase stem of its envelope types: ``session_set_mode`` -> ``SessionSetMode``."""
+    return "".join(part[:1].upper() + part[1:] for part in handler.split("_"))
+
+
 def md_cell(text: str | None) -> str:
     """Text safe inside one Markdown table cell: one line, backslashes and pipes escaped."""
     text = " ".join((text or "").split())
@@ -69,6 +74,7 @@ def environment() -> jinja2.Environment:
     env.filters["method_name"] = method_name
     env.filters["constant_name"] = constant_name
     env.filters["md"] = md_cell
+    env.filters["envelope_name"] = envelope_name
     return env
 
 

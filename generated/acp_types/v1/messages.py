@@ -25,12 +25,15 @@ from acp_types._jsonrpc import (
     Request,
     Response,
 )
-from acp_types._jsonrpc import parse_message as _parse_message
+from acp_types._jsonrpc import FastPath
 from acp_types.v1.methods import METHODS
 from acp_types.v1.models import Error as _Error
 
 BATCHES = False
 """Whether this version accepts JSON-RPC batches (arrays of messages)."""
+
+_FAST = FastPath("acp_types.v1.envelopes", METHODS, "v1", _Error, batches=BATCHES)
+"""This version's parser: the fast path over its envelopes (loaded on the first message), then the general one."""
 
 
 def parse_message(
@@ -52,9 +55,7 @@ def parse_message(
     ``MethodNotFound``, ``InvalidParams``, ``InvalidResult``) for anything
     malformed; its ``code`` is the JSON-RPC error code to answer with.
     """
-    parsed = _parse_message(
-        data, METHODS, "v1", _Error, batches=BATCHES, method=method, pending=pending
-    )
+    parsed = _FAST.parse(data, method, pending)
     assert not isinstance(
         parsed, Batch
     ), "this version refuses batches before parsing them"
