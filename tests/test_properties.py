@@ -93,10 +93,10 @@ class Drawer:
     # -- drawing -----------------------------------------------------------
 
     def value(self, draw: Any, node: dict[str, Any], depth: int, path: tuple, breakable: bool,
-              breaks: list, keep_tag: str | None = None) -> Any:
+              breaks: list, keep_tag: str | None = None, outer_tags: tuple = ()) -> Any:
         node = self.deref(node)
         if "x-acp-union" in node:
-            return self.union(draw, node, depth, path, breakable, breaks)
+            return self.union(draw, node, depth, path, breakable, breaks, outer_tags)
         if "const" in node:
             return node["const"]
         if "enum" in node:
@@ -127,7 +127,8 @@ class Drawer:
         if kind == "string":
             if "pattern" in node:
                 return draw(st.from_regex(node["pattern"].strip("^$"), fullmatch=True))
-            return draw(st.text(max_size=8))
+            low = node.get("minLength", 0)
+            return draw(st.text(min_size=low, max_size=node.get("maxLength", low + 8)))
         if kind == "integer":
             return draw(st.integers(min_value=node.get("minimum", -(2**40)), max_value=node.get("maximum", 2**40)))
         if kind == "number":
@@ -164,7 +165,13 @@ class Drawer:
         return out
 
     def union(self, draw: Any, node: dict[str, Any], depth: int, path: tuple, breakable: bool,
-              breaks: list) -> Any:
+              breaks: list, outer_tags: tuple = ()) -> Any:
+        """A value of a union; ``outer_tags`` are the (tag, value) pairs of the unions this one is a branch of.
+
+        A branch that is itself a union (v2's ``state_update``, discriminated
+        again by ``state``) still carries the outer tag, also when the inner
+        tag is an unknown one.
+        """
         spec = node["x-acp-union"]
         if "presence" in spec:
             branch = draw(st.sampled_from(sorted(set(spec["presence"].values()))))
@@ -176,14 +183,16 @@ class Drawer:
         options = list(range(len(branches))) + ([-1] if node.get("x-acp-open") else [])
         pick = draw(st.sampled_from(options))
         if pick == -1:
-            unknown = {tag: draw(UNKNOWN_TAG.filter(lambda t: t not in known))}
+            unknown = dict(outer_tags)
+            unknown[tag] = draw(UNKNOWN_TAG.filter(lambda t: t not in known))
             for key in spec.get("unknownRequired", ()):
                 unknown[key] = draw(ANY_JSON)
             for key in draw(st.lists(EXTRA_KEY, max_size=3, unique=True)):
                 unknown[key] = draw(ANY_JSON)
             return unknown
         keep = tag if "default" in spec else None
-        return self.value(draw, {"$ref": branches[pick][1]}, depth, path, breakable, breaks, keep_tag=keep)
+        return self.value(draw, {"$ref": branches[pick][1]}, depth, path, breakable, breaks, keep_tag=keep,
+                          outer_tags=(*outer_tags, (tag, branches[pick][0])))
 
     # -- breaking ----------------------------------------------------------
 

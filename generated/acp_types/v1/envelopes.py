@@ -30,7 +30,7 @@ _CONFIG = ConfigDict(extra="forbid", strict=True)
 
 @with_config(_CONFIG)
 class CancelRequestEnvelope(TypedDict):
-    """A ``$/cancel_request`` notification as it goes on the wire."""
+    """The ``$/cancel_request`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["$/cancel_request"]
@@ -39,7 +39,7 @@ class CancelRequestEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class AuthenticateEnvelope(TypedDict):
-    """A ``authenticate`` request as it goes on the wire."""
+    """The ``authenticate`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -58,7 +58,7 @@ class AuthenticateResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class DocumentDidChangeEnvelope(TypedDict):
-    """A ``document/didChange`` notification as it goes on the wire."""
+    """The ``document/didChange`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["document/didChange"]
@@ -67,7 +67,7 @@ class DocumentDidChangeEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class DocumentDidCloseEnvelope(TypedDict):
-    """A ``document/didClose`` notification as it goes on the wire."""
+    """The ``document/didClose`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["document/didClose"]
@@ -76,7 +76,7 @@ class DocumentDidCloseEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class DocumentDidFocusEnvelope(TypedDict):
-    """A ``document/didFocus`` notification as it goes on the wire."""
+    """The ``document/didFocus`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["document/didFocus"]
@@ -85,7 +85,7 @@ class DocumentDidFocusEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class DocumentDidOpenEnvelope(TypedDict):
-    """A ``document/didOpen`` notification as it goes on the wire."""
+    """The ``document/didOpen`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["document/didOpen"]
@@ -94,7 +94,7 @@ class DocumentDidOpenEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class DocumentDidSaveEnvelope(TypedDict):
-    """A ``document/didSave`` notification as it goes on the wire."""
+    """The ``document/didSave`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["document/didSave"]
@@ -103,7 +103,7 @@ class DocumentDidSaveEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class ElicitationCompleteEnvelope(TypedDict):
-    """A ``elicitation/complete`` notification as it goes on the wire."""
+    """The ``elicitation/complete`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["elicitation/complete"]
@@ -112,7 +112,7 @@ class ElicitationCompleteEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class ElicitationCreateEnvelope(TypedDict):
-    """A ``elicitation/create`` request as it goes on the wire."""
+    """The ``elicitation/create`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -131,7 +131,7 @@ class ElicitationCreateResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class FsReadTextFileEnvelope(TypedDict):
-    """A ``fs/read_text_file`` request as it goes on the wire."""
+    """The ``fs/read_text_file`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -150,7 +150,7 @@ class FsReadTextFileResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class FsWriteTextFileEnvelope(TypedDict):
-    """A ``fs/write_text_file`` request as it goes on the wire."""
+    """The ``fs/write_text_file`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -169,7 +169,7 @@ class FsWriteTextFileResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class InitializeEnvelope(TypedDict):
-    """A ``initialize`` request as it goes on the wire."""
+    """The ``initialize`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -188,7 +188,7 @@ class InitializeResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class LogoutEnvelope(TypedDict):
-    """A ``logout`` request as it goes on the wire."""
+    """The ``logout`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -207,7 +207,7 @@ class LogoutResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class McpConnectEnvelope(TypedDict):
-    """A ``mcp/connect`` request as it goes on the wire."""
+    """The ``mcp/connect`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -226,7 +226,7 @@ class McpConnectResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class McpDisconnectEnvelope(TypedDict):
-    """A ``mcp/disconnect`` request as it goes on the wire."""
+    """The ``mcp/disconnect`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -245,7 +245,7 @@ class McpDisconnectResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class McpMessageEnvelope(TypedDict):
-    """A ``mcp/message`` request as it goes on the wire."""
+    """The ``mcp/message`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -264,7 +264,7 @@ class McpMessageResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class NesAcceptEnvelope(TypedDict):
-    """A ``nes/accept`` notification as it goes on the wire."""
+    """The ``nes/accept`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["nes/accept"]
@@ -273,7 +273,7 @@ class NesAcceptEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class NesCloseEnvelope(TypedDict):
-    """A ``nes/close`` request as it goes on the wire."""
+    """The ``nes/close`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -292,7 +292,7 @@ class NesCloseResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class NesRejectEnvelope(TypedDict):
-    """A ``nes/reject`` notification as it goes on the wire."""
+    """The ``nes/reject`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["nes/reject"]
@@ -301,7 +301,7 @@ class NesRejectEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class NesStartEnvelope(TypedDict):
-    """A ``nes/start`` request as it goes on the wire."""
+    """The ``nes/start`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -320,7 +320,7 @@ class NesStartResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class NesSuggestEnvelope(TypedDict):
-    """A ``nes/suggest`` request as it goes on the wire."""
+    """The ``nes/suggest`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -339,7 +339,7 @@ class NesSuggestResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class ProvidersDisableEnvelope(TypedDict):
-    """A ``providers/disable`` request as it goes on the wire."""
+    """The ``providers/disable`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -358,7 +358,7 @@ class ProvidersDisableResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class ProvidersListEnvelope(TypedDict):
-    """A ``providers/list`` request as it goes on the wire."""
+    """The ``providers/list`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -377,7 +377,7 @@ class ProvidersListResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class ProvidersSetEnvelope(TypedDict):
-    """A ``providers/set`` request as it goes on the wire."""
+    """The ``providers/set`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -396,7 +396,7 @@ class ProvidersSetResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionArchiveEnvelope(TypedDict):
-    """A ``session/archive`` request as it goes on the wire."""
+    """The ``session/archive`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -415,7 +415,7 @@ class SessionArchiveResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionCancelEnvelope(TypedDict):
-    """A ``session/cancel`` notification as it goes on the wire."""
+    """The ``session/cancel`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["session/cancel"]
@@ -424,7 +424,7 @@ class SessionCancelEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionCloseEnvelope(TypedDict):
-    """A ``session/close`` request as it goes on the wire."""
+    """The ``session/close`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -443,7 +443,7 @@ class SessionCloseResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionDeleteEnvelope(TypedDict):
-    """A ``session/delete`` request as it goes on the wire."""
+    """The ``session/delete`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -462,7 +462,7 @@ class SessionDeleteResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionForkEnvelope(TypedDict):
-    """A ``session/fork`` request as it goes on the wire."""
+    """The ``session/fork`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -481,7 +481,7 @@ class SessionForkResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionListEnvelope(TypedDict):
-    """A ``session/list`` request as it goes on the wire."""
+    """The ``session/list`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -500,7 +500,7 @@ class SessionListResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionLoadEnvelope(TypedDict):
-    """A ``session/load`` request as it goes on the wire."""
+    """The ``session/load`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -519,7 +519,7 @@ class SessionLoadResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionNewEnvelope(TypedDict):
-    """A ``session/new`` request as it goes on the wire."""
+    """The ``session/new`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -538,7 +538,7 @@ class SessionNewResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionPromptEnvelope(TypedDict):
-    """A ``session/prompt`` request as it goes on the wire."""
+    """The ``session/prompt`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -557,7 +557,7 @@ class SessionPromptResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionRequestPermissionEnvelope(TypedDict):
-    """A ``session/request_permission`` request as it goes on the wire."""
+    """The ``session/request_permission`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -576,7 +576,7 @@ class SessionRequestPermissionResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionResumeEnvelope(TypedDict):
-    """A ``session/resume`` request as it goes on the wire."""
+    """The ``session/resume`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -595,7 +595,7 @@ class SessionResumeResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionSetConfigOptionEnvelope(TypedDict):
-    """A ``session/set_config_option`` request as it goes on the wire."""
+    """The ``session/set_config_option`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -614,7 +614,7 @@ class SessionSetConfigOptionResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionSetModeEnvelope(TypedDict):
-    """A ``session/set_mode`` request as it goes on the wire."""
+    """The ``session/set_mode`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -633,7 +633,7 @@ class SessionSetModeResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionUnarchiveEnvelope(TypedDict):
-    """A ``session/unarchive`` request as it goes on the wire."""
+    """The ``session/unarchive`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -652,7 +652,7 @@ class SessionUnarchiveResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class SessionUpdateEnvelope(TypedDict):
-    """A ``session/update`` notification as it goes on the wire."""
+    """The ``session/update`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     method: Literal["session/update"]
@@ -661,7 +661,7 @@ class SessionUpdateEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class TerminalCreateEnvelope(TypedDict):
-    """A ``terminal/create`` request as it goes on the wire."""
+    """The ``terminal/create`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -680,7 +680,7 @@ class TerminalCreateResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class TerminalKillEnvelope(TypedDict):
-    """A ``terminal/kill`` request as it goes on the wire."""
+    """The ``terminal/kill`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -699,7 +699,7 @@ class TerminalKillResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class TerminalOutputEnvelope(TypedDict):
-    """A ``terminal/output`` request as it goes on the wire."""
+    """The ``terminal/output`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -718,7 +718,7 @@ class TerminalOutputResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class TerminalReleaseEnvelope(TypedDict):
-    """A ``terminal/release`` request as it goes on the wire."""
+    """The ``terminal/release`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
@@ -737,7 +737,7 @@ class TerminalReleaseResultEnvelope(TypedDict):
 
 @with_config(_CONFIG)
 class TerminalWaitForExitEnvelope(TypedDict):
-    """A ``terminal/wait_for_exit`` request as it goes on the wire."""
+    """The ``terminal/wait_for_exit`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
     id: RequestId
