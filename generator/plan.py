@@ -308,13 +308,17 @@ class _Planner:
         members = ", ".join(self.ref(v.name, u.name) for v in u.variants)
         if u.presence is not None:
             # Which key is present decides; exactly one must be. No tag to look up natively.
-            self.need("pydantic", "Discriminator", "Tag")
+            # Written back by the value's own class, like every union: a branch
+            # whose tolerant field was dropped would fail the branch check and
+            # warn, then be written by inference.
+            self.need("pydantic", "Discriminator", "Tag", "SerializeAsAny")
             self.need(RUNTIME, "presence_discriminator")
             keys = {key: branch for key, branch in u.presence}
             tagged = ", ".join(f"Annotated[{self.ref(v.name, u.name)}, Tag({v.name!r})]" for v in u.variants)
             first = ", first=True" if u.overlap_first else ""  # "overlap": "first"
             return AliasPlan(u.name, u.description,
-                             f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first}))]",
+                             f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first})), "
+                             "SerializeAsAny()]",
                              "presence-union")
         assert u.tag is not None
         attr = _tag_attr(self.proto, u)

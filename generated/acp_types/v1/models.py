@@ -884,6 +884,7 @@ EmbeddedResourceResource = TypeAliasType(
                 first=True,
             )
         ),
+        SerializeAsAny(),
     ],
 )
 """
@@ -1875,6 +1876,7 @@ SessionConfigSelectItem = TypeAliasType(
                 first=True,
             )
         ),
+        SerializeAsAny(),
     ],
 )
 """

@@ -927,6 +927,7 @@ EmbeddedResourceResource = TypeAliasType(
                 first=True,
             )
         ),
+        SerializeAsAny(),
     ],
 )
 """
@@ -1997,6 +1998,7 @@ SessionConfigSelectItem = TypeAliasType(
                 first=True,
             )
         ),
+        SerializeAsAny(),
     ],
 )
 """
