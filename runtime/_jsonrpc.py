@@ -319,18 +319,9 @@ class Request(_Envelope):
         return body
 
     def _json_body(self) -> str:
-        name = self.method
-        text = (
-            ',"id":'
-            + _json_id(self.id)
-            + ',"method":'
-            + (_json_str(name) if type(name) is str else _dumps(name))
-        )
+        text = ',"id":' + _json_id(self.id) + ',"method":' + _json_id(self.method)
         if self.has_params:
-            params = self.params
-            text += ',"params":' + (
-                params.to_json() if isinstance(params, AcpModel) else _dumps(params)
-            )
+            text += ',"params":' + _json_value(self.params)
         return text
 
 
@@ -351,13 +342,9 @@ class Notification(_Envelope):
         return body
 
     def _json_body(self) -> str:
-        name = self.method
-        text = ',"method":' + (_json_str(name) if type(name) is str else _dumps(name))
+        text = ',"method":' + _json_id(self.method)
         if self.has_params:
-            params = self.params
-            text += ',"params":' + (
-                params.to_json() if isinstance(params, AcpModel) else _dumps(params)
-            )
+            text += ',"params":' + _json_value(self.params)
         return text
 
 
@@ -600,12 +587,9 @@ class FastPath:
         self, data: Any, method: str | None = None, pending: PendingRequests | None = None
     ) -> Message | Batch:
         """:func:`parse_message` of this version: the fast path first, then the general one."""
-        value = _decode(data)
-        quick = _fast_one(value, self.table, self, method, pending)
-        if quick is not None:
-            return quick
-        return _parse_decoded(
-            value, self.table, self.version, self.error_model, self.batches, method, pending, self
+        return parse_message(
+            data, self.table, self.version, self.error_model,
+            batches=self.batches, method=method, pending=pending, fast=self,
         )
 
     def validator(self, which: dict[Any, Any], method: str | None) -> Any:
@@ -629,18 +613,13 @@ def _envelope_validator(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], 
     costs no more than its size before it is sent to the general path. The
     writer is the envelope's own serializer: wire names, unset fields left out.
     """
-    import copy  # noqa: PLC0415
-
     from pydantic import TypeAdapter  # noqa: PLC0415
 
-    from ._runtime import own_validator  # noqa: PLC0415
-    from ._validators import _bound  # noqa: PLC0415
+    from ._validators import bounded_schema_validator  # noqa: PLC0415
 
     adapter = TypeAdapter(tp)
-    schema = copy.deepcopy(adapter.core_schema)
-    _bound(schema)
     return (
-        partial(own_validator(schema).validate_python, strict=True, by_name=False),
+        partial(bounded_schema_validator(adapter.core_schema), strict=True, by_name=False),
         partial(adapter.serializer.to_json, by_alias=True, exclude_unset=True),
     )
 

@@ -35,11 +35,23 @@ def bounded_validator(tp: Any, precise: bool = False) -> Callable[..., Any]:
     ``precise``: every native union in its precise form (``acp_types._runtime.precise_schema``),
     the validator whose errors a rejected payload gets.
     """
-    from ._runtime import core_schema_of, own_validator, precise_schema
+    from ._runtime import core_schema_of, precise_schema
 
     schema: Any = core_schema_of(tp)
-    # precise_schema copies every node it changes or passes (metadata aside, which _bound skips)
-    schema = precise_schema(schema) if precise else _copy_containers(schema)
+    if precise:
+        # precise_schema copies every node it changes or passes (metadata aside, which _bound skips)
+        return _bounded(precise_schema(schema))
+    return bounded_schema_validator(schema)
+
+
+def bounded_schema_validator(schema: Any) -> Callable[..., Any]:
+    """``validate_python`` of a core schema, with bounded error reports; ``schema`` itself is left as it is."""
+    return _bounded(_copy_containers(schema))
+
+
+def _bounded(schema: Any) -> Callable[..., Any]:
+    from ._runtime import own_validator
+
     _bound(schema)
     return own_validator(schema).validate_python
 
