@@ -36,6 +36,8 @@ from typing import Any
 
 from pydantic_core import SchemaSerializer, SchemaValidator
 
+from ._runtime import model_nodes
+
 _LOCK = threading.RLock()
 
 _FOUND: dict[Any, Any] = {}
@@ -107,19 +109,12 @@ def complete(cls: Any) -> bool:
 def _note_contained(schema: Any) -> None:
     """Keep the schema of each incomplete model class inside ``schema`` for when that class completes."""
     definitions = schema.get("definitions") if schema.get("type") == "definitions" else None
-    stack = [schema]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if node.get("type") == "model":
-                contained = node["cls"]
-                if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
-                    # a definition-ref inside it points into the outer schema's definitions
-                    _FOUND[contained] = (
-                        node
-                        if definitions is None
-                        else {"type": "definitions", "schema": node, "definitions": definitions}
-                    )
-            stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
-        elif isinstance(node, list):
-            stack.extend(v for v in node if isinstance(v, (dict, list)))
+    for node in model_nodes(schema):
+        contained = node["cls"]
+        if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
+            # a definition-ref inside it points into the outer schema's definitions
+            _FOUND[contained] = (
+                node
+                if definitions is None
+                else {"type": "definitions", "schema": node, "definitions": definitions}
+            )

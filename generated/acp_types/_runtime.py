@@ -12,7 +12,7 @@ into the package unchanged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
@@ -178,11 +178,8 @@ class AcpModel(BaseModel):
         by_name: bool | None = None,
     ) -> Self:
         _SLOW.needed = False
-        validator: Any = cls.__pydantic_validator__
-        if type(validator) is _ModelValidator:
-            validator = validator.fast
         try:
-            model = validator.validate_json(
+            model = _fast(cls).validate_json(
                 json_data,
                 strict=strict,
                 extra=extra,
@@ -354,19 +351,22 @@ def own_validator(schema: Any) -> SchemaValidator:
                 type.__setattr__(cls, "__pydantic_complete__", value)
 
 
-def _model_classes(schema: Any) -> set[Any]:
-    """The classes of every model schema in ``schema`` (a loop, not a recursion: it runs on the first message)."""
-    found: set[Any] = set()
+def model_nodes(schema: Any) -> Iterator[dict[str, Any]]:
+    """Every model schema (``"type": "model"``) in the core schema ``schema`` (a loop, not a recursion: it runs on the first message)."""
     stack = [schema]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
             if node.get("type") == "model":
-                found.add(node["cls"])
+                yield node
             stack.extend(v for v in node.values() if isinstance(v, (dict, list)))
         elif isinstance(node, list):
             stack.extend(v for v in node if isinstance(v, (dict, list)))
-    return found
+
+
+def _model_classes(schema: Any) -> set[Any]:
+    """The classes of every model schema in ``schema``."""
+    return {node["cls"] for node in model_nodes(schema)}
 
 
 def _fast(cls: type[BaseModel]) -> Any:
