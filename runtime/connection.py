@@ -24,14 +24,13 @@ How incoming messages are handled:
   snake_case (``session/new`` -> ``session_new``, ``$/cancel_request`` ->
   ``cancel_request``), which is also the name of the stub in ``Agent`` /
   ``Client``. ``params`` is the method's params model.
-- A request's handler is started as soon as its line is read and runs
-  until it first suspends; a handler that answers without waiting costs no
-  task. From its first suspension on it runs in a task of its own (which
-  ``$/cancel_request`` cancels), so a slow one does not hold up the rest.
-  That first stretch already runs as the handler's own task, in its own
-  context (asyncio's eager start on 3.12+, the same by hand before), so
+- A request's handler runs in a task of its own (which ``$/cancel_request``
+  cancels), so a slow one does not hold up the rest. The task starts as
+  soon as the line is read and runs until it first suspends (asyncio's
+  eager start on 3.12+, the same by hand before), in its own context, so
   ``asyncio.timeout()`` and task groups work from the handler's first
-  line. Notifications are handled one at a time, in the order they arrived.
+  line; a handler that answers without waiting is answered at once, and on
+  3.12+ its task never goes through the event loop. Notifications are handled one at a time, in the order they arrived.
   A response to a request you sent waits until the notifications that came
   before it have been handled (so a client has seen every streamed update
   before ``session/prompt`` returns), unless the request was sent from a
@@ -1082,13 +1081,13 @@ class Connection:
     def _start_request(
         self, msg: Request, collect: list[bytes] | None
     ) -> asyncio.Task[None] | None:
-        """Run the request's handler now, until it first suspends; then it goes on in a task of its own.
+        """Start the request's handler as a task of its own, run now until it first suspends (:func:`_start_eagerly`).
 
-        A handler that answers without waiting for anything (most do) costs
-        no task and no trip through the event loop. One that suspends is
-        handed, at that point, to a task, which is what ``$/cancel_request``
-        and :meth:`close` cancel. Returns that task, or ``None`` when the
-        request has been answered already.
+        A handler that answers without waiting for anything (most do) is
+        answered here, before the next line is read. One that suspends goes
+        on in its task, which is what ``$/cancel_request`` and :meth:`close`
+        cancel. Returns that task, or ``None`` when the request has been
+        answered already.
         """
         rid = msg.id
         task = _start_eagerly(self._run_request(msg, collect))
