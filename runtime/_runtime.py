@@ -177,34 +177,20 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
+        kwargs: dict[str, Any] = {
+            "strict": strict,
+            "extra": extra,
+            "context": context,
+            "by_alias": by_alias,
+            "by_name": by_name,
+        }
         _SLOW.needed = False
         try:
-            model = _fast(cls).validate_json(
-                json_data,
-                strict=strict,
-                extra=extra,
-                context=context,
-                by_alias=by_alias,
-                by_name=by_name,
-            )
+            model = _fast(cls).validate_json(json_data, **kwargs)
         except ValidationError:
-            return precise_validator(cls).validate_json(  # type: ignore[no-any-return]
-                json_data,
-                strict=strict,
-                extra=extra,
-                context=context,
-                by_alias=by_alias,
-                by_name=by_name,
-            )
+            return precise_validator(cls).validate_json(json_data, **kwargs)  # type: ignore[no-any-return]
         if _SLOW.needed:
-            model = slow_validator(cls).validate_json(
-                json_data,
-                strict=strict,
-                extra=extra,
-                context=context,
-                by_alias=by_alias,
-                by_name=by_name,
-            )
+            model = slow_validator(cls).validate_json(json_data, **kwargs)
         return model  # type: ignore[no-any-return]
 
     @classmethod
