@@ -36,7 +36,14 @@ _SENTINEL_TAGS = frozenset({UNKNOWN_TAG, DEFAULT_TAG})
 
 
 class _SlowPath(threading.local):
-    """Set while validating when a message needs the slow path (see :class:`WireKey`)."""
+    """Set while validating when a message needs the slow path (see :class:`WireKey`).
+
+    Only a key check sets it, and an entry point that finds it set clears it
+    (on the error path too), so the happy path reads it once and never writes
+    it. A flag left set by a validation outside the entry points (a user's
+    ``TypeAdapter``) only sends the next message through the slow path, which
+    gives a message without such a key the same result.
+    """
 
     needed = False
 
@@ -148,22 +155,34 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        kwargs: dict[str, Any] = {
-            "strict": strict,
-            "extra": extra,
-            "from_attributes": from_attributes,
-            "context": context,
-            "by_alias": by_alias,
-            "by_name": by_name,
-        }
-        _SLOW.needed = False
+        validator: Any = cls.__pydantic_validator__
+        fast = validator.fast if type(validator) is _ModelValidator else validator
         try:
-            model = _fast(cls).validate_python(obj, **kwargs)
+            if strict is None and extra is None and from_attributes is None and context is None and by_alias is None:
+                # the common call, kept to the one option pydantic-core is given (each costs)
+                model = fast.validate_python(obj, by_name=by_name)
+            else:
+                model = fast.validate_python(
+                    obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                    context=context, by_alias=by_alias, by_name=by_name,
+                )
         except ValidationError:
+            _SLOW.needed = False
             # the native unions' errors name every alternative: the precise form's say what is wrong
-            return precise_validator(cls).validate_python(obj, **kwargs)  # type: ignore[no-any-return]
+            try:
+                model = precise_validator(cls).validate_python(
+                    obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                    context=context, by_alias=by_alias, by_name=by_name,
+                )
+            except ValidationError:
+                _SLOW.needed = False
+                raise
         if _SLOW.needed:
-            model = slow_validator(cls).validate_python(obj, **kwargs)
+            _SLOW.needed = False
+            model = slow_validator(cls).validate_python(
+                obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                context=context, by_alias=by_alias, by_name=by_name,
+            )
         return model  # type: ignore[no-any-return]
 
     @classmethod
@@ -177,20 +196,29 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        kwargs: dict[str, Any] = {
-            "strict": strict,
-            "extra": extra,
-            "context": context,
-            "by_alias": by_alias,
-            "by_name": by_name,
-        }
-        _SLOW.needed = False
+        validator: Any = cls.__pydantic_validator__
+        fast = validator.fast if type(validator) is _ModelValidator else validator
         try:
-            model = _fast(cls).validate_json(json_data, **kwargs)
+            if strict is None and extra is None and context is None and by_alias is None:
+                model = fast.validate_json(json_data, by_name=by_name)
+            else:
+                model = fast.validate_json(
+                    json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+                )
         except ValidationError:
-            return precise_validator(cls).validate_json(json_data, **kwargs)  # type: ignore[no-any-return]
+            _SLOW.needed = False
+            try:
+                model = precise_validator(cls).validate_json(
+                    json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+                )
+            except ValidationError:
+                _SLOW.needed = False
+                raise
         if _SLOW.needed:
-            model = slow_validator(cls).validate_json(json_data, **kwargs)
+            _SLOW.needed = False
+            model = slow_validator(cls).validate_json(
+                json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+            )
         return model  # type: ignore[no-any-return]
 
     @classmethod
@@ -848,18 +876,40 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
     from ._validators import bind
 
     bounded = bind(tp)
+    slow = _SLOW
 
     def validate(data: Any) -> Any:
-        _SLOW.needed = False
+        # the happy path: one call of the validator, one read of the flag
         try:
             value = bounded(data)
         except ValidationError:
-            return bind(tp, precise=True)(data)
-        if _SLOW.needed:
+            slow.needed = False
+            return _validate_json_numbers(partial(_payload, bounded, tp), data)
+        if slow.needed:
+            slow.needed = False
             value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
         return value
 
-    return partial(_validate_json_numbers, validate)
+    return validate
+
+
+def _payload(bounded: Callable[[Any], Any], tp: Any, data: Any) -> Any:
+    """One try of a payload the entry point's validator rejected (or its integral floats made integers)."""
+    try:
+        value = bounded(data)
+    except ValidationError:
+        _SLOW.needed = False
+        from ._validators import bind
+
+        try:
+            value = bind(tp, precise=True)(data)
+        except ValidationError:
+            _SLOW.needed = False
+            raise
+    if _SLOW.needed:
+        _SLOW.needed = False
+        value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
+    return value
 
 
 def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:
@@ -868,7 +918,8 @@ def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:
     JSON Schema counts ``1.0`` as an integer, the strict models do not: when
     validation fails on such a number, the number (and only it: the float
     object the error names) is read as an ``int`` and the payload validated
-    again. The happy path costs nothing; data elsewhere keeps its notation.
+    again. The happy path never gets here (the entry point's validator calls
+    it only after a rejection); data elsewhere keeps its notation.
     """
     for _ in range(4):
         try:
@@ -925,16 +976,27 @@ def _integral_floats_as_ints(data: Any, exc: ValidationError) -> Any:
     return None if fixed is data else fixed
 
 
+_WIRE: Any = None
+
+
+def _load_wire() -> Any:
+    global _WIRE
+    from . import _wire
+
+    _WIRE = _wire
+    return _wire
+
+
 def wire_payload(value: Any, tp: Any) -> Any:
     """``value`` read as JSON within the parser's limits (integral floats as ints); else a ValidationError.
 
     ``tp`` names the type in the error. The input is never changed.
     """
-    from ._wire import JsonLimitError, check_value
-
+    # imported on first use, and kept: an import statement here cost more than the check of a small payload
+    wire = _WIRE or _load_wire()
     try:
-        return check_value(value, 1)
-    except JsonLimitError as exc:
+        return wire.check_value(value, 1)
+    except wire.JsonLimitError as exc:
         from pydantic_core import PydanticCustomError
 
         title = tp if isinstance(tp, str) else getattr(tp, "__name__", None) or str(tp)
