@@ -565,6 +565,43 @@ def _only_absent(wire: str, discriminate: Callable[[Any], str | None], tag: str,
     return _only(discriminate, tag, value)
 
 
+def _refuse_tag(value: Any) -> Any:
+    raise PydanticCustomError("acp_union_fallback", "not this branch")
+
+
+def _tag_absent(handler: GetCoreSchemaHandler, branch: Any, wire: str) -> Any:
+    """A copy of the default branch's model schema that takes only an object without the tag ``wire``, or None.
+
+    Only for a branch that declares the tag as an optional field (v1's
+    ``AuthMethodAgent``, ``McpServerStdio``): the copy's field refuses any
+    value, so an object that carries the tag fails here and goes on to the
+    fallback's Python check, while one without it is read by pydantic-core
+    alone, with the same result as the branch itself (the field then takes
+    its default, as it does in the branch). Any other shape: None (the Python
+    check alone, as before).
+    """
+    try:
+        model = handler.resolve_ref_schema(branch)
+    except LookupError:  # a class still being built (recursive)
+        return None
+    fields_schema = model.get("schema") if model.get("type") == "model" else None
+    if not isinstance(fields_schema, dict) or fields_schema.get("type") != "model-fields":
+        return None
+    fields = dict(fields_schema["fields"])
+    for name, field in fields.items():
+        if field.get("validation_alias", name) != wire:
+            continue
+        inner = field.get("schema")
+        if not isinstance(inner, dict) or inner.get("type") != "default":
+            return None  # a required tag: not a default branch
+        never = core_schema.no_info_plain_validator_function(_refuse_tag)
+        fields[name] = {**field, "schema": {**inner, "schema": never}}
+        copy = {k: v for k, v in model.items() if k not in ("ref", "metadata")}
+        copy["schema"] = {**fields_schema, "fields": fields}
+        return copy
+    return None
+
+
 class _NativeTags:
     """The native form of a :func:`tag_discriminator` union (made by :func:`_fast_twin`).
 
@@ -602,7 +639,11 @@ class _NativeTags:
             check = partial(_only, self.discriminate, UNKNOWN_TAG)
             native.append(core_schema.no_info_before_validator_function(check, choices[UNKNOWN_TAG]))
         if spec.default is not None:
-            # an absent tag means the default branch (tag_discriminator's first rule)
+            # an absent tag means the default branch (tag_discriminator's first rule): natively,
+            # when the default branch declares the tag as a field; its other rules in Python
+            absent = _tag_absent(handler, choices[spec.default], spec.wire)
+            if absent is not None:
+                native.append(absent)
             check = partial(_only_absent, spec.wire, self.discriminate, spec.default)
             native.append(core_schema.no_info_before_validator_function(check, choices[spec.default]))
         return core_schema.union_schema(
