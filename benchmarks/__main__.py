@@ -331,9 +331,11 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
     interleaved short batches (see ``_best_pair``).
     """
     import acp.schema as sdk  # noqa: PLC0415
+    import pydantic_core  # noqa: PLC0415
 
     import acp_types.v1 as v1  # noqa: PLC0415
     import acp_types.v2 as v2  # noqa: PLC0415
+    from acp_types._runtime import _fast  # noqa: PLC0415
     from benchmarks.messages import CASES, V2_CHUNK, WIRE  # noqa: PLC0415
 
     loads = json.loads
@@ -372,6 +374,26 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
                               f">= {target}x", o / s >= target))
         o, s = _best_pair(ours_json, theirs_json, repeats, budget)
         figures.append(Figure("  same, model_validate_json vs SDK JSON path", o, s, "msg/s", "report", None))
+        # What bounds the JSON path: pydantic-core itself running our models' schemas (the
+        # validator and serializer called directly, no entry point), and decoding and
+        # encoding the same text with no model at all.
+        fast, serializer = _fast(ours_model), ours_model.__pydantic_serializer__
+
+        def core(text: str = text, fast: Any = fast, serializer: Any = serializer) -> str:
+            return serializer.to_json(
+                fast.validate_json(text, by_name=False), by_alias=True, exclude_unset=True
+            ).decode()
+
+        def floor(text: str = text) -> str:
+            return pydantic_core.to_json(pydantic_core.from_json(text)).decode()
+
+        assert core() == ours_json()
+        o, s = _best_pair(core, theirs, repeats, budget)
+        figures.append(Figure("  bound: our schemas in pydantic-core alone (no entry point) vs SDK dict path",
+                              o, s, "msg/s", "report", None))
+        o, s = _best_pair(floor, theirs, repeats, budget)
+        figures.append(Figure("  floor: pydantic-core from_json + to_json, no model, vs SDK dict path",
+                              o, s, "msg/s", "report", None))
         if "agent_message_chunk" in name:
             from benchmarks import plain  # noqa: PLC0415
 
@@ -380,9 +402,26 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
                     by_alias=True, exclude_unset=True
                 )
 
-            assert json.loads(bound()) == payload
+            def bound_json(text: str = text) -> str:
+                return plain.SessionNotification.model_validate_json(text).model_dump_json(
+                    by_alias=True, exclude_unset=True
+                )
+
+            def bare_json(text: str = text) -> str:
+                return plain.BareSessionNotification.model_validate_json(text).model_dump_json(
+                    by_alias=True, exclude_none=True
+                )
+
+            for fn in (bound, bound_json, bare_json):
+                assert json.loads(fn()) == payload, fn.__name__
             o, s = _best_pair(bound, theirs, repeats, budget)
             figures.append(Figure(f"  bound: plain pydantic model, no ACP rules ({name}) vs SDK dict path",
+                                  o, s, "msg/s", "report", None))
+            o, s = _best_pair(bound_json, theirs, repeats, budget)
+            figures.append(Figure("  bound, JSON path: the plain model (our config) vs SDK dict path",
+                                  o, s, "msg/s", "report", None))
+            o, s = _best_pair(bare_json, theirs, repeats, budget)
+            figures.append(Figure("  bound, JSON path: the plain model with the SDK's config (no ACP rule) vs SDK dict path",
                                   o, s, "msg/s", "report", None))
             v2_text = json.dumps(V2_CHUNK)
 
