@@ -50,6 +50,13 @@ class _SlowPath(threading.local):
 
 _SLOW = _SlowPath()
 
+_FAST_VALIDATORS: dict[type, SchemaValidator] = {}
+"""Each completed model class's own validator, set when it is completed (``__pydantic_on_complete__``).
+
+The entry points read it here: a class attribute of a pydantic model goes
+through its metaclass's ``__getattr__`` hook, about 0.3 µs a read against
+0.04 µs for this lookup."""
+
 
 class WireKey:
     """Key marker of ``__pydantic_extra__``: the attribute spellings that are not wire names.
@@ -155,8 +162,10 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        validator: Any = cls.__pydantic_validator__
-        fast = validator.fast if type(validator) is _ModelValidator else validator
+        fast = _FAST_VALIDATORS.get(cls)
+        if fast is None:  # not completed yet (deferred), or completed without our hook
+            validator: Any = cls.__pydantic_validator__
+            fast = validator.fast if type(validator) is _ModelValidator else validator
         try:
             if strict is None and extra is None and from_attributes is None and context is None and by_alias is None:
                 # the common call, kept to the one option pydantic-core is given (each costs)
@@ -196,8 +205,10 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        validator: Any = cls.__pydantic_validator__
-        fast = validator.fast if type(validator) is _ModelValidator else validator
+        fast = _FAST_VALIDATORS.get(cls)
+        if fast is None:  # not completed yet (deferred), or completed without our hook
+            validator: Any = cls.__pydantic_validator__
+            fast = validator.fast if type(validator) is _ModelValidator else validator
         try:
             if strict is None and extra is None and context is None and by_alias is None:
                 model = fast.validate_json(json_data, by_name=by_name)
@@ -236,13 +247,22 @@ class AcpModel(BaseModel):
 
             if complete(cls):
                 return True
-        return super().model_rebuild(
-            force=force,
-            raise_errors=raise_errors,
-            # one frame more than pydantic counts: this override's own
-            _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
-            _types_namespace=_types_namespace,
-        )
+        try:
+            return super().model_rebuild(
+                force=force,
+                raise_errors=raise_errors,
+                # one frame more than pydantic counts: this override's own
+                _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
+                _types_namespace=_types_namespace,
+            )
+        finally:
+            # a forced rebuild of a complete class does not call __pydantic_on_complete__:
+            # the entry points then read the class's new validator, never the one before
+            validator = cls.__dict__.get("__pydantic_validator__")
+            if type(validator) is _ModelValidator:
+                _FAST_VALIDATORS[cls] = validator.fast
+            else:
+                _FAST_VALIDATORS.pop(cls, None)
 
     @classmethod
     def __pydantic_on_complete__(cls) -> None:
@@ -252,6 +272,9 @@ class AcpModel(BaseModel):
         validator = cls.__dict__.get("__pydantic_validator__")
         if isinstance(validator, SchemaValidator):
             type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
+            _FAST_VALIDATORS[cls] = validator
+        else:
+            _FAST_VALIDATORS.pop(cls, None)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
     """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""

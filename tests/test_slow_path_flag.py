@@ -82,3 +82,19 @@ def test_flag_left_by_another_validation_changes_no_result(entry: str, slow_call
     assert len(slow_calls) <= 1
     validate(PLAIN)
     assert len(slow_calls) <= 1
+
+
+def test_entry_points_read_the_current_validator_after_a_rebuild() -> None:
+    # the entry points keep each completed class's validator (a class attribute read of a
+    # pydantic model is slow); a forced rebuild must not leave them the one before
+    class Sub(v1.models.NewSessionRequest):
+        pass
+
+    assert Sub.model_validate_json(json.dumps(PLAIN), by_name=False).to_wire() == PLAIN
+    assert _runtime._FAST_VALIDATORS[Sub] is _runtime._fast(Sub)
+    before = _runtime._fast(Sub)
+    Sub.model_rebuild(force=True)
+    current = _runtime._fast(Sub)
+    assert current is not before
+    assert _runtime._FAST_VALIDATORS.get(Sub, current) is current
+    assert Sub.model_validate(PLAIN, by_name=False).to_wire() == PLAIN
