@@ -36,12 +36,26 @@ _SENTINEL_TAGS = frozenset({UNKNOWN_TAG, DEFAULT_TAG})
 
 
 class _SlowPath(threading.local):
-    """Set while validating when a message needs the slow path (see :class:`WireKey`)."""
+    """Set while validating when a message needs the slow path (see :class:`WireKey`).
+
+    Only a key check sets it, and an entry point that finds it set clears it
+    (on the error path too), so the happy path reads it once and never writes
+    it. A flag left set by a validation outside the entry points (a user's
+    ``TypeAdapter``) only sends the next message through the slow path, which
+    gives a message without such a key the same result.
+    """
 
     needed = False
 
 
 _SLOW = _SlowPath()
+
+_FAST_VALIDATORS: dict[type, SchemaValidator] = {}
+"""Each completed model class's own validator, set when it is completed (``__pydantic_on_complete__``).
+
+The entry points read it here: a class attribute of a pydantic model goes
+through its metaclass's ``__getattr__`` hook, about 0.3 µs a read against
+0.04 µs for this lookup."""
 
 
 class WireKey:
@@ -148,22 +162,36 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        kwargs: dict[str, Any] = {
-            "strict": strict,
-            "extra": extra,
-            "from_attributes": from_attributes,
-            "context": context,
-            "by_alias": by_alias,
-            "by_name": by_name,
-        }
-        _SLOW.needed = False
+        fast = _FAST_VALIDATORS.get(cls)
+        if fast is None:  # not completed yet (deferred), or completed without our hook
+            validator: Any = cls.__pydantic_validator__
+            fast = validator.fast if type(validator) is _ModelValidator else validator
         try:
-            model = _fast(cls).validate_python(obj, **kwargs)
+            if strict is None and extra is None and from_attributes is None and context is None and by_alias is None:
+                # the common call, kept to the one option pydantic-core is given (each costs)
+                model = fast.validate_python(obj, by_name=by_name)
+            else:
+                model = fast.validate_python(
+                    obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                    context=context, by_alias=by_alias, by_name=by_name,
+                )
         except ValidationError:
+            _SLOW.needed = False
             # the native unions' errors name every alternative: the precise form's say what is wrong
-            return precise_validator(cls).validate_python(obj, **kwargs)  # type: ignore[no-any-return]
+            try:
+                model = precise_validator(cls).validate_python(
+                    obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                    context=context, by_alias=by_alias, by_name=by_name,
+                )
+            except ValidationError:
+                _SLOW.needed = False
+                raise
         if _SLOW.needed:
-            model = slow_validator(cls).validate_python(obj, **kwargs)
+            _SLOW.needed = False
+            model = slow_validator(cls).validate_python(
+                obj, strict=strict, extra=extra, from_attributes=from_attributes,
+                context=context, by_alias=by_alias, by_name=by_name,
+            )
         return model  # type: ignore[no-any-return]
 
     @classmethod
@@ -177,20 +205,31 @@ class AcpModel(BaseModel):
         by_alias: bool | None = None,
         by_name: bool | None = None,
     ) -> Self:
-        kwargs: dict[str, Any] = {
-            "strict": strict,
-            "extra": extra,
-            "context": context,
-            "by_alias": by_alias,
-            "by_name": by_name,
-        }
-        _SLOW.needed = False
+        fast = _FAST_VALIDATORS.get(cls)
+        if fast is None:  # not completed yet (deferred), or completed without our hook
+            validator: Any = cls.__pydantic_validator__
+            fast = validator.fast if type(validator) is _ModelValidator else validator
         try:
-            model = _fast(cls).validate_json(json_data, **kwargs)
+            if strict is None and extra is None and context is None and by_alias is None:
+                model = fast.validate_json(json_data, by_name=by_name)
+            else:
+                model = fast.validate_json(
+                    json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+                )
         except ValidationError:
-            return precise_validator(cls).validate_json(json_data, **kwargs)  # type: ignore[no-any-return]
+            _SLOW.needed = False
+            try:
+                model = precise_validator(cls).validate_json(
+                    json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+                )
+            except ValidationError:
+                _SLOW.needed = False
+                raise
         if _SLOW.needed:
-            model = slow_validator(cls).validate_json(json_data, **kwargs)
+            _SLOW.needed = False
+            model = slow_validator(cls).validate_json(
+                json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+            )
         return model  # type: ignore[no-any-return]
 
     @classmethod
@@ -208,13 +247,22 @@ class AcpModel(BaseModel):
 
             if complete(cls):
                 return True
-        return super().model_rebuild(
-            force=force,
-            raise_errors=raise_errors,
-            # one frame more than pydantic counts: this override's own
-            _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
-            _types_namespace=_types_namespace,
-        )
+        try:
+            return super().model_rebuild(
+                force=force,
+                raise_errors=raise_errors,
+                # one frame more than pydantic counts: this override's own
+                _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
+                _types_namespace=_types_namespace,
+            )
+        finally:
+            # a forced rebuild of a complete class does not call __pydantic_on_complete__:
+            # the entry points then read the class's new validator, never the one before
+            validator = cls.__dict__.get("__pydantic_validator__")
+            if type(validator) is _ModelValidator:
+                _FAST_VALIDATORS[cls] = validator.fast
+            else:
+                _FAST_VALIDATORS.pop(cls, None)
 
     @classmethod
     def __pydantic_on_complete__(cls) -> None:
@@ -224,6 +272,9 @@ class AcpModel(BaseModel):
         validator = cls.__dict__.get("__pydantic_validator__")
         if isinstance(validator, SchemaValidator):
             type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
+            _FAST_VALIDATORS[cls] = validator
+        else:
+            _FAST_VALIDATORS.pop(cls, None)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
     """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
@@ -537,6 +588,43 @@ def _only_absent(wire: str, discriminate: Callable[[Any], str | None], tag: str,
     return _only(discriminate, tag, value)
 
 
+def _refuse_tag(value: Any) -> Any:
+    raise PydanticCustomError("acp_union_fallback", "not this branch")
+
+
+def _tag_absent(handler: GetCoreSchemaHandler, branch: Any, wire: str) -> Any:
+    """A copy of the default branch's model schema that takes only an object without the tag ``wire``, or None.
+
+    Only for a branch that declares the tag as an optional field (v1's
+    ``AuthMethodAgent``, ``McpServerStdio``): the copy's field refuses any
+    value, so an object that carries the tag fails here and goes on to the
+    fallback's Python check, while one without it is read by pydantic-core
+    alone, with the same result as the branch itself (the field then takes
+    its default, as it does in the branch). Any other shape: None (the Python
+    check alone, as before).
+    """
+    try:
+        model = handler.resolve_ref_schema(branch)
+    except LookupError:  # a class still being built (recursive)
+        return None
+    fields_schema = model.get("schema") if model.get("type") == "model" else None
+    if not isinstance(fields_schema, dict) or fields_schema.get("type") != "model-fields":
+        return None
+    fields = dict(fields_schema["fields"])
+    for name, field in fields.items():
+        if field.get("validation_alias", name) != wire:
+            continue
+        inner = field.get("schema")
+        if not isinstance(inner, dict) or inner.get("type") != "default":
+            return None  # a required tag: not a default branch
+        never = core_schema.no_info_plain_validator_function(_refuse_tag)
+        fields[name] = {**field, "schema": {**inner, "schema": never}}
+        copy = {k: v for k, v in model.items() if k not in ("ref", "metadata")}
+        copy["schema"] = {**fields_schema, "fields": fields}
+        return copy
+    return None
+
+
 class _NativeTags:
     """The native form of a :func:`tag_discriminator` union (made by :func:`_fast_twin`).
 
@@ -574,7 +662,11 @@ class _NativeTags:
             check = partial(_only, self.discriminate, UNKNOWN_TAG)
             native.append(core_schema.no_info_before_validator_function(check, choices[UNKNOWN_TAG]))
         if spec.default is not None:
-            # an absent tag means the default branch (tag_discriminator's first rule)
+            # an absent tag means the default branch (tag_discriminator's first rule): natively,
+            # when the default branch declares the tag as a field; its other rules in Python
+            absent = _tag_absent(handler, choices[spec.default], spec.wire)
+            if absent is not None:
+                native.append(absent)
             check = partial(_only_absent, spec.wire, self.discriminate, spec.default)
             native.append(core_schema.no_info_before_validator_function(check, choices[spec.default]))
         return core_schema.union_schema(
@@ -848,18 +940,40 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
     from ._validators import bind
 
     bounded = bind(tp)
+    slow = _SLOW
 
     def validate(data: Any) -> Any:
-        _SLOW.needed = False
+        # the happy path: one call of the validator, one read of the flag
         try:
             value = bounded(data)
         except ValidationError:
-            return bind(tp, precise=True)(data)
-        if _SLOW.needed:
+            slow.needed = False
+            return _validate_json_numbers(partial(_payload, bounded, tp), data)
+        if slow.needed:
+            slow.needed = False
             value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
         return value
 
-    return partial(_validate_json_numbers, validate)
+    return validate
+
+
+def _payload(bounded: Callable[[Any], Any], tp: Any, data: Any) -> Any:
+    """One try of a payload the entry point's validator rejected (or its integral floats made integers)."""
+    try:
+        value = bounded(data)
+    except ValidationError:
+        _SLOW.needed = False
+        from ._validators import bind
+
+        try:
+            value = bind(tp, precise=True)(data)
+        except ValidationError:
+            _SLOW.needed = False
+            raise
+    if _SLOW.needed:
+        _SLOW.needed = False
+        value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
+    return value
 
 
 def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:
@@ -868,7 +982,8 @@ def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:
     JSON Schema counts ``1.0`` as an integer, the strict models do not: when
     validation fails on such a number, the number (and only it: the float
     object the error names) is read as an ``int`` and the payload validated
-    again. The happy path costs nothing; data elsewhere keeps its notation.
+    again. The happy path never gets here (the entry point's validator calls
+    it only after a rejection); data elsewhere keeps its notation.
     """
     for _ in range(4):
         try:
@@ -925,16 +1040,27 @@ def _integral_floats_as_ints(data: Any, exc: ValidationError) -> Any:
     return None if fixed is data else fixed
 
 
+_WIRE: Any = None
+
+
+def _load_wire() -> Any:
+    global _WIRE
+    from . import _wire
+
+    _WIRE = _wire
+    return _wire
+
+
 def wire_payload(value: Any, tp: Any) -> Any:
     """``value`` read as JSON within the parser's limits (integral floats as ints); else a ValidationError.
 
     ``tp`` names the type in the error. The input is never changed.
     """
-    from ._wire import JsonLimitError, check_value
-
+    # imported on first use, and kept: an import statement here cost more than the check of a small payload
+    wire = _WIRE or _load_wire()
     try:
-        return check_value(value, 1)
-    except JsonLimitError as exc:
+        return wire.check_value(value, 1)
+    except wire.JsonLimitError as exc:
         from pydantic_core import PydanticCustomError
 
         title = tp if isinstance(tp, str) else getattr(tp, "__name__", None) or str(tp)

@@ -1,0 +1,100 @@
+"""The slow path of a key spelled like an attribute is taken for that message only.
+
+The key check (``WireKey``) sets a per-thread flag; the entry points read it
+once after validating and clear it when it is set (``_runtime._SlowPath``).
+These tests hold that contract: a message with such a key goes the slow path
+and gets its result, the next message without one does not go it, a rejected
+message leaves nothing behind, and a flag left set by a validation outside the
+entry points costs one slow validation and never a different result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import TypeAdapter, ValidationError
+
+from acp_types import _runtime, v1
+
+PLAIN = {"cwd": "/p", "mcpServers": []}
+SPELLED = {"cwd": "/p", "mcpServers": [], "meta": 5, "mcp_servers": "x"}
+BAD = {"cwd": 5, "mcpServers": [], "meta": 5}
+
+
+def _entry_points() -> dict[str, Callable[[dict[str, Any]], Any]]:
+    new = v1.models.NewSessionRequest
+    return {
+        "model_validate": lambda d: new.model_validate(d, by_name=False),
+        "model_validate_json": lambda d: new.model_validate_json(json.dumps(d), by_name=False),
+        "parse_params": lambda d: v1.parse_params("session/new", d),
+    }
+
+
+@pytest.fixture
+def slow_calls(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    calls: list[Any] = []
+    real = _runtime.slow_validator
+
+    def counting(tp: Any) -> Any:
+        calls.append(tp)
+        return real(tp)
+
+    monkeypatch.setattr(_runtime, "slow_validator", counting)
+    _runtime._SLOW.needed = False
+    return calls
+
+
+@pytest.mark.parametrize("entry", sorted(_entry_points()))
+def test_slow_path_for_that_message_only(entry: str, slow_calls: list[Any]) -> None:
+    validate = _entry_points()[entry]
+    spelled = validate(SPELLED)
+    assert len(slow_calls) == 1
+    # the slow path's result: the attribute spellings are unknown keys, not set fields
+    assert spelled.meta is None and spelled.mcp_servers == []
+    assert spelled.to_wire() == SPELLED
+    plain = validate(PLAIN)
+    assert len(slow_calls) == 1, "a message without such a key went the slow path"
+    assert plain.to_wire() == PLAIN
+    assert _runtime._SLOW.needed is False
+
+
+@pytest.mark.parametrize("entry", sorted(_entry_points()))
+def test_rejected_message_leaves_no_flag(entry: str, slow_calls: list[Any]) -> None:
+    validate = _entry_points()[entry]
+    with pytest.raises(ValidationError):
+        validate(BAD)
+    assert _runtime._SLOW.needed is False
+    validate(PLAIN)
+    assert slow_calls == []
+
+
+@pytest.mark.parametrize("entry", sorted(_entry_points()))
+def test_flag_left_by_another_validation_changes_no_result(entry: str, slow_calls: list[Any]) -> None:
+    # a user's own TypeAdapter runs the key check too, and reads no flag
+    TypeAdapter(v1.models.NewSessionRequest).validate_python(SPELLED, by_name=False)
+    assert _runtime._SLOW.needed is True
+    validate = _entry_points()[entry]
+    assert validate(PLAIN).to_wire() == PLAIN
+    assert _runtime._SLOW.needed is False
+    assert len(slow_calls) <= 1
+    validate(PLAIN)
+    assert len(slow_calls) <= 1
+
+
+def test_entry_points_read_the_current_validator_after_a_rebuild() -> None:
+    # the entry points keep each completed class's validator (a class attribute read of a
+    # pydantic model is slow); a forced rebuild must not leave them the one before
+    class Sub(v1.models.NewSessionRequest):
+        pass
+
+    assert Sub.model_validate_json(json.dumps(PLAIN), by_name=False).to_wire() == PLAIN
+    assert _runtime._FAST_VALIDATORS[Sub] is _runtime._fast(Sub)
+    before = _runtime._fast(Sub)
+    Sub.model_rebuild(force=True)
+    current = _runtime._fast(Sub)
+    assert current is not before
+    assert _runtime._FAST_VALIDATORS.get(Sub, current) is current
+    assert Sub.model_validate(PLAIN, by_name=False).to_wire() == PLAIN
