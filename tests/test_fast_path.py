@@ -407,3 +407,31 @@ def test_a_message_read_from_text_writes_the_line_it_validated_until_its_payload
     assert json.loads(msg.to_json())["params"]["prompt"][0]["text"] == "changed"
     with pytest.raises(AttributeError):
         msg.result  # noqa: B018
+
+
+def test_a_line_as_the_writer_writes_it_is_taken_and_still_held_to_the_limits() -> None:
+    m = api("v1")
+    # our own lines (to_json, a newline after them) are taken as they are
+    taken = 0
+    for path in fixture_files():
+        fx = load_fixture(path)
+        if "v1" in fx["versions"] and fx["valid"] and "method" in fx["message"]:
+            try:
+                line = general("v1", json.dumps(fx["message"])).to_json()
+            except MessageError:
+                continue
+            if _jsonrpc._fast_one(json.loads(line), m.METHODS, messages("v1")._FAST, None, None) is None:
+                continue  # (not for the envelopes: a request method sent as a notification, ...)
+            taken += 1
+            for data in (line, line.encode() + b"\n"):
+                msg = _by_text("v1", data, None)
+                assert _taken(msg) and msg.to_json() == line, line
+    assert taken > 20, taken
+    # a line equal to its own write-back, beyond the limits, is not
+    for name in ("depth", "digits"):
+        _, validate, write = messages("v1")._FAST.results["session/new"]
+        written = write(validate(CHANGED[name]))
+        assert not _taken(_by_text("v1", written, "session/new")), name
+        assert not _taken(_by_text("v1", written + b"\n", "session/new")), name
+        with pytest.raises(MessageError):
+            m.parse_message(written, method="session/new")

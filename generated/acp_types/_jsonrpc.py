@@ -805,10 +805,14 @@ def _fast_text(
     if at >= 0:
         # the first "method" member found: if it is not the envelope's own,
         # the envelope's literal method refuses the line
-        found = _METHOD_PEEK.match(text, at)
-        if found is None:
-            return None
-        name = fast.names.get(found.group(1))
+        after = text[at + 8 : at + 11]
+        if after[:2] == b':"':
+            name = fast.names.get(text[at + 10 : text.find(b'"', at + 10)])
+        elif after == b': "':
+            name = fast.names.get(text[at + 11 : text.find(b'"', at + 11)])
+        else:
+            found = _METHOD_PEEK.match(text, at)
+            name = None if found is None else fast.names.get(found.group(1))
         if name is None:
             return None
         which = fast.calls
