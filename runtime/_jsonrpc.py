@@ -45,8 +45,9 @@ plain JSON.
 
 A message of an ACP method with exactly the members JSON-RPC defines is read
 in one validation of its method's envelope (``acp_types.<version>.envelopes``,
-see "The fast path" below); any other message, and any problem, goes through
-the general path, so the result and every error are the same either way.
+see "The fast path" below), from the text itself when it is a line; any
+other message, and any problem, goes through the general path, so the result
+and every error are the same either way.
 
 Hand-written: the source is runtime/_jsonrpc.py, which the generator copies
 into the package unchanged.
@@ -573,17 +574,28 @@ def _describe(exc: ValidationError) -> str:
 # --------------------------------------------------------------------------
 # The fast path: a whole message in one validation
 #
-# A decoded message whose envelope holds exactly the members JSON-RPC
-# defines, of an ACP method of the version, is validated as a whole in one
-# call of pydantic-core, over the envelope type of its method and kind
-# (``acp_types.<version>.envelopes``, rendered by the generator): the
-# envelope's own members and the payload at once, no Python in between.
-# Anything else (an unknown member, an extension method, a response whose
-# method is not known, a wrong kind, an invalid payload, a key spelled like
-# an attribute, an integral float where an integer is wanted) goes to the
-# general path below, which reads the same decoded value and gives the
-# result or the error it always gave: the fast path never raises, and what
-# it accepts the general path accepts alike (tests/test_fast_path.py).
+# A line (str or bytes) of an ACP method is validated as a whole in one
+# ``validate_json`` of the text, over the envelope type of its method and
+# kind (``acp_types.<version>.envelopes``, rendered by the generator): the
+# envelope's own members and the payload at once, no Python in between and
+# no decoding first (``_fast_text``). The envelope is picked without decoding:
+# a call's by the first ``"method"`` member found in the text (the envelope's
+# literal method refuses the line if that was another one), a response's by
+# ``method=``, or by the pending request of the first ``"id"`` found (checked
+# against the validated id afterwards). The envelope is then written back
+# once, and counts of a few characters of the text and of that write-back
+# show that the validation dropped nothing and that the line is within the
+# parser's limits (``acp_types._wire.whole_within_limits``); the write-back is
+# what ``to_json`` returns until the payload is first reached. A line the
+# counts do not show is decoded, and a decoded message whose envelope holds
+# exactly the members JSON-RPC defines is validated the same way from the
+# decoded value (``_fast_one``). Anything else (an unknown member, an
+# extension method, a response whose method is not known, a wrong kind, an
+# invalid payload, a key spelled like an attribute, an integral float where
+# an integer is wanted, a batch) goes to the general path below, which reads
+# the decoded value and gives the result or the error it always gave: the
+# fast paths never raise, and what they accept the general path accepts
+# alike, with the same result (tests/test_fast_path.py).
 
 
 class FastPath:
@@ -758,7 +770,8 @@ _TRIED = object()
 """What :func:`_fast_text` answers when the text failed its envelope's validation: the decoded fast path would fail alike."""
 
 _METHOD_PEEK = re.compile(rb'"method"\s*:\s*"([^"\\]*)"')
-_ID_PEEK = re.compile(rb'"id"\s*:\s*(-?[0-9]+|"[^"\\]*"|null)\s*[,}]')
+_ID_PEEK = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,40}|"[^"\\]*"|null)\s*[,}]')
+"""(A longer integer id is left to the decoded path: ``int()`` refuses more than a few thousand digits.)"""
 
 
 def _peek_id(text: bytes) -> Any:

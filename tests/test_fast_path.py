@@ -338,7 +338,8 @@ def test_the_text_path_never_raises(version: str) -> None:
     pending.add("a", "initialize")
     odd: list[Any] = ["", "x", "[", "\ud800", b"\xff", '{"method":"session/cancel"', '{"id":1}', '{"id":1,"result":1}',
                       '{"id":"\\u0061","result":{}}', '{"method":"\\u0073ession/cancel","params":{}}',
-                      '{"jsonrpc":"2.0","id":99999999999999999999999,"result":{}}']
+                      '{"jsonrpc":"2.0","id":99999999999999999999999,"result":{}}',
+                      '{"jsonrpc":"2.0","id":' + "9" * 5000 + ',"result":{}}']
     for v, data, method in CORPUS:
         if v == version and isinstance(data, (str, bytes)):
             _by_text(version, data, method)
