@@ -45,8 +45,9 @@ plain JSON.
 
 A message of an ACP method with exactly the members JSON-RPC defines is read
 in one validation of its method's envelope (``acp_types.<version>.envelopes``,
-see "The fast path" below); any other message, and any problem, goes through
-the general path, so the result and every error are the same either way.
+see "The fast path" below), from the text itself when it is a line; any
+other message, and any problem, goes through the general path, so the result
+and every error are the same either way.
 
 Hand-written: the source is runtime/_jsonrpc.py, which the generator copies
 into the package unchanged.
@@ -55,13 +56,14 @@ into the package unchanged.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import import_module
 from itertools import count
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ValidationError
 
@@ -76,7 +78,7 @@ from ._runtime import (
     _validator,
     is_extension,
 )
-from ._wire import JsonLimitError, check_value, decode
+from ._wire import JsonLimitError, check_value, decode, whole_within_limits
 
 JSONRPC_VERSION = "2.0"
 
@@ -235,6 +237,8 @@ class _Envelope:
 
     extra: Mapping[str, Any]
     kind: ClassVar[str]
+    _payload: ClassVar[str]
+    """The name of the payload field: ``params``, ``result`` or ``error``."""
 
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         """The members after ``jsonrpc``, in wire order; ``payload`` maps the params, result or error."""
@@ -255,7 +259,13 @@ class _Envelope:
         is written by pydantic-core straight to JSON instead of going through
         a dict first.
         """
-        written = self.__dict__.get("_written")
+        members = self.__dict__
+        line = members.get("_line")
+        if line is not None:
+            # read from text by the fast path, and the payload never reached
+            # since (see __getattr__): the line it validated and wrote then
+            return line.decode()  # type: ignore[no-any-return]
+        written = members.get("_written")
         if written is not None:
             # read by the fast path: its envelope's own serializer writes the
             # whole line in one call (the same text; the payload is the same object)
@@ -272,9 +282,26 @@ class _Envelope:
         """The members after ``jsonrpc`` as JSON text, each with its leading comma."""
         raise NotImplementedError
 
+    if not TYPE_CHECKING:  # (no attribute of any other name reads as Any for a type checker)
+
+        def __getattr__(self, name: str) -> Any:
+            # A message the fast path read from text keeps its payload only in
+            # the validated envelope, and the line written from it in "_line",
+            # until the payload is first reached: then the payload becomes the
+            # field it always is, and the line is forgotten (the payload may
+            # change from then on, and to_json writes it as it is then).
+            members = self.__dict__
+            if name == self._payload and "_written" in members:
+                value = members[name] = members["_written"][1][name]
+                members.pop("_line", None)
+                return value
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def __getstate__(self) -> dict[str, Any]:
         # the fast path's writer is bound to this process's validators: a
         # copy or a pickle writes itself the general way (the same text)
+        # (a copy shares the payload: this message's line is forgotten too)
+        getattr(self, self._payload)
         state = dict(self.__dict__)
         state.pop("_written", None)
         return state
@@ -311,6 +338,7 @@ class Request(_Envelope):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     has_params: bool = field(default=True, compare=False, repr=False)
     kind: ClassVar[str] = "request"
+    _payload: ClassVar[str] = "params"
 
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         body: dict[str, Any] = {"id": self.id, "method": self.method}
@@ -334,6 +362,7 @@ class Notification(_Envelope):
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     has_params: bool = field(default=True, compare=False, repr=False)
     kind: ClassVar[str] = "notification"
+    _payload: ClassVar[str] = "params"
 
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         body: dict[str, Any] = {"method": self.method}
@@ -362,6 +391,7 @@ class Response(_Envelope):
     method: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     kind: ClassVar[str] = "response"
+    _payload: ClassVar[str] = "result"
 
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         return {"id": self.id, "result": payload(self.result)}
@@ -379,6 +409,7 @@ class ErrorResponse(_Envelope):
     method: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
     kind: ClassVar[str] = "error"
+    _payload: ClassVar[str] = "error"
 
     def _body(self, payload: Callable[[Any], Any] = _payload_wire) -> dict[str, Any]:
         return {"id": self.id, "error": payload(self.error)}
@@ -543,17 +574,28 @@ def _describe(exc: ValidationError) -> str:
 # --------------------------------------------------------------------------
 # The fast path: a whole message in one validation
 #
-# A decoded message whose envelope holds exactly the members JSON-RPC
-# defines, of an ACP method of the version, is validated as a whole in one
-# call of pydantic-core, over the envelope type of its method and kind
-# (``acp_types.<version>.envelopes``, rendered by the generator): the
-# envelope's own members and the payload at once, no Python in between.
-# Anything else (an unknown member, an extension method, a response whose
-# method is not known, a wrong kind, an invalid payload, a key spelled like
-# an attribute, an integral float where an integer is wanted) goes to the
-# general path below, which reads the same decoded value and gives the
-# result or the error it always gave: the fast path never raises, and what
-# it accepts the general path accepts alike (tests/test_fast_path.py).
+# A line (str or bytes) of an ACP method is validated as a whole in one
+# ``validate_json`` of the text, over the envelope type of its method and
+# kind (``acp_types.<version>.envelopes``, rendered by the generator): the
+# envelope's own members and the payload at once, no Python in between and
+# no decoding first (``_fast_text``). The envelope is picked without decoding:
+# a call's by the first ``"method"`` member found in the text (the envelope's
+# literal method refuses the line if that was another one), a response's by
+# ``method=``, or by the pending request of the first ``"id"`` found (checked
+# against the validated id afterwards). The envelope is then written back
+# once, and counts of a few characters of the text and of that write-back
+# show that the validation dropped nothing and that the line is within the
+# parser's limits (``acp_types._wire.whole_within_limits``); the write-back is
+# what ``to_json`` returns until the payload is first reached. A line the
+# counts do not show is decoded, and a decoded message whose envelope holds
+# exactly the members JSON-RPC defines is validated the same way from the
+# decoded value (``_fast_one``). Anything else (an unknown member, an
+# extension method, a response whose method is not known, a wrong kind, an
+# invalid payload, a key spelled like an attribute, an integral float where
+# an integer is wanted, a batch) goes to the general path below, which reads
+# the decoded value and gives the result or the error it always gave: the
+# fast paths never raise, and what they accept the general path accepts
+# alike, with the same result (tests/test_fast_path.py).
 
 
 class FastPath:
@@ -582,14 +624,25 @@ class FastPath:
         self.calls: dict[Any, Any] = {}
         self.results: dict[Any, Any] = {}
         self.errors: dict[Any, Any] = {}
+        # a method's name as it is written in a line (no escape in it) -> the name
+        self.names: dict[bytes, str] = {name.encode(): name for name in table}
 
     def parse(
         self, data: Any, method: str | None = None, pending: PendingRequests | None = None
     ) -> Message | Batch:
-        """:func:`parse_message` of this version: the fast path first, then the general one."""
-        return parse_message(
-            data, self.table, self.version, self.error_model,
-            batches=self.batches, method=method, pending=pending, fast=self,
+        """:func:`parse_message` of this version: the fast paths first, then the general one."""
+        tried = None
+        if type(data) is str or type(data) is bytes:
+            tried = _fast_text(data, self.table, self, method, pending)
+            if tried is not None and tried is not _TRIED:
+                return tried  # type: ignore[no-any-return]
+        value = _decode(data)
+        if tried is None:
+            quick = _fast_one(value, self.table, self, method, pending)
+            if quick is not None:
+                return quick
+        return _parse_decoded(
+            value, self.table, self.version, self.error_model, self.batches, method, pending, self
         )
 
     def validator(self, which: dict[Any, Any], method: str | None) -> Any:
@@ -605,21 +658,29 @@ class FastPath:
         return found
 
 
-def _envelope_validator(tp: Any) -> tuple[Callable[[Any], Any], Callable[[Any], bytes]]:
-    """The strict, wire-names-only validator of an envelope type (error reports bounded), and its writer.
+def _envelope_validator(
+    tp: Any,
+) -> tuple[Callable[[Any], Any], Callable[[Any], Any] | None, Callable[[Any], bytes]]:
+    """The strict, wire-names-only validators of an envelope type (error reports bounded), and its writer.
 
-    As in the general path (``acp_types._validators``), every array and map
-    stops at its first invalid item, so a message of a million invalid items
-    costs no more than its size before it is sent to the general path. The
-    writer is the envelope's own serializer: wire names, unset fields left out.
+    The first validates a decoded value, the second JSON text (``str`` or
+    ``bytes``). As in the general path (``acp_types._validators``), every
+    array and map stops at its first invalid item, so a message of a million
+    invalid items costs no more than its size before it is sent to the
+    general path. The writer is the envelope's own serializer: wire names,
+    unset fields left out.
     """
     from pydantic import TypeAdapter  # noqa: PLC0415
 
     from ._validators import bounded_schema_validator  # noqa: PLC0415
 
     adapter = TypeAdapter(tp)
+    from_python = bounded_schema_validator(adapter.core_schema)
+    # a bound validate_python: its validator reads JSON text as well
+    from_text = getattr(getattr(from_python, "__self__", None), "validate_json", None)
     return (
-        partial(bounded_schema_validator(adapter.core_schema), strict=True, by_name=False),
+        partial(from_python, strict=True, by_name=False),
+        None if from_text is None else partial(from_text, strict=True, by_name=False),
         partial(adapter.serializer.to_json, by_alias=True, exclude_unset=True),
     )
 
@@ -670,7 +731,7 @@ def _fast_one(
         pair = fast.validator(which, key)
     if pair is None:
         return None
-    validate, write = pair
+    validate, _, write = pair
     slow = _SLOW
     slow.needed = False
     try:
@@ -705,6 +766,138 @@ def _fast_one(
     )
 
 
+_TRIED = object()
+"""What :func:`_fast_text` answers when the text failed its envelope's validation: the decoded fast path would fail alike."""
+
+_METHOD_PEEK = re.compile(rb'"method"\s*:\s*"([^"\\]*)"')
+_ID_PEEK = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,40}|"[^"\\]*"|null)\s*[,}]')
+"""(A longer integer id is left to the decoded path: ``int()`` refuses more than a few thousand digits.)"""
+
+
+def _peek_id(text: bytes) -> Any:
+    """The id a response line seems to answer (the first ``"id"`` member found), or ``_NO_ID``; checked after validation."""
+    at = text.find(b'"id"')
+    if at < 0:
+        return _NO_ID
+    found = _ID_PEEK.match(text, at)
+    if found is None:
+        return _NO_ID
+    token = found.group(1)
+    if token[0] == 34:  # '"'
+        try:
+            return token[1:-1].decode()
+        except UnicodeDecodeError:
+            return _NO_ID
+    return None if token == b"null" else int(token)
+
+
+def _fast_text(
+    data: str | bytes,
+    table: Mapping[str, MethodSpec],
+    fast: FastPath,
+    method: str | None,
+    pending: PendingRequests | None,
+) -> Any:
+    """The message, when one ``validate_json`` of the line over its envelope reads it and shows it whole.
+
+    Answers the message; ``None`` when the text is not for this path (decode
+    it and try the decoded fast path); or ``_TRIED`` when the envelope's
+    validation failed (the decoded value would fail it too: straight to the
+    general path). Nothing is changed before the message is certain (a
+    pending request is popped last).
+    """
+    if type(data) is str:
+        try:
+            text = data.encode()
+        except UnicodeEncodeError:
+            return _TRIED  # a lone surrogate: the general path's ParseError
+    else:
+        text = data  # type: ignore[assignment]
+    at = text.find(b'"method"')
+    peeked: Any = _NO_ID
+    if at >= 0:
+        # the first "method" member found: if it is not the envelope's own,
+        # the envelope's literal method refuses the line
+        after = text[at + 8 : at + 11]
+        if after[:2] == b':"':
+            name = fast.names.get(text[at + 10 : text.find(b'"', at + 10)])
+        elif after == b': "':
+            name = fast.names.get(text[at + 11 : text.find(b'"', at + 11)])
+        else:
+            found = _METHOD_PEEK.match(text, at)
+            name = None if found is None else fast.names.get(found.group(1))
+        if name is None:
+            return None
+        which = fast.calls
+        key: str | None = name
+    else:
+        key = method
+        if key is None and pending is not None:
+            peeked = _peek_id(text)
+            if peeked is not _NO_ID:
+                key = pending.method_of(peeked)
+        which = fast.results if key is not None else fast.errors
+    triple = which.get(key, _NO_ID)
+    if triple is _NO_ID:
+        triple = fast.validator(which, key)
+    if triple is None or triple[1] is None:
+        return None
+    slow = _SLOW
+    slow.needed = False
+    try:
+        env = triple[1](text)
+    except ValidationError:
+        if which is not fast.results:
+            return _TRIED
+        # not a success response: perhaps an error response
+        which = fast.errors
+        triple = which.get(None, _NO_ID)
+        if triple is _NO_ID:
+            triple = fast.validator(which, None)
+        if triple is None or triple[1] is None:
+            return _TRIED
+        slow.needed = False
+        try:
+            env = triple[1](text)
+        except ValidationError:
+            return _TRIED
+    if slow.needed:
+        return _TRIED
+    write = triple[2]
+    out = write(env)
+    if not whole_within_limits(text, out):
+        return None
+    if which is fast.calls:
+        rid = env.get("id", _NO_ID)
+        if rid is _NO_ID:
+            return _make(
+                Notification,
+                {"method": key, "extra": _EMPTY, "has_params": True, "_written": (write, env), "_line": out},
+            )
+        return _make(
+            Request,
+            {"id": rid, "method": key, "extra": _EMPTY, "has_params": True, "_written": (write, env),
+             "_line": out},
+        )
+    rid = env["id"]
+    if which is fast.results:
+        if peeked is not _NO_ID and (type(rid) is not type(peeked) or rid != peeked):
+            # the method came from another id than the response's own
+            return None
+        answered = pending.pop(rid) if pending is not None else None
+        return _make(
+            Response,
+            {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
+             "_written": (write, env), "_line": out},
+        )
+    answered = pending.pop(rid) if pending is not None else None
+    return _make(
+        ErrorResponse,
+        {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
+         "_written": (write, env), "_line": out},
+    )
+
+
 def parse_message(
     data: Any,
     table: Mapping[str, MethodSpec],
@@ -728,12 +921,10 @@ def parse_message(
     its id stops being pending. ``fast`` is the version's fast path (see
     above): a message it reads takes one validation, any other the general way.
     """
-    value = _decode(data)
     if fast is not None:
-        quick = _fast_one(value, table, fast, method, pending)
-        if quick is not None:
-            return quick
-    return _parse_decoded(value, table, version, error_model, batches, method, pending, fast)
+        # (bound to the same table, version and error model by the version module)
+        return fast.parse(data, method, pending)
+    return _parse_decoded(_decode(data), table, version, error_model, batches, method, pending, None)
 
 
 def _parse_decoded(

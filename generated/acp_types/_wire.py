@@ -375,3 +375,91 @@ def decode(data: str | bytes | bytearray | memoryview) -> Any:
             # pydantic-core read the text already; the standard library's
             # own limits (integer digits, recursion) are not ours to add
     return checked
+
+
+# --------------------------------------------------------------------------
+# Text validated without decoding it first: what was dropped shows in counts
+
+_COUNTED = b'",[l'
+"""The bytes :func:`whole_within_limits` counts in the text and in its write-back."""
+
+_NOT_COUNTED = bytes(range(256)).translate(None, _COUNTED)
+_NOT_KEPT = bytes(range(256)).translate(None, _COUNTED + b"{]0123456789")
+_ESCAPED_ASCII = re.compile(rb"\\u00[2-7]")
+
+
+def whole_within_limits(text: bytes, out: bytes) -> bool:
+    """Whether ``out``, the message validated straight from ``text`` and written back, shows ``text`` whole and within the limits.
+
+    ``True`` only when that is shown: decoding ``text`` then gives a value
+    within the limits, from which validation gives what was validated from
+    the text. ``False`` means "not shown", and the caller decodes the text.
+
+    What validation does to the text: it writes it compactly, with keys in
+    its own order, numbers in their shortest form and strings with its own
+    escapes; it may drop a member or an array item (an invalid item of a
+    tolerant array, a malformed tolerant field, the first of two equal keys)
+    or put ``[]`` in place of a malformed value (a default-on-error field);
+    and a non-finite number it reads (``1e400``, a ``NaN`` or ``Infinity``
+    token) is written back as ``null``. Nothing else: it adds no member and
+    no item, and writes strings and other scalars as they were.
+
+    When no ASCII character is escaped as ``\\u00XX`` in ``text`` (which
+    could hide a counted byte), the strings of both hold the same ``"`` (as
+    ``\\"``), ``,``, ``[``, ``]`` and ``l``; then outside the strings:
+
+    - a ``"`` or a ``,`` is never added, a dropped member loses two ``"``
+      (its key), and so does a dropped or replaced string; a dropped item of
+      an array of two or more loses a ``,``;
+    - what is left are single items without a string dropped from their
+      array, and values without a string replaced by ``[]``. Say what went
+      held ``a`` ``[`` and ``b`` empty arrays ``[]`` (``b <= a``): a dropped
+      item changes the count of ``[`` by ``-a`` and that of ``[]`` by
+      ``1 - b`` (its array is now empty), a replacement by ``1 - a`` and
+      ``1 - b``. So each makes the count of ``[]`` minus that of ``[`` grow,
+      by ``1 + a - b`` or ``a - b``, and it does not grow only for a scalar
+      (or ``{}``) replaced, which adds a ``[``. Whitespace in the text's
+      ``[ ]`` only adds to the written ``[]``: with both counts equal,
+      nothing was dropped or replaced (``[1e400]`` becoming ``[]``, or a
+      deep ``[[[...[]...]]]`` dropped, changes one of them);
+    - with nothing dropped, a non-finite number is the only way to a new
+      ``null``, and ``l`` is in no escape and no number;
+    - and then the limits read off the write-back: nesting is at most the
+      number of ``{`` and ``[``, every integer is written with all its
+      digits, and a key twice in one object would have been a dropped member.
+
+    Strings hold no lone surrogate: the validation refuses the text then.
+    """
+    kept = out.translate(None, _NOT_KEPT)
+    written = kept.translate(None, _NOT_COUNTED)
+    if not (len(text) - len(out) <= 1 and text.startswith(out)) and not _nothing_dropped(
+        text, out, written, kept
+    ):
+        # (the text is the write-back, and perhaps a newline, when this writer wrote it)
+        return False
+    if len(kept) - len(written) + written.count(b"[") > MAX_DEPTH:
+        # ("{", "]" and digits, and "[": more than the deepest nesting allowed)
+        containers = kept.count(b"{") + kept.count(b"[")
+        if containers > MAX_DEPTH:
+            return False
+        if len(kept) - len(written) - kept.count(b"{") - kept.count(b"]") > MAX_INT_DIGITS:
+            # more digits in all than one integer may have: look for a run that long
+            return b"0" * (MAX_INT_DIGITS + 1) not in out.translate(_DIGIT_RUNS)
+    return True
+
+
+def _nothing_dropped(text: bytes, out: bytes, written: bytes, kept: bytes) -> bool:
+    """The counts of :func:`whole_within_limits`: ``written`` and ``kept`` are ``out`` less every byte not counted or kept."""
+    if _ESCAPED_ASCII.search(text) is not None:
+        return False
+    counted = text.translate(None, _NOT_COUNTED)
+    if counted != written and (
+        # (the same string when the text has its keys in the writer's order)
+        len(counted) != len(written)
+        or counted.count(b'"') != written.count(b'"')
+        or counted.count(b",") != written.count(b",")
+        or counted.count(b"[") != written.count(b"[")
+    ):
+        return False
+    # an empty array in the write-back is one in ``kept`` too (only bytes between are gone)
+    return b"[]" not in kept or text.count(b"[]") == out.count(b"[]")
