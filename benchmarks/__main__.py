@@ -241,38 +241,6 @@ def bench_import(repeats: int) -> list[Figure]:
 # --------------------------------------------------------------------------- throughput
 
 
-def _rate(fn: Callable[[], Any], repeats: int, budget: float) -> float:
-    """Median messages per second over ``repeats`` batches of ~``budget`` seconds."""
-    fn()
-    # calibrate a batch size
-    n = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= budget / 4:
-            break
-        n *= 2
-    n = max(1, int(n * budget / dt))
-    rates = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        rates.append(n / (time.perf_counter() - t0))
-    return statistics.median(rates)
-
-
-def _pair(ours: Callable[[], Any], theirs: Callable[[], Any], repeats: int, budget: float) -> tuple[float, float]:
-    """Median rates of two functions, measured interleaved so noise hits both alike."""
-    o_rates, s_rates = [], []
-    for _ in range(repeats):
-        o_rates.append(_rate(ours, 1, budget))
-        s_rates.append(_rate(theirs, 1, budget))
-    return statistics.median(o_rates), statistics.median(s_rates)
-
-
 def _batch_size(fn: Callable[[], Any], budget: float) -> int:
     fn()
     n = 1
@@ -462,9 +430,10 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
     general path alone, without the fast paths of the envelope. The "2x
     today's" target compares two versions of acp_types, which cannot share a
     process: ``python -m benchmarks.lines_compare`` (docs/PERFORMANCE.md).
-    Best of many short interleaved batches (``_best_pair``), as the
-    throughput figures: the median of long batches (``_pair``) mixed
-    disturbed batches into both sides on the shared machine.
+    Best of many short interleaved batches, all four functions in the same
+    rounds (``_best_rates``), as the throughput figures: the median of long
+    batches mixed disturbed batches into both sides on the shared
+    machine.
     """
     import acp.schema as sdk  # noqa: PLC0415
 
@@ -506,15 +475,13 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
         assert loads(ours()) == envelope, name
         assert general() == ours() == reached(), name
         theirs()
-        o, s = _best_pair(ours, theirs, repeats, budget)
-        figures.append(Figure(f"line {name}: parse_message + to_json vs SDK line", o, s, "msg/s",
-                              ">= 1.75x", o / s >= 1.75))
-        o, s = _best_pair(reached, theirs, repeats, budget)
-        figures.append(Figure("  same, the payload read before to_json (written twice), vs SDK line", o, s,
+        r = _best_rates({"ours": ours, "theirs": theirs, "reached": reached, "general": general}, repeats, budget)
+        figures.append(Figure(f"line {name}: parse_message + to_json vs SDK line", r["ours"], r["theirs"], "msg/s",
+                              ">= 1.75x", r["ours"] / r["theirs"] >= 1.75))
+        figures.append(Figure("  same, the payload read before to_json (written twice), vs SDK line", r["reached"],
+                              r["theirs"], "msg/s", "report", None))
+        figures.append(Figure("  same, vs the general path alone (no envelope fast path)", r["ours"], r["general"],
                               "msg/s", "report", None))
-        o, s = _best_pair(ours, general, repeats, budget)
-        figures.append(Figure("  same, vs the general path alone (no envelope fast path)", o, s, "msg/s",
-                              "report", None))
     return figures
 
 
