@@ -41,6 +41,16 @@ Free-form metadata reserved for extensions. Either side may attach it; receivers
 """
 
 
+# Annotations several classes use, each built once (see generator/render/models.py).
+_A_str_WireKey_meta_session_id_6f8ab1 = dict[
+    Annotated[str, WireKey("meta", "session_id")], Any
+]
+_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
+_A_Meta_None_meta_OMIT_ON_ERROR_361a56 = Annotated[
+    Meta | None, Field(alias="_meta"), OMIT_ON_ERROR
+]
+
+
 class AcceptNesNotification(AcpModel):
     """
     Params of `nes/accept`: the client tells the agent that the user took a suggestion.
@@ -50,25 +60,26 @@ class AcceptNesNotification(AcpModel):
         id: Identifier of the suggestion.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     id: NesSuggestionId
     """Identifier of the suggestion."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 
 
 class LogoutCapabilities(AcpModel):
     """Present when the agent implements `logout`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AgentAuthCapabilities(AcpModel):
@@ -79,12 +90,17 @@ class AgentAuthCapabilities(AcpModel):
         logout: Support for the `logout` method.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     logout: Annotated[LogoutCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `logout` method."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = Annotated[
+    bool | None, NOT_NULL, OMIT_ON_ERROR
+]
 
 
 class PromptCapabilities(AcpModel):
@@ -101,10 +117,10 @@ class PromptCapabilities(AcpModel):
         Annotated[str, WireKey("embedded_context", "meta")], Any
     ] = Field(init=False)
 
-    image: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    image: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when prompts may contain image blocks."""
 
-    audio: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    audio: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when prompts may contain audio blocks."""
 
     embedded_context: Annotated[
@@ -112,7 +128,7 @@ class PromptCapabilities(AcpModel):
     ] = False
     """True when prompts may contain embedded resource blocks."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpCapabilities(AcpModel):
@@ -125,34 +141,34 @@ class McpCapabilities(AcpModel):
         acp: Support for MCP servers carried over the ACP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    http: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    http: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the agent can connect to MCP servers over HTTP."""
 
-    sse: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    sse: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the agent can connect to MCP servers over SSE."""
 
-    acp: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    acp: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """Support for MCP servers carried over the ACP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionListCapabilities(AcpModel):
     """Present when the agent implements `session/list`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -160,25 +176,25 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionResumeCapabilities(AcpModel):
     """Present when the agent implements `session/resume`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionCloseCapabilities(AcpModel):
     """Present when the agent implements `session/close`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionArchiveCapabilities(AcpModel):
@@ -186,17 +202,17 @@ class SessionArchiveCapabilities(AcpModel):
     Present when the agent implements `session/archive`, `session/unarchive` and the `archived` list filter.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionForkCapabilities(AcpModel):
     """Marker: the agent supports `session/fork`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionCapabilities(AcpModel):
@@ -244,7 +260,7 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ProvidersCapabilities(AcpModel):
@@ -252,17 +268,17 @@ class ProvidersCapabilities(AcpModel):
     Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
     """Marker: the agent wants `document/didOpen`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 TextDocumentSyncKind = TypeAliasType(
@@ -288,31 +304,31 @@ class NesDocumentDidChangeCapabilities(AcpModel):
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
     """Marker: the agent wants `document/didClose`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
     """Marker: the agent wants `document/didSave`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
     """Marker: the agent wants `document/didFocus`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -362,7 +378,7 @@ class NesDocumentEventCapabilities(AcpModel):
     ] = None
     """Support for `document/didFocus`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEventCapabilities(AcpModel):
@@ -373,12 +389,20 @@ class NesEventCapabilities(AcpModel):
         document: Support for `document/*` notifications.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_max_count_meta_707c34 = dict[
+    Annotated[str, WireKey("max_count", "meta")], Any
+]
+_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
+    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -389,24 +413,20 @@ class NesRecentFilesCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
     """Marker: the agent wants related snippets in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -417,16 +437,12 @@ class NesEditHistoryCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -437,32 +453,44 @@ class NesUserActionsCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesOpenFilesCapabilities(AcpModel):
     """Marker: the agent wants the open files in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDiagnosticsCapabilities(AcpModel):
     """Marker: the agent wants diagnostics in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_edit_history_meta_op_c79891 = dict[
+    Annotated[
+        str,
+        WireKey(
+            "edit_history",
+            "meta",
+            "open_files",
+            "recent_files",
+            "related_snippets",
+            "user_actions",
+        ),
+    ],
+    Any,
+]
 
 
 class NesContextCapabilities(AcpModel):
@@ -478,20 +506,7 @@ class NesContextCapabilities(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "edit_history",
-                "meta",
-                "open_files",
-                "recent_files",
-                "related_snippets",
-                "user_actions",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(init=False)
 
     recent_files: Annotated[
         NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
@@ -523,7 +538,7 @@ class NesContextCapabilities(AcpModel):
     diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesCapabilities(AcpModel):
@@ -535,7 +550,7 @@ class NesCapabilities(AcpModel):
         context: The context the agent wants with suggestion requests.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
     """The editor events the agent wants."""
@@ -543,7 +558,7 @@ class NesCapabilities(AcpModel):
     context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
     """The context the agent wants with suggestion requests."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PositionEncodingKind = TypeAliasType(
@@ -624,7 +639,7 @@ class AgentCapabilities(AcpModel):
     ] = None
     """The position encoding the agent chose from those the client offered."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MessageId = TypeAliasType("MessageId", str)
@@ -633,6 +648,9 @@ MessageId = TypeAliasType("MessageId", str)
 
 Role = TypeAliasType("Role", Literal["assistant", "user"])
 """A participant in the conversation."""
+
+
+_A_int_float_None_OMIT_ON_ERROR_dbda74 = Annotated[int | float | None, OMIT_ON_ERROR]
 
 
 class Annotations(AcpModel):
@@ -657,10 +675,13 @@ class Annotations(AcpModel):
     )
     """When the underlying resource last changed, as a timestamp."""
 
-    priority: Annotated[int | float | None, OMIT_ON_ERROR] = None
+    priority: _A_int_float_None_OMIT_ON_ERROR_dbda74 = None
     """How important the content is relative to other content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Annotations_None_OMIT_ON_ERROR_169794 = Annotated[Annotations | None, OMIT_ON_ERROR]
 
 
 class TextContent(AcpModel):
@@ -672,7 +693,7 @@ class TextContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -686,10 +707,17 @@ class TextContent(AcpModel):
     text: str
     """The text itself."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_mime_type_2e800a = dict[
+    Annotated[str, WireKey("meta", "mime_type")], Any
+]
+_A_str_mimeType_4543a6 = Annotated[str, Field(alias="mimeType")]
+_A_str_None_OMIT_ON_ERROR_afe16e = Annotated[str | None, OMIT_ON_ERROR]
 
 
 class ImageContent(AcpModel):
@@ -703,9 +731,7 @@ class ImageContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "image"),)
 
@@ -719,16 +745,16 @@ class ImageContent(AcpModel):
     data: str
     """The image bytes, base64-encoded."""
 
-    mime_type: Annotated[str, Field(alias="mimeType")]
+    mime_type: _A_str_mimeType_4543a6
     """Media type of the image, such as `image/png`."""
 
-    uri: Annotated[str | None, OMIT_ON_ERROR] = None
+    uri: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Where the image came from, if it has a URI."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AudioContent(AcpModel):
@@ -741,9 +767,7 @@ class AudioContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "audio"),)
 
@@ -757,13 +781,19 @@ class AudioContent(AcpModel):
     data: str
     """The audio bytes, base64-encoded."""
 
-    mime_type: Annotated[str, Field(alias="mimeType")]
+    mime_type: _A_str_mimeType_4543a6
     """Media type of the audio, such as `audio/wav`."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_mimeType_OMIT_ON_ERROR_30526e = Annotated[
+    str | None, Field(alias="mimeType"), OMIT_ON_ERROR
+]
+_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
 
 
 class ResourceLink(AcpModel):
@@ -780,9 +810,7 @@ class ResourceLink(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource_link"),
@@ -801,22 +829,22 @@ class ResourceLink(AcpModel):
     uri: str
     """URI of the resource."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional title to show in a user interface."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional longer explanation of the resource."""
 
-    mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
+    mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the resource, if known."""
 
-    size: Annotated[int | None, OMIT_ON_ERROR] = None
+    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
     """Size of the resource in bytes, if known."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TextResourceContents(AcpModel):
@@ -829,9 +857,7 @@ class TextResourceContents(AcpModel):
         mime_type: Media type of the text, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
 
     text: str
     """The text of the resource."""
@@ -839,10 +865,10 @@ class TextResourceContents(AcpModel):
     uri: str
     """URI of the resource."""
 
-    mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
+    mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the text, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class BlobResourceContents(AcpModel):
@@ -855,9 +881,7 @@ class BlobResourceContents(AcpModel):
         mime_type: Media type of the bytes, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
 
     blob: str
     """The resource bytes, base64-encoded."""
@@ -865,10 +889,10 @@ class BlobResourceContents(AcpModel):
     uri: str
     """URI of the resource."""
 
-    mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
+    mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the bytes, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -901,7 +925,7 @@ class EmbeddedResource(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource"),
@@ -917,10 +941,10 @@ class EmbeddedResource(AcpModel):
     resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ContentBlock = TypeAliasType(
@@ -936,6 +960,15 @@ One piece of displayable content, discriminated by `type`. Content blocks make u
 """
 
 
+_A_str_WireKey_message_id_meta_sess_055c48 = dict[
+    Annotated[str, WireKey("message_id", "meta", "session_update")], Any
+]
+_A_MessageId_None_messageId_OMIT_ON_29f6e0 = Annotated[
+    MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR
+]
+_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
+
+
 class AgentMessageChunk(AcpModel):
     """
     Branch `agent_message_chunk`: a streamed piece of the agent's reply.
@@ -945,9 +978,7 @@ class AgentMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message_chunk"),
@@ -964,17 +995,15 @@ class AgentMessageChunk(AcpModel):
             Literal["agent_message_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR] = (
-        None
-    )
+    message_id: _A_MessageId_None_messageId_OMIT_ON_29f6e0 = None
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AgentThoughtChunk(AcpModel):
@@ -986,9 +1015,7 @@ class AgentThoughtChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought_chunk"),
@@ -1005,17 +1032,15 @@ class AgentThoughtChunk(AcpModel):
             Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR] = (
-        None
-    )
+    message_id: _A_MessageId_None_messageId_OMIT_ON_29f6e0 = None
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ArchiveSessionRequest(AcpModel):
@@ -1026,14 +1051,12 @@ class ArchiveSessionRequest(AcpModel):
         session_id: The session to archive.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to archive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ArchiveSessionResponse(AcpModel):
@@ -1041,9 +1064,9 @@ class ArchiveSessionResponse(AcpModel):
     Result of `session/archive`: an empty object once the session is archived (also when it already was).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthCapabilities(AcpModel):
@@ -1054,16 +1077,22 @@ class AuthCapabilities(AcpModel):
         terminal: True when the client can run `terminal` authentication methods.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    terminal: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    terminal: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the client can run `terminal` authentication methods."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
 """Identifier of an authentication method advertised by the agent."""
+
+
+_A_Literal_terminal_384a30 = Literal["terminal"]
+_A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = Annotated[
+    list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR
+]
 
 
 class AuthMethodTerminal(AcpModel):
@@ -1079,7 +1108,7 @@ class AuthMethodTerminal(AcpModel):
         env: Environment variables set for the login process, overriding same-named ones.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -1091,7 +1120,7 @@ class AuthMethodTerminal(AcpModel):
         type: Literal["terminal"] = "terminal"
         """Method type tag."""
     else:
-        type: Literal["terminal"]
+        type: _A_Literal_terminal_384a30
 
     id: AuthMethodId
     """Id of the method."""
@@ -1099,10 +1128,10 @@ class AuthMethodTerminal(AcpModel):
     name: str
     """Name shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
     """Arguments appended to the agent's usual command line."""
 
     env: Annotated[dict[str, str] | None, NOT_NULL, OMIT_ON_ERROR] = None
@@ -1110,7 +1139,10 @@ class AuthMethodTerminal(AcpModel):
     Environment variables set for the login process, overriding same-named ones.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_NOT_NULL_58c6f1 = Annotated[str | None, NOT_NULL]
 
 
 class AuthMethodAgent(AcpModel):
@@ -1124,9 +1156,9 @@ class AuthMethodAgent(AcpModel):
         description: Longer explanation shown to the user.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    type: Annotated[str | None, NOT_NULL] = None
+    type: _A_str_None_NOT_NULL_58c6f1 = None
     """
     Left out by most v1 agent methods. Any value other than `terminal` (`agent`, or a type this version does not list, such as `env_var`) also reads as an agent-handled method.
     """
@@ -1137,10 +1169,10 @@ class AuthMethodAgent(AcpModel):
     name: str
     """Name shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AuthMethod = TypeAliasType(
@@ -1183,7 +1215,7 @@ class AuthenticateRequest(AcpModel):
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id of the chosen method from `authMethods`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthenticateResponse(AcpModel):
@@ -1191,9 +1223,9 @@ class AuthenticateResponse(AcpModel):
     Result of `authenticate`: an empty object once the client is authenticated.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnstructuredCommandInput(AcpModel):
@@ -1204,14 +1236,14 @@ class UnstructuredCommandInput(AcpModel):
         hint: Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     hint: str
     """
     Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AvailableCommandInput = TypeAliasType("AvailableCommandInput", UnstructuredCommandInput)
@@ -1230,7 +1262,7 @@ class AvailableCommand(AcpModel):
         input: How the command takes input; absent or null when it takes none.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -1243,7 +1275,7 @@ class AvailableCommand(AcpModel):
     ] = None
     """How the command takes input; absent or null when it takes none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -1280,7 +1312,7 @@ class AvailableCommandsUpdate(AcpModel):
     ]
     """Every command available now; replaces the previous list."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class BooleanConfigOptionCapabilities(AcpModel):
@@ -1288,9 +1320,13 @@ class BooleanConfigOptionCapabilities(AcpModel):
     Present when the client can show boolean config options and send boolean values in `session/set_config_option`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_boolean_d16f93 = Literal["boolean"]
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1303,7 +1339,7 @@ class BooleanPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1314,18 +1350,18 @@ class BooleanPropertySchema(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    default: Annotated[bool | None, OMIT_ON_ERROR] = None
+    default: _A_bool_None_OMIT_ON_ERROR_b3494b = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CancelNotification(AcpModel):
@@ -1336,20 +1372,21 @@ class CancelNotification(AcpModel):
         session_id: The session whose work should stop.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose work should stop."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestId = TypeAliasType("RequestId", int | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
+
+
+_A_RequestId_requestId_a73c71 = Annotated[RequestId, Field(alias="requestId")]
 
 
 class CancelRequestNotification(AcpModel):
@@ -1364,10 +1401,10 @@ class CancelRequestNotification(AcpModel):
         Field(init=False)
     )
 
-    request_id: Annotated[RequestId, Field(alias="requestId")]
+    request_id: _A_RequestId_requestId_a73c71
     """Id of the request to abandon."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CancelledPermissionOutcome(AcpModel):
@@ -1410,7 +1447,7 @@ class FileSystemCapabilities(AcpModel):
     ] = False
     """True when the client handles `fs/write_text_file`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionConfigOptionsCapabilities(AcpModel):
@@ -1421,16 +1458,21 @@ class SessionConfigOptionsCapabilities(AcpModel):
         boolean: Support for boolean config options.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     boolean: Annotated[BooleanConfigOptionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for boolean config options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CompactionCapabilities(AcpModel):
     """Marker: the client can display context compaction updates."""
+
+
+_A_str_WireKey_config_options_meta_2288a1 = dict[
+    Annotated[str, WireKey("config_options", "meta")], Any
+]
 
 
 class ClientSessionCapabilities(AcpModel):
@@ -1442,9 +1484,7 @@ class ClientSessionCapabilities(AcpModel):
         compaction: Support for context compaction updates.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
 
     config_options: Annotated[
         SessionConfigOptionsCapabilities | None,
@@ -1456,23 +1496,23 @@ class ClientSessionCapabilities(AcpModel):
     compaction: Annotated[CompactionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for context compaction updates."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationCapabilities(AcpModel):
@@ -1484,7 +1524,7 @@ class ElicitationCapabilities(AcpModel):
         url: URL mode support.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     form: Annotated[ElicitationFormCapabilities | None, OMIT_ON_ERROR] = None
     """Form mode support."""
@@ -1492,7 +1532,7 @@ class ElicitationCapabilities(AcpModel):
     url: Annotated[ElicitationUrlCapabilities | None, OMIT_ON_ERROR] = None
     """URL mode support."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanCapabilities(AcpModel):
@@ -1500,33 +1540,33 @@ class PlanCapabilities(AcpModel):
     Marker: the client can show plans sent as `plan_update` and `plan_removed`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesJumpCapabilities(AcpModel):
     """Marker: the client can show suggestions that move the cursor."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRenameCapabilities(AcpModel):
     """Marker: the client can show suggestions that rename a symbol."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
     """Marker: the client can show search-and-replace suggestions."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ClientNesCapabilities(AcpModel):
@@ -1556,7 +1596,7 @@ class ClientNesCapabilities(AcpModel):
     ] = None
     """Support for search-and-replace suggestions."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ClientCapabilities(AcpModel):
@@ -1581,7 +1621,7 @@ class ClientCapabilities(AcpModel):
     fs: Annotated[FileSystemCapabilities | None, NOT_NULL, OMIT_ON_ERROR] = None
     """File-system methods the client implements."""
 
-    terminal: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    terminal: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the client implements every `terminal/*` method."""
 
     session: Annotated[ClientSessionCapabilities | None, OMIT_ON_ERROR] = None
@@ -1607,7 +1647,7 @@ class ClientCapabilities(AcpModel):
     ] = None
     """The position encodings the client can use, preferred first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseNesRequest(AcpModel):
@@ -1618,22 +1658,20 @@ class CloseNesRequest(AcpModel):
         session_id: The suggestion session to end.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session to end."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseNesResponse(AcpModel):
     """Result of `nes/close`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseSessionRequest(AcpModel):
@@ -1644,14 +1682,12 @@ class CloseSessionRequest(AcpModel):
         session_id: The active session to close.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The active session to close."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseSessionResponse(AcpModel):
@@ -1659,9 +1695,9 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CompactionId = TypeAliasType("CompactionId", str)
@@ -1678,6 +1714,14 @@ CompactionStatus = TypeAliasType(
 """Where a context compaction is in its life cycle."""
 
 
+_A_str_WireKey_compaction_id_meta_s_ad6c95 = dict[
+    Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
+]
+_A_CompactionId_compactionId_ad66d3 = Annotated[
+    CompactionId, Field(alias="compactionId")
+]
+
+
 class CompactionSummaryChunk(AcpModel):
     """
     Branch `compaction_summary_chunk`: one more piece of the summary that replaces compacted context.
@@ -1687,9 +1731,7 @@ class CompactionSummaryChunk(AcpModel):
         content: The piece of summary to append.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_summary_chunk"),
@@ -1706,13 +1748,13 @@ class CompactionSummaryChunk(AcpModel):
             Literal["compaction_summary_chunk"], Field(alias="sessionUpdate")
         ]
 
-    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The piece of summary to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CompactionUpdate(AcpModel):
@@ -1726,9 +1768,7 @@ class CompactionUpdate(AcpModel):
         error: What went wrong, when the status says it failed.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_update"),
@@ -1745,7 +1785,7 @@ class CompactionUpdate(AcpModel):
             Literal["compaction_update"], Field(alias="sessionUpdate")
         ]
 
-    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
     status: CompactionStatus
@@ -1756,16 +1796,21 @@ class CompactionUpdate(AcpModel):
     ] = None
     """The summary that replaces the compacted context, once known."""
 
-    error: Annotated[str | None, OMIT_ON_ERROR] = None
+    error: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """What went wrong, when the status says it failed."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationId = TypeAliasType("ElicitationId", str)
 """
 Identifier of a URL elicitation, unique among the agent's open URL elicitations on the connection.
 """
+
+
+_A_ElicitationId_elicitationId_6c9b31 = Annotated[
+    ElicitationId, Field(alias="elicitationId")
+]
 
 
 class CompleteElicitationNotification(AcpModel):
@@ -1780,10 +1825,10 @@ class CompleteElicitationNotification(AcpModel):
         Field(init=False)
     )
 
-    elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """The URL elicitation that finished."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigId = TypeAliasType("SessionConfigId", str)
@@ -1818,7 +1863,7 @@ class SessionConfigSelectOption(AcpModel):
         description: Longer explanation of what this value does.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     value: SessionConfigValueId
     """Identifier sent back when the user picks this value."""
@@ -1826,10 +1871,10 @@ class SessionConfigSelectOption(AcpModel):
     name: str
     """Label shown to the user for this value."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of what this value does."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigGroupId = TypeAliasType("SessionConfigGroupId", str)
@@ -1846,7 +1891,7 @@ class SessionConfigSelectGroup(AcpModel):
         options: The values in this group.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     group: SessionConfigGroupId
     """Identifier of this group."""
@@ -1857,7 +1902,7 @@ class SessionConfigSelectGroup(AcpModel):
     options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
     """The values in this group."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -1893,6 +1938,14 @@ The values of a select option: either all plain values or all groups of values. 
 """
 
 
+_A_str_WireKey_current_value_meta_8842fb = dict[
+    Annotated[str, WireKey("current_value", "meta")], Any
+]
+_A_SessionConfigOptionCategory_None_528229 = Annotated[
+    SessionConfigOptionCategory | None, OMIT_ON_ERROR
+]
+
+
 class SessionConfigSelect(AcpModel):
     """
     A configuration option that picks exactly one value from a list (`type: "select"`), shown as a dropdown.
@@ -1906,9 +1959,7 @@ class SessionConfigSelect(AcpModel):
         options: The values the user can pick from, flat or in groups.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("current_value", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "select"),
@@ -1922,10 +1973,10 @@ class SessionConfigSelect(AcpModel):
     name: str
     """Label shown to the user for this option."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation the client may show next to the option."""
 
-    category: Annotated[SessionConfigOptionCategory | None, OMIT_ON_ERROR] = None
+    category: _A_SessionConfigOptionCategory_None_528229 = None
     """Optional hint about what kind of setting this is; for UX only."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -1941,7 +1992,7 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     """The values the user can pick from, flat or in groups."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionConfigBoolean(AcpModel):
@@ -1956,9 +2007,7 @@ class SessionConfigBoolean(AcpModel):
         current_value: Whether the option is on now.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("current_value", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1972,10 +2021,10 @@ class SessionConfigBoolean(AcpModel):
     name: str
     """Label shown to the user for this option."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation the client may show next to the option."""
 
-    category: Annotated[SessionConfigOptionCategory | None, OMIT_ON_ERROR] = None
+    category: _A_SessionConfigOptionCategory_None_528229 = None
     """Optional hint about what kind of setting this is; for UX only."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -1983,12 +2032,12 @@ class SessionConfigBoolean(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
     current_value: Annotated[bool, Field(alias="currentValue")]
     """Whether the option is on now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigOption = TypeAliasType(
@@ -2002,6 +2051,13 @@ SessionConfigOption = TypeAliasType(
 """
 One configurable setting of a session and its current value, tagged by `type`. Agents send the full list, most important first.
 """
+
+
+_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
+    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+    Field(alias="configOptions"),
+    DEFAULT_ON_ERROR,
+]
 
 
 class ConfigOptionUpdate(AcpModel):
@@ -2031,22 +2087,24 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
-        Field(alias="configOptions"),
-        DEFAULT_ON_ERROR,
-    ]
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """
     Every configuration option with its current value; replaces the previous set.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpServerAcpId = TypeAliasType("McpServerAcpId", str)
 """
 Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
 """
+
+
+_A_str_WireKey_meta_server_id_874aed = dict[
+    Annotated[str, WireKey("meta", "server_id")], Any
+]
+_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
 
 
 class ConnectMcpRequest(AcpModel):
@@ -2057,18 +2115,24 @@ class ConnectMcpRequest(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
 
-    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpConnectionId = TypeAliasType("McpConnectionId", str)
 """Identifier of one MCP connection carried over ACP."""
+
+
+_A_str_WireKey_connection_id_meta_d62ced = dict[
+    Annotated[str, WireKey("connection_id", "meta")], Any
+]
+_A_McpConnectionId_connectionId_1a83eb = Annotated[
+    McpConnectionId, Field(alias="connectionId")
+]
 
 
 class ConnectMcpResponse(AcpModel):
@@ -2079,14 +2143,12 @@ class ConnectMcpResponse(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Content(AcpModel):
@@ -2097,7 +2159,7 @@ class Content(AcpModel):
         content: The content block.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "content"),
@@ -2110,10 +2172,10 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content block."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Cost(AcpModel):
@@ -2125,7 +2187,7 @@ class Cost(AcpModel):
         currency: ISO 4217 code of the currency, such as `USD`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     amount: int | float
     """The amount, in units of `currency`."""
@@ -2133,7 +2195,7 @@ class Cost(AcpModel):
     currency: str
     """ISO 4217 code of the currency, such as `USD`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ToolCallId = TypeAliasType("ToolCallId", str)
@@ -2162,7 +2224,7 @@ class EnumOption(AcpModel):
         description: Longer explanation of the choice.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     const: str
     """The value submitted when this choice is picked."""
@@ -2170,10 +2232,15 @@ class EnumOption(AcpModel):
     title: str
     """Label shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of the choice."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_string_0c8de0 = Literal["string"]
+_A_str_None_297b0b = str | None
+_A_list_str_None_71831a = list[str] | None
 
 
 class StringPropertySchema(AcpModel):
@@ -2205,12 +2272,12 @@ class StringPropertySchema(AcpModel):
     if TYPE_CHECKING:
         type: Literal["string"] = "string"
     else:
-        type: Literal["string"]
+        type: _A_Literal_string_0c8de0
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
     min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
@@ -2223,22 +2290,25 @@ class StringPropertySchema(AcpModel):
     )
     """Most characters allowed."""
 
-    pattern: str | None = None
+    pattern: _A_str_None_297b0b = None
     """Regular expression the text must match."""
 
     format: StringFormat | None = None
     """Expected format of the text."""
 
-    default: Annotated[str | None, OMIT_ON_ERROR] = None
+    default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
-    enum: list[str] | None = None
+    enum: _A_list_str_None_71831a = None
     """Allowed values of a single-choice field without labels."""
 
     one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None
     """Allowed values of a single-choice field, each with a label."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_float_None_e47260 = int | float | None
 
 
 class NumberPropertySchema(AcpModel):
@@ -2253,7 +2323,7 @@ class NumberPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "number"),
@@ -2266,22 +2336,25 @@ class NumberPropertySchema(AcpModel):
     else:
         type: Literal["number"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: int | float | None = None
+    minimum: _A_int_float_None_e47260 = None
     """Smallest value allowed, inclusive."""
 
-    maximum: int | float | None = None
+    maximum: _A_int_float_None_e47260 = None
     """Largest value allowed, inclusive."""
 
-    default: Annotated[int | float | None, OMIT_ON_ERROR] = None
+    default: _A_int_float_None_OMIT_ON_ERROR_dbda74 = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_None_95fd59 = int | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2296,7 +2369,7 @@ class IntegerPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "integer"),
@@ -2309,22 +2382,25 @@ class IntegerPropertySchema(AcpModel):
     else:
         type: Literal["integer"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: int | None = None
+    minimum: _A_int_None_95fd59 = None
     """Smallest value allowed, inclusive."""
 
-    maximum: int | None = None
+    maximum: _A_int_None_95fd59 = None
     """Largest value allowed, inclusive."""
 
-    default: Annotated[int | None, OMIT_ON_ERROR] = None
+    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_str_8e54e2 = list[str]
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2335,7 +2411,7 @@ class StringMultiSelectItems(AcpModel):
         enum: The strings the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2346,12 +2422,12 @@ class StringMultiSelectItems(AcpModel):
     if TYPE_CHECKING:
         type: Literal["string"] = "string"
     else:
-        type: Literal["string"]
+        type: _A_Literal_string_0c8de0
 
-    enum: list[str]
+    enum: _A_list_str_8e54e2
     """The strings the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TitledMultiSelectItems(AcpModel):
@@ -2369,7 +2445,7 @@ class TitledMultiSelectItems(AcpModel):
     any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
     """The options the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MultiSelectItems = TypeAliasType(
@@ -2423,10 +2499,10 @@ class MultiSelectPropertySchema(AcpModel):
     else:
         type: Literal["array"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
     min_items: Annotated[
@@ -2445,7 +2521,7 @@ class MultiSelectPropertySchema(AcpModel):
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
     """Choices picked when the field is shown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationPropertySchema = TypeAliasType(
@@ -2488,12 +2564,12 @@ class ElicitationSchema(AcpModel):
         description: Explains what the form is for.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
     """Always `object`."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Title of the form."""
 
     properties: Annotated[
@@ -2501,13 +2577,24 @@ class ElicitationSchema(AcpModel):
     ] = {}
     """The form fields by name."""
 
-    required: list[str] | None = None
+    required: _A_list_str_None_71831a = None
     """Names of the fields the user must fill in."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what the form is for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_SessionId_None_sessionId_NOT_NUL_1f9cdd = Annotated[
+    SessionId | None, Field(alias="sessionId"), NOT_NULL
+]
+_A_ToolCallId_None_toolCallId_OMIT_321f3a = Annotated[
+    ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
+]
+_A_RequestId_None_requestId_d333dc = Annotated[
+    RequestId | None, Field(alias="requestId")
+]
 
 
 class ElicitationFormMode(AcpModel):
@@ -2546,15 +2633,13 @@ class ElicitationFormMode(AcpModel):
     else:
         mode: Literal["form"]
 
-    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
+    session_id: _A_SessionId_None_sessionId_NOT_NUL_1f9cdd = None
     """The session the elicitation belongs to; set this or `requestId`."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
-    request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
+    request_id: _A_RequestId_None_requestId_d333dc = None
     """
     The request, outside any session, the elicitation belongs to; set this or `sessionId`.
     """
@@ -2565,7 +2650,7 @@ class ElicitationFormMode(AcpModel):
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     """The form to show: a flat object schema with primitive fields."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationUrlMode(AcpModel):
@@ -2605,20 +2690,18 @@ class ElicitationUrlMode(AcpModel):
     else:
         mode: Literal["url"]
 
-    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
+    session_id: _A_SessionId_None_sessionId_NOT_NUL_1f9cdd = None
     """The session the elicitation belongs to; set this or `requestId`."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
-    request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
+    request_id: _A_RequestId_None_requestId_d333dc = None
     """
     The request, outside any session, the elicitation belongs to; set this or `sessionId`.
     """
 
-    elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """Identifier of this elicitation, repeated in `elicitation/complete`."""
 
     url: str
@@ -2627,7 +2710,7 @@ class ElicitationUrlMode(AcpModel):
     message: str
     """Tells the user what is asked and why."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2667,7 +2750,7 @@ class ElicitationAcceptAction(AcpModel):
         content: The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "accept"),
@@ -2685,13 +2768,13 @@ class ElicitationAcceptAction(AcpModel):
     The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "decline"),
@@ -2704,7 +2787,7 @@ class ElicitationDeclineAction(AcpModel):
     else:
         action: Literal["decline"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationCancelAction(AcpModel):
@@ -2712,7 +2795,7 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "cancel"),
@@ -2725,7 +2808,7 @@ class ElicitationCancelAction(AcpModel):
     else:
         action: Literal["cancel"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -2763,7 +2846,7 @@ class EnvVariable(AcpModel):
         value: Variable value.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     name: str
     """Variable name."""
@@ -2771,7 +2854,7 @@ class EnvVariable(AcpModel):
     value: str
     """Variable value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CreateTerminalRequest(AcpModel):
@@ -2791,13 +2874,13 @@ class CreateTerminalRequest(AcpModel):
         Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
     command: str
     """The program to run."""
 
-    args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
     """Arguments passed to the program."""
 
     env: Annotated[list[OnErrorOmit[EnvVariable]] | None, NOT_NULL, OMIT_ON_ERROR] = (
@@ -2805,7 +2888,7 @@ class CreateTerminalRequest(AcpModel):
     )
     """Environment variables set for the program."""
 
-    cwd: Annotated[str | None, OMIT_ON_ERROR] = None
+    cwd: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Absolute working directory of the program."""
 
     output_byte_limit: Annotated[
@@ -2817,11 +2900,17 @@ class CreateTerminalRequest(AcpModel):
     Most bytes of output the client keeps; beyond it the oldest output is dropped, cut at a character boundary.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 TerminalId = TypeAliasType("TerminalId", str)
 """Identifier of a terminal created with `terminal/create`."""
+
+
+_A_str_WireKey_meta_terminal_id_21ed68 = dict[
+    Annotated[str, WireKey("meta", "terminal_id")], Any
+]
+_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
 
 
 class CreateTerminalResponse(AcpModel):
@@ -2832,18 +2921,21 @@ class CreateTerminalResponse(AcpModel):
         terminal_id: Identifier of the new terminal.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """Identifier of the new terminal."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionModeId = TypeAliasType("SessionModeId", str)
 """Identifier of a session mode."""
+
+
+_A_SessionModeId_currentModeId_b0c52b = Annotated[
+    SessionModeId, Field(alias="currentModeId")
+]
 
 
 class CurrentModeUpdate(AcpModel):
@@ -2873,10 +2965,10 @@ class CurrentModeUpdate(AcpModel):
             Literal["current_mode_update"], Field(alias="sessionUpdate")
         ]
 
-    current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
+    current_mode_id: _A_SessionModeId_currentModeId_b0c52b
     """The mode now in effect."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DeleteSessionRequest(AcpModel):
@@ -2887,14 +2979,12 @@ class DeleteSessionRequest(AcpModel):
         session_id: The session to delete.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to delete."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DeleteSessionResponse(AcpModel):
@@ -2902,9 +2992,12 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
 
 
 class Position(AcpModel):
@@ -2916,15 +3009,15 @@ class Position(AcpModel):
         character: Zero-based offset within the line, in units of the position encoding.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    line: Annotated[int, Field(ge=0, le=4294967295)]
+    line: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based line number."""
 
-    character: Annotated[int, Field(ge=0, le=4294967295)]
+    character: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based offset within the line, in units of the position encoding."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Range(AcpModel):
@@ -2936,7 +3029,7 @@ class Range(AcpModel):
         end: First position after the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     start: Position
     """First position of the range."""
@@ -2944,7 +3037,10 @@ class Range(AcpModel):
     end: Position
     """First position after the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Range_None_58b819 = Range | None
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -2956,9 +3052,9 @@ class TextDocumentContentChangeEvent(AcpModel):
         text: The new text of the range, or of the whole document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    range: Range | None = None
+    range: _A_Range_None_58b819 = None
     """
     The range that was replaced; absent when `text` is the whole document.
     """
@@ -2966,7 +3062,7 @@ class TextDocumentContentChangeEvent(AcpModel):
     text: str
     """The new text of the range, or of the whole document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidChangeDocumentNotification(AcpModel):
@@ -2984,7 +3080,7 @@ class DidChangeDocumentNotification(AcpModel):
         Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -3000,7 +3096,7 @@ class DidChangeDocumentNotification(AcpModel):
     ]
     """The changes, applied in order."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidCloseDocumentNotification(AcpModel):
@@ -3012,17 +3108,15 @@ class DidCloseDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidFocusDocumentNotification(AcpModel):
@@ -3041,7 +3135,7 @@ class DidFocusDocumentNotification(AcpModel):
         Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -3056,7 +3150,10 @@ class DidFocusDocumentNotification(AcpModel):
     visible_range: Annotated[Range, Field(alias="visibleRange")]
     """The part of the document shown in the editor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_languageId_2d40a0 = Annotated[str, Field(alias="languageId")]
 
 
 class DidOpenDocumentNotification(AcpModel):
@@ -3075,13 +3172,13 @@ class DidOpenDocumentNotification(AcpModel):
         Annotated[str, WireKey("language_id", "meta", "session_id")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     version: int
@@ -3090,7 +3187,7 @@ class DidOpenDocumentNotification(AcpModel):
     text: str
     """The whole text of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidSaveDocumentNotification(AcpModel):
@@ -3102,17 +3199,18 @@ class DidSaveDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_newText_7e3303 = Annotated[str, Field(alias="newText")]
 
 
 class Diff(AcpModel):
@@ -3144,14 +3242,20 @@ class Diff(AcpModel):
     old_text: Annotated[str | None, Field(alias="oldText"), OMIT_ON_ERROR] = None
     """The text before the change; absent or `null` for a new file."""
 
-    new_text: Annotated[str, Field(alias="newText")]
+    new_text: _A_str_newText_7e3303
     """The text after the change."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ProviderId = TypeAliasType("ProviderId", str)
 """Identifier of a model provider configuration of the agent."""
+
+
+_A_str_WireKey_meta_provider_id_8b6061 = dict[
+    Annotated[str, WireKey("meta", "provider_id")], Any
+]
+_A_ProviderId_providerId_1c86a0 = Annotated[ProviderId, Field(alias="providerId")]
 
 
 class DisableProviderRequest(AcpModel):
@@ -3162,22 +3266,20 @@ class DisableProviderRequest(AcpModel):
         provider_id: The provider this concerns.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "provider_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisableProviderResponse(AcpModel):
     """Result of `providers/disable`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisconnectMcpRequest(AcpModel):
@@ -3188,22 +3290,20 @@ class DisconnectMcpRequest(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisconnectMcpResponse(AcpModel):
     """Result of `mcp/disconnect`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationRequestScope(AcpModel):
@@ -3218,7 +3318,7 @@ class ElicitationRequestScope(AcpModel):
         init=False
     )
 
-    request_id: Annotated[RequestId, Field(alias="requestId")]
+    request_id: _A_RequestId_requestId_a73c71
     """The request the elicitation belongs to."""
 
 
@@ -3235,12 +3335,10 @@ class ElicitationSessionScope(AcpModel):
         Annotated[str, WireKey("session_id", "tool_call_id")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the elicitation belongs to."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
 
@@ -3281,7 +3379,7 @@ class HttpHeader(AcpModel):
         value: Header value.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     name: str
     """Header name."""
@@ -3289,7 +3387,10 @@ class HttpHeader(AcpModel):
     value: str
     """Header value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_HttpHeader_407a45 = list[HttpHeader]
 
 
 class McpServerHttp(AcpModel):
@@ -3303,7 +3404,7 @@ class McpServerHttp(AcpModel):
         headers: HTTP headers to send (may be empty).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "http"),)
 
@@ -3321,10 +3422,10 @@ class McpServerHttp(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: list[HttpHeader]
+    headers: _A_list_HttpHeader_407a45
     """HTTP headers to send (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerSse(AcpModel):
@@ -3338,7 +3439,7 @@ class McpServerSse(AcpModel):
         headers: HTTP headers to send (may be empty).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "sse"),)
 
@@ -3356,10 +3457,10 @@ class McpServerSse(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: list[HttpHeader]
+    headers: _A_list_HttpHeader_407a45
     """HTTP headers to send (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerStdio(AcpModel):
@@ -3374,9 +3475,9 @@ class McpServerStdio(AcpModel):
         env: Environment variables for the server process (may be empty).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    type: Annotated[str | None, NOT_NULL] = None
+    type: _A_str_None_NOT_NULL_58c6f1 = None
     """
     Left out by most v1 clients. Any value other than `http` and `sse` also reads as a stdio server.
     """
@@ -3387,13 +3488,13 @@ class McpServerStdio(AcpModel):
     command: str
     """Absolute path of the server executable."""
 
-    args: list[str]
+    args: _A_list_str_8e54e2
     """Command-line arguments (may be empty)."""
 
     env: list[EnvVariable]
     """Environment variables for the server process (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerAcp(AcpModel):
@@ -3405,9 +3506,7 @@ class McpServerAcp(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "acp"),)
 
@@ -3421,10 +3520,10 @@ class McpServerAcp(AcpModel):
     name: str
     """Human-readable name of the server."""
 
-    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpServer = TypeAliasType(
@@ -3454,6 +3553,26 @@ How to reach one MCP server. Entries without `type`, or with a type other than `
 """
 
 
+_A_str_WireKey_additional_directori_6f55d1 = dict[
+    Annotated[
+        str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
+    ],
+    Any,
+]
+_A_list_OnErrorOmit_str_None_additi_68685b = Annotated[
+    list[OnErrorOmit[str]] | None,
+    Field(alias="additionalDirectories"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
+    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+    Field(alias="mcpServers"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+
+
 class ForkSessionRequest(AcpModel):
     """
     Params of `session/fork`: start a new session that begins with a copy of an existing one's history.
@@ -3465,36 +3584,21 @@ class ForkSessionRequest(AcpModel):
         mcp_servers: MCP servers the new session connects to.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
 
     cwd: str
     """Absolute working directory of the new session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionMode(AcpModel):
@@ -3507,7 +3611,7 @@ class SessionMode(AcpModel):
         description: Longer explanation of how the agent behaves in this mode.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     id: SessionModeId
     """Identifier of this mode, used with `session/set_mode`."""
@@ -3515,10 +3619,10 @@ class SessionMode(AcpModel):
     name: str
     """Label shown to the user for this mode."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of how the agent behaves in this mode."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionModeState(AcpModel):
@@ -3534,7 +3638,7 @@ class SessionModeState(AcpModel):
         Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
     ] = Field(init=False)
 
-    current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
+    current_mode_id: _A_SessionModeId_currentModeId_b0c52b
     """The mode the agent is in now."""
 
     available_modes: Annotated[
@@ -3542,7 +3646,20 @@ class SessionModeState(AcpModel):
     ]
     """Every mode the agent can switch to in this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_config_options_meta_3aab64 = dict[
+    Annotated[str, WireKey("config_options", "meta", "session_id")], Any
+]
+_A_SessionModeState_None_OMIT_ON_ER_ce1d70 = Annotated[
+    SessionModeState | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_SessionConfigOp_9604cd = Annotated[
+    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+    Field(alias="configOptions"),
+    OMIT_ON_ERROR,
+]
 
 
 class ForkSessionResponse(AcpModel):
@@ -3555,24 +3672,18 @@ class ForkSessionResponse(AcpModel):
         config_options: The new session's configuration options.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """The new session's modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """The new session's configuration options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Implementation(AcpModel):
@@ -3585,12 +3696,12 @@ class Implementation(AcpModel):
         version: Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     name: str
     """Stable programmatic name; shown to users when no title is given."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-friendly display name."""
 
     version: str
@@ -3598,7 +3709,7 @@ class Implementation(AcpModel):
     Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ProtocolVersion = TypeAliasType(
@@ -3607,6 +3718,11 @@ ProtocolVersion = TypeAliasType(
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
 """
+
+
+_A_ProtocolVersion_protocolVersion_a6b454 = Annotated[
+    ProtocolVersion, Field(alias="protocolVersion")
+]
 
 
 class InitializeRequest(AcpModel):
@@ -3627,7 +3743,7 @@ class InitializeRequest(AcpModel):
         Any,
     ] = Field(init=False)
 
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """Newest protocol version the client supports."""
 
     client_capabilities: Annotated[
@@ -3643,7 +3759,7 @@ class InitializeRequest(AcpModel):
     ] = None
     """Name and version of the client."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class InitializeResponse(AcpModel):
@@ -3671,7 +3787,7 @@ class InitializeResponse(AcpModel):
         Any,
     ] = Field(init=False)
 
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """
     The client's version if the agent supports it, otherwise the newest version the agent supports.
     """
@@ -3697,7 +3813,12 @@ class InitializeResponse(AcpModel):
     ] = None
     """Name and version of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_session_id_term_f9a40f = dict[
+    Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
+]
 
 
 class KillTerminalRequest(AcpModel):
@@ -3709,25 +3830,23 @@ class KillTerminalRequest(AcpModel):
         terminal_id: The terminal whose command is stopped.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal whose command is stopped."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class KillTerminalResponse(AcpModel):
     """Result of `terminal/kill`; empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListProvidersRequest(AcpModel):
@@ -3735,9 +3854,9 @@ class ListProvidersRequest(AcpModel):
     Params of `providers/list`: ask which model providers the agent can use.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 LlmProtocol = TypeAliasType(
@@ -3750,6 +3869,10 @@ LlmProtocol = TypeAliasType(
 """
 The API dialect a model provider speaks; values outside the list name other dialects.
 """
+
+
+_A_LlmProtocol_apiType_3ea141 = Annotated[LlmProtocol, Field(alias="apiType")]
+_A_str_baseUrl_73d5f2 = Annotated[str, Field(alias="baseUrl")]
 
 
 class ProviderCurrentConfig(AcpModel):
@@ -3765,13 +3888,13 @@ class ProviderCurrentConfig(AcpModel):
         Annotated[str, WireKey("api_type", "base_url", "meta")], Any
     ] = Field(init=False)
 
-    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
 
-    base_url: Annotated[str, Field(alias="baseUrl")]
+    base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ProviderInfo(AcpModel):
@@ -3785,11 +3908,9 @@ class ProviderInfo(AcpModel):
         current: How the provider is set up now; null when it is not configured.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "provider_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
     supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
@@ -3801,7 +3922,7 @@ class ProviderInfo(AcpModel):
     current: ProviderCurrentConfig | None = None
     """How the provider is set up now; null when it is not configured."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListProvidersResponse(AcpModel):
@@ -3812,12 +3933,12 @@ class ListProvidersResponse(AcpModel):
         providers: The providers of the agent.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     providers: list[ProviderInfo]
     """The providers of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionArchivedFilter = TypeAliasType(
@@ -3838,18 +3959,23 @@ class ListSessionsRequest(AcpModel):
         archived: Archive-state filter; omitted or null means `exclude`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    cwd: str | None = None
+    cwd: _A_str_None_297b0b = None
     """Only list sessions whose working directory is this absolute path."""
 
-    cursor: str | None = None
+    cursor: _A_str_None_297b0b = None
     """Opaque `nextCursor` value from the previous page."""
 
     archived: SessionArchivedFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = Annotated[
+    str | None, Field(alias="updatedAt"), OMIT_ON_ERROR
+]
 
 
 class SessionInfo(AcpModel):
@@ -3872,34 +3998,29 @@ class SessionInfo(AcpModel):
         Any,
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Id of the session."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable session title."""
 
-    updated_at: Annotated[str | None, Field(alias="updatedAt"), OMIT_ON_ERROR] = None
+    updated_at: _A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = None
     """ISO 8601 time of the last activity in the session."""
 
-    archived: Annotated[bool | None, OMIT_ON_ERROR] = None
+    archived: _A_bool_None_OMIT_ON_ERROR_b3494b = None
     """
     Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListSessionsResponse(AcpModel):
@@ -3921,7 +4042,14 @@ class ListSessionsResponse(AcpModel):
     next_cursor: Annotated[str | None, Field(alias="nextCursor"), OMIT_ON_ERROR] = None
     """Opaque cursor for the next page; absent on the last page."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_McpServer_FAST_0f93d7 = Annotated[
+    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+    Field(alias="mcpServers"),
+    DEFAULT_ON_ERROR,
+]
 
 
 class LoadSessionRequest(AcpModel):
@@ -3935,37 +4063,23 @@ class LoadSessionRequest(AcpModel):
         session_id: The session to load.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(init=False)
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
-        Field(alias="mcpServers"),
-        DEFAULT_ON_ERROR,
-    ]
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to load."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LoadSessionResponse(AcpModel):
@@ -3977,37 +4091,31 @@ class LoadSessionResponse(AcpModel):
         config_options: Current config options of the session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Current config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LogoutRequest(AcpModel):
     """Parameters of `logout`: end the current authenticated state."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LogoutResponse(AcpModel):
     """Result of `logout`: an empty object once the client is logged out."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpNotification(AcpModel):
@@ -4020,11 +4128,9 @@ class MessageMcpNotification(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
     method: str
@@ -4033,7 +4139,7 @@ class MessageMcpNotification(AcpModel):
     params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpRequest(AcpModel):
@@ -4046,11 +4152,9 @@ class MessageMcpRequest(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
     method: str
@@ -4059,7 +4163,7 @@ class MessageMcpRequest(AcpModel):
     params: dict[str, Any] | None = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
@@ -4085,7 +4189,7 @@ class NesDiagnostic(AcpModel):
         message: Text of the diagnostic.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     uri: str
     """URI of the document."""
@@ -4099,7 +4203,7 @@ class NesDiagnostic(AcpModel):
     message: str
     """Text of the diagnostic."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -4111,7 +4215,7 @@ class NesEditHistoryEntry(AcpModel):
         diff: The edit, as a diff.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     uri: str
     """URI of the document."""
@@ -4119,7 +4223,7 @@ class NesEditHistoryEntry(AcpModel):
     diff: str
     """The edit, as a diff."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesTextEdit(AcpModel):
@@ -4138,10 +4242,10 @@ class NesTextEdit(AcpModel):
     range: Range
     """The range to replace."""
 
-    new_text: Annotated[str, Field(alias="newText")]
+    new_text: _A_str_newText_7e3303
     """The text that replaces the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditSuggestion(AcpModel):
@@ -4182,7 +4286,7 @@ class NesEditSuggestion(AcpModel):
     ] = None
     """Where the cursor goes after the edits, if anywhere in particular."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesExcerpt(AcpModel):
@@ -4208,7 +4312,7 @@ class NesExcerpt(AcpModel):
     text: str
     """The text of those lines."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesJumpSuggestion(AcpModel):
@@ -4221,7 +4325,7 @@ class NesJumpSuggestion(AcpModel):
         position: Where to move the cursor.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "jump"),)
 
@@ -4241,7 +4345,7 @@ class NesJumpSuggestion(AcpModel):
     position: Position
     """Where to move the cursor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesOpenFile(AcpModel):
@@ -4265,7 +4369,7 @@ class NesOpenFile(AcpModel):
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     visible_range: Annotated[
@@ -4280,7 +4384,7 @@ class NesOpenFile(AcpModel):
     ] = None
     """When the file last had focus, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRecentFile(AcpModel):
@@ -4300,13 +4404,13 @@ class NesRecentFile(AcpModel):
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     text: str
     """The text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NesRejectReason = TypeAliasType(
@@ -4324,7 +4428,7 @@ class NesRelatedSnippet(AcpModel):
         excerpts: The related parts of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     uri: str
     """URI of the document."""
@@ -4332,7 +4436,7 @@ class NesRelatedSnippet(AcpModel):
     excerpts: list[NesExcerpt]
     """The related parts of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRenameSuggestion(AcpModel):
@@ -4373,7 +4477,7 @@ class NesRenameSuggestion(AcpModel):
     new_name: Annotated[str, Field(alias="newName")]
     """The new name of the symbol."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRepository(AcpModel):
@@ -4399,7 +4503,7 @@ class NesRepository(AcpModel):
     remote_url: Annotated[str, Field(alias="remoteUrl")]
     """URL of the repository's remote."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -4444,7 +4548,7 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
     """Whether `search` is a regular expression rather than plain text."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesUserAction(AcpModel):
@@ -4476,7 +4580,7 @@ class NesUserAction(AcpModel):
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSuggestContext(AcpModel):
@@ -4492,20 +4596,7 @@ class NesSuggestContext(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "edit_history",
-                "meta",
-                "open_files",
-                "recent_files",
-                "related_snippets",
-                "user_actions",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(init=False)
 
     recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
         None
@@ -4533,7 +4624,7 @@ class NesSuggestContext(AcpModel):
     diagnostics: list[NesDiagnostic] | None = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NesSuggestion = TypeAliasType(
@@ -4577,24 +4668,15 @@ class NewSessionRequest(AcpModel):
     Absolute working directory of the session; relative paths resolve against it.
     """
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
-        Field(alias="mcpServers"),
-        DEFAULT_ON_ERROR,
-    ]
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NewSessionResponse(AcpModel):
@@ -4607,24 +4689,18 @@ class NewSessionResponse(AcpModel):
         config_options: Initial config options of the session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Initial mode state, when the agent has modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Initial config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NoticeSeverity = TypeAliasType(
@@ -4637,6 +4713,11 @@ NoticeSeverity = TypeAliasType(
 """How prominently a notice should be shown."""
 
 
+_A_str_WireKey_meta_session_update_ed86c1 = dict[
+    Annotated[str, WireKey("meta", "session_update")], Any
+]
+
+
 class Notice(AcpModel):
     """
     Branch `notice`: a message for the user that is not part of the conversation (a warning, an outage, ...).
@@ -4647,9 +4728,7 @@ class Notice(AcpModel):
         description: Further detail, as Markdown.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "notice"),
@@ -4670,10 +4749,10 @@ class Notice(AcpModel):
     title: Annotated[str, Field(min_length=1)]
     """Short heading of the notice."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Further detail, as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
@@ -4687,6 +4766,14 @@ PermissionOptionKind = TypeAliasType(
 """The meaning of a permission option."""
 
 
+_A_str_WireKey_meta_option_id_c362f6 = dict[
+    Annotated[str, WireKey("meta", "option_id")], Any
+]
+_A_PermissionOptionId_optionId_ea676c = Annotated[
+    PermissionOptionId, Field(alias="optionId")
+]
+
+
 class PermissionOption(AcpModel):
     """
     A choice offered to the user in a permission request.
@@ -4697,11 +4784,9 @@ class PermissionOption(AcpModel):
         kind: What choosing it means, so a client can style it.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "option_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
 
-    option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
+    option_id: _A_PermissionOptionId_optionId_ea676c
     """Identifier of the choice."""
 
     name: str
@@ -4710,7 +4795,7 @@ class PermissionOption(AcpModel):
     kind: PermissionOptionKind
     """What choosing it means, so a client can style it."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanEntryPriority = TypeAliasType("PlanEntryPriority", Literal["high", "medium", "low"])
@@ -4733,7 +4818,7 @@ class PlanEntry(AcpModel):
         status: Where the task stands.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     content: str
     """What the task is meant to achieve, in plain words."""
@@ -4744,7 +4829,12 @@ class PlanEntry(AcpModel):
     status: PlanEntryStatus
     """Where the task stands."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e = Annotated[
+    list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR
+]
 
 
 class Plan(AcpModel):
@@ -4755,9 +4845,7 @@ class Plan(AcpModel):
         entries: Every task of the plan with its current status.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan"),
@@ -4772,14 +4860,20 @@ class Plan(AcpModel):
     else:
         session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
 
-    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
+    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
     """Every task of the plan with its current status."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanId = TypeAliasType("PlanId", str)
 """Identifier the agent gives one of the plans of a session."""
+
+
+_A_str_WireKey_meta_plan_id_f2f99a = dict[
+    Annotated[str, WireKey("meta", "plan_id")], Any
+]
+_A_PlanId_planId_209aea = Annotated[PlanId, Field(alias="planId")]
 
 
 class PlanFile(AcpModel):
@@ -4791,9 +4885,7 @@ class PlanFile(AcpModel):
         uri: URI of the file that holds the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "file"),)
 
@@ -4804,13 +4896,13 @@ class PlanFile(AcpModel):
     else:
         type: Literal["file"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
     uri: str
     """URI of the file that holds the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanItems(AcpModel):
@@ -4822,9 +4914,7 @@ class PlanItems(AcpModel):
         entries: The entries of the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "items"),)
 
@@ -4835,13 +4925,13 @@ class PlanItems(AcpModel):
     else:
         type: Literal["items"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
+    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
     """The entries of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanMarkdown(AcpModel):
@@ -4853,9 +4943,7 @@ class PlanMarkdown(AcpModel):
         content: The plan as Markdown.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "markdown"),
@@ -4868,13 +4956,13 @@ class PlanMarkdown(AcpModel):
     else:
         type: Literal["markdown"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
     content: str
     """The plan as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanRemoved(AcpModel):
@@ -4902,10 +4990,10 @@ class PlanRemoved(AcpModel):
     else:
         session_update: Annotated[Literal["plan_removed"], Field(alias="sessionUpdate")]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanUpdateContent = TypeAliasType(
@@ -4927,9 +5015,7 @@ class PlanUpdate(AcpModel):
         plan: The new content of the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_update"),
@@ -4947,7 +5033,7 @@ class PlanUpdate(AcpModel):
     plan: Annotated[PlanUpdateContent, FAST_UNION]
     """The new content of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptRequest(AcpModel):
@@ -4959,11 +5045,9 @@ class PromptRequest(AcpModel):
         prompt: The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
     prompt: list[Annotated[ContentBlock, FAST_UNION]]
@@ -4971,7 +5055,7 @@ class PromptRequest(AcpModel):
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 StopReason = TypeAliasType(
@@ -5046,7 +5130,7 @@ class Usage(AcpModel):
     ] = None
     """Input tokens written to a cache."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptResponse(AcpModel):
@@ -5068,7 +5152,12 @@ class PromptResponse(AcpModel):
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_None_ge_0_le_4294967295_OMIT_3328ec = Annotated[
+    int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class ReadTextFileRequest(AcpModel):
@@ -5082,25 +5171,23 @@ class ReadTextFileRequest(AcpModel):
         limit: Largest number of lines to return; absent means no limit.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the read belongs to."""
 
     path: str
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
     """
     First line to return, counting from 1; absent means the start of the file.
     """
 
-    limit: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    limit: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
     """Largest number of lines to return; absent means no limit."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReadTextFileResponse(AcpModel):
@@ -5111,12 +5198,12 @@ class ReadTextFileResponse(AcpModel):
         content: The text that was read.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     content: str
     """The text that was read."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RejectNesNotification(AcpModel):
@@ -5129,11 +5216,9 @@ class RejectNesNotification(AcpModel):
         reason: Why the suggestion was not taken.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     id: NesSuggestionId
@@ -5142,7 +5227,7 @@ class RejectNesNotification(AcpModel):
     reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
     """Why the suggestion was not taken."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReleaseTerminalRequest(AcpModel):
@@ -5154,25 +5239,23 @@ class ReleaseTerminalRequest(AcpModel):
         terminal_id: The terminal to release.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to release."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReleaseTerminalResponse(AcpModel):
     """Result of `terminal/release`; empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SelectedPermissionOutcome(AcpModel):
@@ -5183,9 +5266,7 @@ class SelectedPermissionOutcome(AcpModel):
         option_id: The option the user picked.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "option_id")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("outcome", "outcome", "selected"),
@@ -5198,10 +5279,10 @@ class SelectedPermissionOutcome(AcpModel):
     else:
         outcome: Literal["selected"]
 
-    option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
+    option_id: _A_PermissionOptionId_optionId_ea676c
     """The option the user picked."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestPermissionOutcome = TypeAliasType(
@@ -5249,9 +5330,7 @@ class Terminal(AcpModel):
         terminal_id: The terminal to show.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -5262,12 +5341,12 @@ class Terminal(AcpModel):
     if TYPE_CHECKING:
         type: Literal["terminal"] = "terminal"
     else:
-        type: Literal["terminal"]
+        type: _A_Literal_terminal_384a30
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to show."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ToolCallContent = TypeAliasType(
@@ -5290,15 +5369,34 @@ class ToolCallLocation(AcpModel):
         line: Line within the file, if relevant.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     path: str
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
     """Line within the file, if relevant."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+_A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR]
+_A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
+    ToolCallStatus | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
+    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
+    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+]
+_A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
+    Any, Field(alias="rawInput"), OMIT_ON_ERROR
+]
+_A_rawOutput_OMIT_ON_ERROR_cf1339 = Annotated[
+    Any, Field(alias="rawOutput"), OMIT_ON_ERROR
+]
 
 
 class ToolCallUpdate(AcpModel):
@@ -5321,38 +5419,34 @@ class ToolCallUpdate(AcpModel):
         Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")], Any
     ] = Field(init=False)
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable title of what the tool does."""
 
-    kind: Annotated[ToolKind | None, OMIT_ON_ERROR] = None
+    kind: _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = None
     """The category of the tool."""
 
-    status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
+    status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
-        None
-    )
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
     """The files the tool call touches, replacing the previous list."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RequestPermissionRequest(AcpModel):
@@ -5369,7 +5463,7 @@ class RequestPermissionRequest(AcpModel):
         Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the request belongs to."""
 
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
@@ -5378,7 +5472,7 @@ class RequestPermissionRequest(AcpModel):
     options: list[PermissionOption]
     """The choices offered to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RequestPermissionResponse(AcpModel):
@@ -5389,12 +5483,12 @@ class RequestPermissionResponse(AcpModel):
         outcome: The decision.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -5408,38 +5502,23 @@ class ResumeSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the agent should connect to for this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResumeSessionResponse(AcpModel):
@@ -5451,21 +5530,15 @@ class ResumeSessionResponse(AcpModel):
         config_options: Current config options of the session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Current config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionInfoUpdate(AcpModel):
@@ -5497,10 +5570,10 @@ class SessionInfoUpdate(AcpModel):
             Literal["session_info_update"], Field(alias="sessionUpdate")
         ]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """New human-readable title; `null` clears it."""
 
-    updated_at: Annotated[str | None, Field(alias="updatedAt"), OMIT_ON_ERROR] = None
+    updated_at: _A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = None
     """New ISO 8601 time of the last activity; `null` clears it."""
 
     archived: bool | None = None
@@ -5508,7 +5581,7 @@ class SessionInfoUpdate(AcpModel):
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UserMessageChunk(AcpModel):
@@ -5520,9 +5593,7 @@ class UserMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message_chunk"),
@@ -5539,17 +5610,24 @@ class UserMessageChunk(AcpModel):
             Literal["user_message_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR] = (
-        None
-    )
+    message_id: _A_MessageId_None_messageId_OMIT_ON_29f6e0 = None
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_raw_input_raw_o_57f3d3 = dict[
+    Annotated[
+        str,
+        WireKey("meta", "raw_input", "raw_output", "session_update", "tool_call_id"),
+    ],
+    Any,
+]
 
 
 class ToolCall(AcpModel):
@@ -5568,15 +5646,7 @@ class ToolCall(AcpModel):
         name: Name of the tool being called, if the agent gives one.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call"),
@@ -5591,7 +5661,7 @@ class ToolCall(AcpModel):
     else:
         session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """Identifier of the new tool call."""
 
     title: str
@@ -5615,16 +5685,16 @@ class ToolCall(AcpModel):
     ] = None
     """Files the tool call touches, for follow-along views."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if the agent gives one."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ToolCallProgress(AcpModel):
@@ -5643,15 +5713,7 @@ class ToolCallProgress(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_update"),
@@ -5668,38 +5730,39 @@ class ToolCallProgress(AcpModel):
             Literal["tool_call_update"], Field(alias="sessionUpdate")
         ]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable title of what the tool does."""
 
-    kind: Annotated[ToolKind | None, OMIT_ON_ERROR] = None
+    kind: _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = None
     """The category of the tool."""
 
-    status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
+    status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
-        None
-    )
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
     """The files the tool call touches, replacing the previous list."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
+    int, Field(ge=0, le=18446744073709551615)
+]
 
 
 class UsageUpdate(AcpModel):
@@ -5712,9 +5775,7 @@ class UsageUpdate(AcpModel):
         cost: Total cost of the session so far, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "usage_update"),
@@ -5729,16 +5790,16 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: Annotated[int, Field(ge=0, le=18446744073709551615)]
+    used: _A_int_ge_0_le_18446744073709551615_2edf88
     """Tokens currently in the context window."""
 
-    size: Annotated[int, Field(ge=0, le=18446744073709551615)]
+    size: _A_int_ge_0_le_18446744073709551615_2edf88
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
     """Total cost of the session so far, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionUpdate = TypeAliasType(
@@ -5778,17 +5839,15 @@ class SessionNotification(AcpModel):
         update: The update itself.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
     update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetProviderRequest(AcpModel):
@@ -5806,27 +5865,33 @@ class SetProviderRequest(AcpModel):
         Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
     ] = Field(init=False)
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
 
-    base_url: Annotated[str, Field(alias="baseUrl")]
+    base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
     headers: Annotated[dict[str, str] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetProviderResponse(AcpModel):
     """Result of `providers/set`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_config_id_meta_sessi_bd5cb4 = dict[
+    Annotated[str, WireKey("config_id", "meta", "session_id")], Any
+]
+_A_SessionConfigId_configId_2ed75c = Annotated[SessionConfigId, Field(alias="configId")]
 
 
 class SetSessionConfigOptionBooleanRequest(AcpModel):
@@ -5839,18 +5904,16 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
         value: The new state of the option.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(init=False)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
     )
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """The option to change."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -5858,12 +5921,12 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
     value: bool
     """The new state of the option."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionConfigOptionValueIdRequest(AcpModel):
@@ -5877,22 +5940,20 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
         type: Left out, or any value other than `boolean`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """The option to change."""
 
     value: SessionConfigValueId
     """The value to select; one of the option's listed values."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
-    type: Annotated[str | None, NOT_NULL] = None
+    type: _A_str_None_NOT_NULL_58c6f1 = None
     """Left out, or any value other than `boolean`."""
 
 
@@ -5932,18 +5993,12 @@ class SetSessionConfigOptionResponse(AcpModel):
         config_options: The complete, updated list of options; one change may affect others.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
-        Field(alias="configOptions"),
-        DEFAULT_ON_ERROR,
-    ]
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """The complete, updated list of options; one change may affect others."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionModeRequest(AcpModel):
@@ -5959,21 +6014,21 @@ class SetSessionModeRequest(AcpModel):
         Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to switch."""
 
     mode_id: Annotated[SessionModeId, Field(alias="modeId")]
     """The mode to switch to; one of the session's available modes."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionModeResponse(AcpModel):
     """Result of `session/set_mode`; empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WorkspaceFolder(AcpModel):
@@ -5985,7 +6040,7 @@ class WorkspaceFolder(AcpModel):
         name: Display name of the folder.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     uri: str
     """URI of the folder."""
@@ -5993,7 +6048,7 @@ class WorkspaceFolder(AcpModel):
     name: str
     """Display name of the folder."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StartNesRequest(AcpModel):
@@ -6023,7 +6078,7 @@ class StartNesRequest(AcpModel):
     repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
     """The repository the workspace belongs to, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StartNesResponse(AcpModel):
@@ -6034,14 +6089,12 @@ class StartNesResponse(AcpModel):
         session_id: Identifier of the new suggestion session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new suggestion session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SuggestNesRequest(AcpModel):
@@ -6062,7 +6115,7 @@ class SuggestNesRequest(AcpModel):
         Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
     ] = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -6074,7 +6127,7 @@ class SuggestNesRequest(AcpModel):
     position: Position
     """Where the cursor is."""
 
-    selection: Range | None = None
+    selection: _A_Range_None_58b819 = None
     """The selected range, if any."""
 
     trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
@@ -6083,7 +6136,7 @@ class SuggestNesRequest(AcpModel):
     context: NesSuggestContext | None = None
     """Context for the suggestion, limited to what the agent asked for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SuggestNesResponse(AcpModel):
@@ -6094,12 +6147,20 @@ class SuggestNesResponse(AcpModel):
         suggestions: The suggestions, best first.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
     suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_exit_code_meta_355be6 = dict[
+    Annotated[str, WireKey("exit_code", "meta")], Any
+]
+_A_int_None_exitCode_ge_0_le_429496_4288e1 = Annotated[
+    int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class TerminalExitStatus(AcpModel):
@@ -6111,21 +6172,17 @@ class TerminalExitStatus(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
 
-    exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
     """The exit code, if known."""
 
-    signal: Annotated[str | None, OMIT_ON_ERROR] = None
+    signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalOutputRequest(AcpModel):
@@ -6137,17 +6194,15 @@ class TerminalOutputRequest(AcpModel):
         terminal_id: The terminal to read.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to read."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalOutputResponse(AcpModel):
@@ -6175,7 +6230,7 @@ class TerminalOutputResponse(AcpModel):
     ] = None
     """How the command ended; absent while it is still running."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnarchiveSessionRequest(AcpModel):
@@ -6186,14 +6241,12 @@ class UnarchiveSessionRequest(AcpModel):
         session_id: The session to unarchive.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to unarchive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnarchiveSessionResponse(AcpModel):
@@ -6201,9 +6254,9 @@ class UnarchiveSessionResponse(AcpModel):
     Result of `session/unarchive`: an empty object once the session is no longer archived (also when it was not).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WaitForTerminalExitRequest(AcpModel):
@@ -6215,17 +6268,15 @@ class WaitForTerminalExitRequest(AcpModel):
         terminal_id: The terminal to wait for.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to wait for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WaitForTerminalExitResponse(AcpModel):
@@ -6237,21 +6288,17 @@ class WaitForTerminalExitResponse(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = Field(
-        init=False
-    )
+    __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
 
-    exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
     """The exit code, if known."""
 
-    signal: Annotated[str | None, OMIT_ON_ERROR] = None
+    signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WriteTextFileRequest(AcpModel):
@@ -6264,11 +6311,9 @@ class WriteTextFileRequest(AcpModel):
         content: The full new text of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the write belongs to."""
 
     path: str
@@ -6277,12 +6322,12 @@ class WriteTextFileRequest(AcpModel):
     content: str
     """The full new text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WriteTextFileResponse(AcpModel):
     """Result of `fs/write_text_file`; an empty object on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
