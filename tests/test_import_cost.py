@@ -64,3 +64,19 @@ def test_a_version_imports_only_what_it_needs(version: str) -> None:
     others = {m for m in loaded if m.startswith("acp_types.v") and not m.startswith(f"acp_types.{version}")}
     assert not others
     assert not loaded & set(_NOT_AT_IMPORT), sorted(loaded & set(_NOT_AT_IMPORT))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_extras_field_is_an_annotation_only_at_runtime(version: str) -> None:
+    """``__pydantic_extra__ = Field(init=False)`` is written for type checkers only: no FieldInfo per class."""
+    models = api(version).models
+    classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, AcpModel)]
+    checked = [c for c in classes if "__pydantic_extra__" in c.__dict__.get("__annotations__", {})]
+    assert len(checked) > 150
+    for cls in checked:
+        assert "__pydantic_extra__" not in cls.__dict__, cls
+    # unknown keys are still kept, checked and written back
+    content = models.TextContent.model_validate({"type": "text", "text": "x", "zz": 1})
+    assert content.model_extra == {"zz": 1}
+    assert json.loads(content.to_json()) == {"type": "text", "text": "x", "zz": 1}
+    assert "__pydantic_extra__" not in vars(content)

@@ -60,7 +60,11 @@ class AcceptNesNotification(AcpModel):
         id: Identifier of the suggestion.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -77,7 +81,11 @@ _A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 class LogoutCapabilities(AcpModel):
     """Present when the agent implements `logout`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -90,7 +98,11 @@ class AgentAuthCapabilities(AcpModel):
         logout: Support for the `logout` method.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     logout: Annotated[LogoutCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `logout` method."""
@@ -113,9 +125,15 @@ class PromptCapabilities(AcpModel):
         embedded_context: True when prompts may contain embedded resource blocks.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("embedded_context", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ]
 
     image: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when prompts may contain image blocks."""
@@ -141,7 +159,11 @@ class McpCapabilities(AcpModel):
         acp: Support for MCP servers carried over the ACP connection.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     http: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the agent can connect to MCP servers over HTTP."""
@@ -158,7 +180,11 @@ class McpCapabilities(AcpModel):
 class SessionListCapabilities(AcpModel):
     """Present when the agent implements `session/list`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -166,7 +192,11 @@ class SessionListCapabilities(AcpModel):
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -176,7 +206,11 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -184,7 +218,11 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
 class SessionResumeCapabilities(AcpModel):
     """Present when the agent implements `session/resume`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -192,7 +230,11 @@ class SessionResumeCapabilities(AcpModel):
 class SessionCloseCapabilities(AcpModel):
     """Present when the agent implements `session/close`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -202,7 +244,11 @@ class SessionArchiveCapabilities(AcpModel):
     Present when the agent implements `session/archive`, `session/unarchive` and the `archived` list filter.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -210,7 +256,11 @@ class SessionArchiveCapabilities(AcpModel):
 class SessionForkCapabilities(AcpModel):
     """Marker: the agent supports `session/fork`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -229,9 +279,15 @@ class SessionCapabilities(AcpModel):
         fork: Support for `session/fork`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ]
 
     list: Annotated[SessionListCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/list`."""
@@ -268,7 +324,11 @@ class ProvidersCapabilities(AcpModel):
     Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -276,7 +336,11 @@ class ProvidersCapabilities(AcpModel):
 class NesDocumentDidOpenCapabilities(AcpModel):
     """Marker: the agent wants `document/didOpen`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -297,9 +361,13 @@ class NesDocumentDidChangeCapabilities(AcpModel):
         sync_kind: Whether changes arrive as whole text or as incremental edits.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any]
 
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
@@ -310,7 +378,11 @@ class NesDocumentDidChangeCapabilities(AcpModel):
 class NesDocumentDidCloseCapabilities(AcpModel):
     """Marker: the agent wants `document/didClose`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -318,7 +390,11 @@ class NesDocumentDidCloseCapabilities(AcpModel):
 class NesDocumentDidSaveCapabilities(AcpModel):
     """Marker: the agent wants `document/didSave`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -326,7 +402,11 @@ class NesDocumentDidSaveCapabilities(AcpModel):
 class NesDocumentDidFocusCapabilities(AcpModel):
     """Marker: the agent wants `document/didFocus`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -343,15 +423,37 @@ class NesDocumentEventCapabilities(AcpModel):
         did_focus: Support for `document/didFocus`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "did_change", "did_close", "did_focus", "did_open", "did_save", "meta"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ]
 
     did_open: Annotated[
         NesDocumentDidOpenCapabilities | None, Field(alias="didOpen"), OMIT_ON_ERROR
@@ -389,7 +491,11 @@ class NesEventCapabilities(AcpModel):
         document: Support for `document/*` notifications.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
@@ -413,7 +519,11 @@ class NesRecentFilesCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
     max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
@@ -424,7 +534,11 @@ class NesRecentFilesCapabilities(AcpModel):
 class NesRelatedSnippetsCapabilities(AcpModel):
     """Marker: the agent wants related snippets in the suggestion context."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -437,7 +551,11 @@ class NesEditHistoryCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
     max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
@@ -453,7 +571,11 @@ class NesUserActionsCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
     max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
@@ -464,7 +586,11 @@ class NesUserActionsCapabilities(AcpModel):
 class NesOpenFilesCapabilities(AcpModel):
     """Marker: the agent wants the open files in the suggestion context."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -472,7 +598,11 @@ class NesOpenFilesCapabilities(AcpModel):
 class NesDiagnosticsCapabilities(AcpModel):
     """Marker: the agent wants diagnostics in the suggestion context."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -506,7 +636,13 @@ class NesContextCapabilities(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[
         NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
@@ -550,7 +686,11 @@ class NesCapabilities(AcpModel):
         context: The context the agent wants with suggestion requests.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
     """The editor events the agent wants."""
@@ -582,20 +722,37 @@ class AgentCapabilities(AcpModel):
         position_encoding: The position encoding the agent chose from those the client offered.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "load_session",
-                "mcp_capabilities",
-                "meta",
-                "position_encoding",
-                "prompt_capabilities",
-                "session_capabilities",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "load_session",
+                    "mcp_capabilities",
+                    "meta",
+                    "position_encoding",
+                    "prompt_capabilities",
+                    "session_capabilities",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "load_session",
+                    "mcp_capabilities",
+                    "meta",
+                    "position_encoding",
+                    "prompt_capabilities",
+                    "session_capabilities",
+                ),
+            ],
+            Any,
+        ]
 
     load_session: Annotated[
         bool | None, Field(alias="loadSession"), NOT_NULL, OMIT_ON_ERROR
@@ -663,9 +820,13 @@ class Annotations(AcpModel):
         priority: How important the content is relative to other content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("last_modified", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
     audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
     """Who the content is meant for."""
@@ -693,7 +854,11 @@ class TextContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -731,7 +896,11 @@ class ImageContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "image"),)
 
@@ -767,7 +936,11 @@ class AudioContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "audio"),)
 
@@ -810,7 +983,11 @@ class ResourceLink(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource_link"),
@@ -857,7 +1034,11 @@ class TextResourceContents(AcpModel):
         mime_type: Media type of the text, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     text: str
     """The text of the resource."""
@@ -881,7 +1062,11 @@ class BlobResourceContents(AcpModel):
         mime_type: Media type of the bytes, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     blob: str
     """The resource bytes, base64-encoded."""
@@ -925,7 +1110,11 @@ class EmbeddedResource(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource"),
@@ -978,7 +1167,13 @@ class AgentMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message_chunk"),
@@ -1015,7 +1210,13 @@ class AgentThoughtChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought_chunk"),
@@ -1051,7 +1252,11 @@ class ArchiveSessionRequest(AcpModel):
         session_id: The session to archive.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to archive."""
@@ -1064,7 +1269,11 @@ class ArchiveSessionResponse(AcpModel):
     Result of `session/archive`: an empty object once the session is archived (also when it already was).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1077,7 +1286,11 @@ class AuthCapabilities(AcpModel):
         terminal: True when the client can run `terminal` authentication methods.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     terminal: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the client can run `terminal` authentication methods."""
@@ -1108,7 +1321,11 @@ class AuthMethodTerminal(AcpModel):
         env: Environment variables set for the login process, overriding same-named ones.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -1156,7 +1373,11 @@ class AuthMethodAgent(AcpModel):
         description: Longer explanation shown to the user.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     type: _A_str_None_NOT_NULL_58c6f1 = None
     """
@@ -1208,9 +1429,13 @@ class AuthenticateRequest(AcpModel):
         method_id: Id of the chosen method from `authMethods`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any]
 
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id of the chosen method from `authMethods`."""
@@ -1223,7 +1448,11 @@ class AuthenticateResponse(AcpModel):
     Result of `authenticate`: an empty object once the client is authenticated.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1236,7 +1465,11 @@ class UnstructuredCommandInput(AcpModel):
         hint: Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     hint: str
     """
@@ -1262,7 +1495,11 @@ class AvailableCommand(AcpModel):
         input: How the command takes input; absent or null when it takes none.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -1286,9 +1523,15 @@ class AvailableCommandsUpdate(AcpModel):
         available_commands: Every command available now; replaces the previous list.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "available_commands_update"),
@@ -1320,7 +1563,11 @@ class BooleanConfigOptionCapabilities(AcpModel):
     Present when the client can show boolean config options and send boolean values in `session/set_config_option`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1339,7 +1586,11 @@ class BooleanPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1372,7 +1623,11 @@ class CancelNotification(AcpModel):
         session_id: The session whose work should stop.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session whose work should stop."""
@@ -1397,9 +1652,13 @@ class CancelRequestNotification(AcpModel):
         request_id: Id of the request to abandon.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any]
 
     request_id: _A_RequestId_requestId_a73c71
     """Id of the request to abandon."""
@@ -1433,9 +1692,15 @@ class FileSystemCapabilities(AcpModel):
         write_text_file: True when the client handles `fs/write_text_file`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "read_text_file", "write_text_file")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "read_text_file", "write_text_file")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "read_text_file", "write_text_file")], Any
+        ]
 
     read_text_file: Annotated[
         bool | None, Field(alias="readTextFile"), NOT_NULL, OMIT_ON_ERROR
@@ -1458,7 +1723,11 @@ class SessionConfigOptionsCapabilities(AcpModel):
         boolean: Support for boolean config options.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     boolean: Annotated[BooleanConfigOptionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for boolean config options."""
@@ -1484,7 +1753,13 @@ class ClientSessionCapabilities(AcpModel):
         compaction: Support for context compaction updates.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
     config_options: Annotated[
         SessionConfigOptionsCapabilities | None,
@@ -1502,7 +1777,11 @@ class ClientSessionCapabilities(AcpModel):
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1510,7 +1789,11 @@ class ElicitationFormCapabilities(AcpModel):
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1524,7 +1807,11 @@ class ElicitationCapabilities(AcpModel):
         url: URL mode support.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     form: Annotated[ElicitationFormCapabilities | None, OMIT_ON_ERROR] = None
     """Form mode support."""
@@ -1540,7 +1827,11 @@ class PlanCapabilities(AcpModel):
     Marker: the client can show plans sent as `plan_update` and `plan_removed`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1548,7 +1839,11 @@ class PlanCapabilities(AcpModel):
 class NesJumpCapabilities(AcpModel):
     """Marker: the client can show suggestions that move the cursor."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1556,7 +1851,11 @@ class NesJumpCapabilities(AcpModel):
 class NesRenameCapabilities(AcpModel):
     """Marker: the client can show suggestions that rename a symbol."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1564,7 +1863,11 @@ class NesRenameCapabilities(AcpModel):
 class NesSearchAndReplaceCapabilities(AcpModel):
     """Marker: the client can show search-and-replace suggestions."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1579,9 +1882,15 @@ class ClientNesCapabilities(AcpModel):
         search_and_replace: Support for search-and-replace suggestions.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "search_and_replace")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ]
 
     jump: Annotated[NesJumpCapabilities | None, OMIT_ON_ERROR] = None
     """Support for jump suggestions."""
@@ -1614,9 +1923,15 @@ class ClientCapabilities(AcpModel):
         position_encodings: The position encodings the client can use, preferred first.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "position_encodings")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ]
 
     fs: Annotated[FileSystemCapabilities | None, NOT_NULL, OMIT_ON_ERROR] = None
     """File-system methods the client implements."""
@@ -1658,7 +1973,11 @@ class CloseNesRequest(AcpModel):
         session_id: The suggestion session to end.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session to end."""
@@ -1669,7 +1988,11 @@ class CloseNesRequest(AcpModel):
 class CloseNesResponse(AcpModel):
     """Result of `nes/close`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1682,7 +2005,11 @@ class CloseSessionRequest(AcpModel):
         session_id: The active session to close.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The active session to close."""
@@ -1695,7 +2022,11 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1731,7 +2062,13 @@ class CompactionSummaryChunk(AcpModel):
         content: The piece of summary to append.
     """
 
-    __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_summary_chunk"),
@@ -1768,7 +2105,13 @@ class CompactionUpdate(AcpModel):
         error: What went wrong, when the status says it failed.
     """
 
-    __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_update"),
@@ -1821,9 +2164,13 @@ class CompleteElicitationNotification(AcpModel):
         elicitation_id: The URL elicitation that finished.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("elicitation_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any]
 
     elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """The URL elicitation that finished."""
@@ -1863,7 +2210,11 @@ class SessionConfigSelectOption(AcpModel):
         description: Longer explanation of what this value does.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     value: SessionConfigValueId
     """Identifier sent back when the user picks this value."""
@@ -1891,7 +2242,11 @@ class SessionConfigSelectGroup(AcpModel):
         options: The values in this group.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     group: SessionConfigGroupId
     """Identifier of this group."""
@@ -1959,7 +2314,11 @@ class SessionConfigSelect(AcpModel):
         options: The values the user can pick from, flat or in groups.
     """
 
-    __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "select"),
@@ -2007,7 +2366,11 @@ class SessionConfigBoolean(AcpModel):
         current_value: Whether the option is on now.
     """
 
-    __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -2068,9 +2431,15 @@ class ConfigOptionUpdate(AcpModel):
         config_options: Every configuration option with its current value; replaces the previous set.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "config_option_update"),
@@ -2115,7 +2484,11 @@ class ConnectMcpRequest(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
     server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
@@ -2143,7 +2516,11 @@ class ConnectMcpResponse(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -2159,7 +2536,11 @@ class Content(AcpModel):
         content: The content block.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "content"),
@@ -2187,7 +2568,11 @@ class Cost(AcpModel):
         currency: ISO 4217 code of the currency, such as `USD`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     amount: int | float
     """The amount, in units of `currency`."""
@@ -2224,7 +2609,11 @@ class EnumOption(AcpModel):
         description: Longer explanation of the choice.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     const: str
     """The value submitted when this choice is picked."""
@@ -2259,9 +2648,15 @@ class StringPropertySchema(AcpModel):
         one_of: Allowed values of a single-choice field, each with a label.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2323,7 +2718,11 @@ class NumberPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "number"),
@@ -2369,7 +2768,11 @@ class IntegerPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "integer"),
@@ -2411,7 +2814,11 @@ class StringMultiSelectItems(AcpModel):
         enum: The strings the user can pick.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2438,9 +2845,13 @@ class TitledMultiSelectItems(AcpModel):
         any_of: The options the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
     any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
     """The options the user can pick."""
@@ -2486,9 +2897,15 @@ class MultiSelectPropertySchema(AcpModel):
         default: Choices picked when the field is shown.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_items", "meta", "min_items")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "array"),)
 
@@ -2564,7 +2981,11 @@ class ElicitationSchema(AcpModel):
         description: Explains what the form is for.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
     """Always `object`."""
@@ -2609,15 +3030,35 @@ class ElicitationFormMode(AcpModel):
         requested_schema: The form to show: a flat object schema with primitive fields.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "request_id", "requested_schema", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "form"),)
 
@@ -2666,15 +3107,27 @@ class ElicitationUrlMode(AcpModel):
         message: Tells the user what is asked and why.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "url"),)
 
@@ -2750,7 +3203,11 @@ class ElicitationAcceptAction(AcpModel):
         content: The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "accept"),
@@ -2774,7 +3231,11 @@ class ElicitationAcceptAction(AcpModel):
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "decline"),
@@ -2795,7 +3256,11 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "cancel"),
@@ -2846,7 +3311,11 @@ class EnvVariable(AcpModel):
         value: Variable value.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Variable name."""
@@ -2870,9 +3339,15 @@ class CreateTerminalRequest(AcpModel):
         output_byte_limit: Most bytes of output the client keeps; beyond it the oldest output is dropped, cut at a character boundary.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
@@ -2921,7 +3396,11 @@ class CreateTerminalResponse(AcpModel):
         terminal_id: Identifier of the new terminal.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
 
     terminal_id: _A_TerminalId_terminalId_69d43a
     """Identifier of the new terminal."""
@@ -2946,9 +3425,15 @@ class CurrentModeUpdate(AcpModel):
         current_mode_id: The mode now in effect.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("current_mode_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("current_mode_id", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("current_mode_id", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "current_mode_update"),
@@ -2979,7 +3464,11 @@ class DeleteSessionRequest(AcpModel):
         session_id: The session to delete.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to delete."""
@@ -2992,7 +3481,11 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3009,7 +3502,11 @@ class Position(AcpModel):
         character: Zero-based offset within the line, in units of the position encoding.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     line: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based line number."""
@@ -3029,7 +3526,11 @@ class Range(AcpModel):
         end: First position after the range.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     start: Position
     """First position of the range."""
@@ -3052,7 +3553,11 @@ class TextDocumentContentChangeEvent(AcpModel):
         text: The new text of the range, or of the whole document.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     range: _A_Range_None_58b819 = None
     """
@@ -3076,9 +3581,15 @@ class DidChangeDocumentNotification(AcpModel):
         content_changes: The changes, applied in order.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3108,7 +3619,11 @@ class DidCloseDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3131,9 +3646,15 @@ class DidFocusDocumentNotification(AcpModel):
         visible_range: The part of the document shown in the editor.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3168,9 +3689,15 @@ class DidOpenDocumentNotification(AcpModel):
         text: The whole text of the document.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3199,7 +3726,11 @@ class DidSaveDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3223,9 +3754,15 @@ class Diff(AcpModel):
         new_text: The text after the change.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "new_text", "old_text")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_text", "old_text")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_text", "old_text")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "diff"),)
 
@@ -3266,7 +3803,11 @@ class DisableProviderRequest(AcpModel):
         provider_id: The provider this concerns.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
@@ -3277,7 +3818,11 @@ class DisableProviderRequest(AcpModel):
 class DisableProviderResponse(AcpModel):
     """Result of `providers/disable`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3290,7 +3835,11 @@ class DisconnectMcpRequest(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -3301,7 +3850,11 @@ class DisconnectMcpRequest(AcpModel):
 class DisconnectMcpResponse(AcpModel):
     """Result of `mcp/disconnect`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3314,9 +3867,13 @@ class ElicitationRequestScope(AcpModel):
         request_id: The request the elicitation belongs to.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any]
 
     request_id: _A_RequestId_requestId_a73c71
     """The request the elicitation belongs to."""
@@ -3331,9 +3888,15 @@ class ElicitationSessionScope(AcpModel):
         tool_call_id: The tool call within that session the elicitation belongs to, if any.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("session_id", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the elicitation belongs to."""
@@ -3379,7 +3942,11 @@ class HttpHeader(AcpModel):
         value: Header value.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Header name."""
@@ -3404,7 +3971,11 @@ class McpServerHttp(AcpModel):
         headers: HTTP headers to send (may be empty).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "http"),)
 
@@ -3439,7 +4010,11 @@ class McpServerSse(AcpModel):
         headers: HTTP headers to send (may be empty).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "sse"),)
 
@@ -3475,7 +4050,11 @@ class McpServerStdio(AcpModel):
         env: Environment variables for the server process (may be empty).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     type: _A_str_None_NOT_NULL_58c6f1 = None
     """
@@ -3506,7 +4085,11 @@ class McpServerAcp(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "acp"),)
 
@@ -3584,7 +4167,13 @@ class ForkSessionRequest(AcpModel):
         mcp_servers: MCP servers the new session connects to.
     """
 
-    __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
@@ -3611,7 +4200,11 @@ class SessionMode(AcpModel):
         description: Longer explanation of how the agent behaves in this mode.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     id: SessionModeId
     """Identifier of this mode, used with `session/set_mode`."""
@@ -3634,9 +4227,15 @@ class SessionModeState(AcpModel):
         available_modes: Every mode the agent can switch to in this session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
+        ]
 
     current_mode_id: _A_SessionModeId_currentModeId_b0c52b
     """The mode the agent is in now."""
@@ -3672,7 +4271,13 @@ class ForkSessionResponse(AcpModel):
         config_options: The new session's configuration options.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
@@ -3696,7 +4301,11 @@ class Implementation(AcpModel):
         version: Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Stable programmatic name; shown to users when no title is given."""
@@ -3735,13 +4344,27 @@ class InitializeRequest(AcpModel):
         client_info: Name and version of the client.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey("client_capabilities", "client_info", "meta", "protocol_version"),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "client_capabilities", "client_info", "meta", "protocol_version"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "client_capabilities", "client_info", "meta", "protocol_version"
+                ),
+            ],
+            Any,
+        ]
 
     protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """Newest protocol version the client supports."""
@@ -3773,19 +4396,35 @@ class InitializeResponse(AcpModel):
         agent_info: Name and version of the agent.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "agent_capabilities",
-                "agent_info",
-                "auth_methods",
-                "meta",
-                "protocol_version",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "agent_capabilities",
+                    "agent_info",
+                    "auth_methods",
+                    "meta",
+                    "protocol_version",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "agent_capabilities",
+                    "agent_info",
+                    "auth_methods",
+                    "meta",
+                    "protocol_version",
+                ),
+            ],
+            Any,
+        ]
 
     protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """
@@ -3830,7 +4469,13 @@ class KillTerminalRequest(AcpModel):
         terminal_id: The terminal whose command is stopped.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
@@ -3844,7 +4489,11 @@ class KillTerminalRequest(AcpModel):
 class KillTerminalResponse(AcpModel):
     """Result of `terminal/kill`; empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3854,7 +4503,11 @@ class ListProvidersRequest(AcpModel):
     Params of `providers/list`: ask which model providers the agent can use.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3884,9 +4537,15 @@ class ProviderCurrentConfig(AcpModel):
         base_url: The endpoint URL of the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ]
 
     api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
@@ -3908,7 +4567,11 @@ class ProviderInfo(AcpModel):
         current: How the provider is set up now; null when it is not configured.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
@@ -3933,7 +4596,11 @@ class ListProvidersResponse(AcpModel):
         providers: The providers of the agent.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     providers: list[ProviderInfo]
     """The providers of the agent."""
@@ -3959,7 +4626,11 @@ class ListSessionsRequest(AcpModel):
         archived: Archive-state filter; omitted or null means `exclude`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     cwd: _A_str_None_297b0b = None
     """Only list sessions whose working directory is this absolute path."""
@@ -3991,12 +4662,23 @@ class SessionInfo(AcpModel):
         archived: Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "meta", "session_id", "updated_at")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Id of the session."""
@@ -4032,9 +4714,13 @@ class ListSessionsResponse(AcpModel):
         next_cursor: Opaque cursor for the next page; absent on the last page.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "next_cursor")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
     sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
     """Sessions matching the request; empty when none match."""
@@ -4063,7 +4749,13 @@ class LoadSessionRequest(AcpModel):
         session_id: The session to load.
     """
 
-    __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
@@ -4091,7 +4783,13 @@ class LoadSessionResponse(AcpModel):
         config_options: Current config options of the session.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
@@ -4105,7 +4803,11 @@ class LoadSessionResponse(AcpModel):
 class LogoutRequest(AcpModel):
     """Parameters of `logout`: end the current authenticated state."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4113,7 +4815,11 @@ class LogoutRequest(AcpModel):
 class LogoutResponse(AcpModel):
     """Result of `logout`: an empty object once the client is logged out."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4128,7 +4834,11 @@ class MessageMcpNotification(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -4152,7 +4862,11 @@ class MessageMcpRequest(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -4189,7 +4903,11 @@ class NesDiagnostic(AcpModel):
         message: Text of the diagnostic.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4215,7 +4933,11 @@ class NesEditHistoryEntry(AcpModel):
         diff: The edit, as a diff.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4235,9 +4957,13 @@ class NesTextEdit(AcpModel):
         new_text: The text that replaces the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any]
 
     range: Range
     """The range to replace."""
@@ -4259,9 +4985,15 @@ class NesEditSuggestion(AcpModel):
         cursor_position: Where the cursor goes after the edits, if anywhere in particular.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("cursor_position", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "edit"),)
 
@@ -4299,9 +5031,15 @@ class NesExcerpt(AcpModel):
         text: The text of those lines.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ]
 
     start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
     """First line of the excerpt (zero-based)."""
@@ -4325,7 +5063,11 @@ class NesJumpSuggestion(AcpModel):
         position: Where to move the cursor.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "jump"),)
 
@@ -4359,12 +5101,21 @@ class NesOpenFile(AcpModel):
         last_focused_ms: When the file last had focus, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ]
 
     uri: str
     """URI of the document."""
@@ -4397,9 +5148,13 @@ class NesRecentFile(AcpModel):
         text: The text of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any]
 
     uri: str
     """URI of the document."""
@@ -4428,7 +5183,11 @@ class NesRelatedSnippet(AcpModel):
         excerpts: The related parts of the file.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4450,9 +5209,13 @@ class NesRenameSuggestion(AcpModel):
         new_name: The new name of the symbol.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "rename"),
@@ -4490,9 +5253,13 @@ class NesRepository(AcpModel):
         remote_url: URL of the repository's remote.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any]
 
     name: str
     """Name of the repository."""
@@ -4518,9 +5285,13 @@ class NesSearchAndReplaceSuggestion(AcpModel):
         is_regex: Whether `search` is a regular expression rather than plain text.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "searchAndReplace"),
@@ -4562,9 +5333,13 @@ class NesUserAction(AcpModel):
         timestamp_ms: When it happened, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "timestamp_ms")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any]
 
     action: str
     """What the user did, e.g. `insertChar` or `cursorMovement`."""
@@ -4596,7 +5371,13 @@ class NesSuggestContext(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
         None
@@ -4659,9 +5440,17 @@ class NewSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ]
 
     cwd: str
     """
@@ -4689,7 +5478,13 @@ class NewSessionResponse(AcpModel):
         config_options: Initial config options of the session.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
@@ -4728,7 +5523,13 @@ class Notice(AcpModel):
         description: Further detail, as Markdown.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "notice"),
@@ -4784,7 +5585,11 @@ class PermissionOption(AcpModel):
         kind: What choosing it means, so a client can style it.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
     option_id: _A_PermissionOptionId_optionId_ea676c
     """Identifier of the choice."""
@@ -4818,7 +5623,11 @@ class PlanEntry(AcpModel):
         status: Where the task stands.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     content: str
     """What the task is meant to achieve, in plain words."""
@@ -4845,7 +5654,13 @@ class Plan(AcpModel):
         entries: Every task of the plan with its current status.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan"),
@@ -4885,7 +5700,11 @@ class PlanFile(AcpModel):
         uri: URI of the file that holds the plan.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "file"),)
 
@@ -4914,7 +5733,11 @@ class PlanItems(AcpModel):
         entries: The entries of the plan.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "items"),)
 
@@ -4943,7 +5766,11 @@ class PlanMarkdown(AcpModel):
         content: The plan as Markdown.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "markdown"),
@@ -4973,9 +5800,15 @@ class PlanRemoved(AcpModel):
         plan_id: The plan this concerns.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_removed"),
@@ -5015,7 +5848,13 @@ class PlanUpdate(AcpModel):
         plan: The new content of the plan.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_update"),
@@ -5045,7 +5884,11 @@ class PromptRequest(AcpModel):
         prompt: The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
@@ -5078,21 +5921,39 @@ class Usage(AcpModel):
         cached_write_tokens: Input tokens written to a cache.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "cached_read_tokens",
-                "cached_write_tokens",
-                "input_tokens",
-                "meta",
-                "output_tokens",
-                "thought_tokens",
-                "total_tokens",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ]
 
     total_tokens: Annotated[
         int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
@@ -5142,9 +6003,13 @@ class PromptResponse(AcpModel):
         usage: Tokens spent by the turn, if the agent reports them.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "stop_reason")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any]
 
     stop_reason: Annotated[StopReason, Field(alias="stopReason")]
     """Why the turn ended."""
@@ -5171,7 +6036,11 @@ class ReadTextFileRequest(AcpModel):
         limit: Largest number of lines to return; absent means no limit.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the read belongs to."""
@@ -5198,7 +6067,11 @@ class ReadTextFileResponse(AcpModel):
         content: The text that was read.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     content: str
     """The text that was read."""
@@ -5216,7 +6089,11 @@ class RejectNesNotification(AcpModel):
         reason: Why the suggestion was not taken.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -5239,7 +6116,13 @@ class ReleaseTerminalRequest(AcpModel):
         terminal_id: The terminal to release.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
@@ -5253,7 +6136,11 @@ class ReleaseTerminalRequest(AcpModel):
 class ReleaseTerminalResponse(AcpModel):
     """Result of `terminal/release`; empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -5266,7 +6153,11 @@ class SelectedPermissionOutcome(AcpModel):
         option_id: The option the user picked.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("outcome", "outcome", "selected"),
@@ -5330,7 +6221,11 @@ class Terminal(AcpModel):
         terminal_id: The terminal to show.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -5369,7 +6264,11 @@ class ToolCallLocation(AcpModel):
         line: Line within the file, if relevant.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     path: str
     """Absolute path of the file."""
@@ -5415,9 +6314,17 @@ class ToolCallUpdate(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ]
 
     tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
@@ -5459,9 +6366,15 @@ class RequestPermissionRequest(AcpModel):
         options: The choices offered to the user.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the request belongs to."""
@@ -5483,7 +6396,11 @@ class RequestPermissionResponse(AcpModel):
         outcome: The decision.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
@@ -5502,7 +6419,13 @@ class ResumeSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session.
     """
 
-    __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
@@ -5530,7 +6453,13 @@ class ResumeSessionResponse(AcpModel):
         config_options: Current config options of the session.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
@@ -5551,9 +6480,15 @@ class SessionInfoUpdate(AcpModel):
         archived: The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "session_info_update"),
@@ -5593,7 +6528,13 @@ class UserMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message_chunk"),
@@ -5646,7 +6587,13 @@ class ToolCall(AcpModel):
         name: Name of the tool being called, if the agent gives one.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call"),
@@ -5713,7 +6660,13 @@ class ToolCallProgress(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_update"),
@@ -5775,7 +6728,13 @@ class UsageUpdate(AcpModel):
         cost: Total cost of the session so far, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "usage_update"),
@@ -5839,7 +6798,11 @@ class SessionNotification(AcpModel):
         update: The update itself.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
@@ -5861,9 +6824,15 @@ class SetProviderRequest(AcpModel):
         headers: HTTP headers to send to the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ]
 
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
@@ -5883,7 +6852,11 @@ class SetProviderRequest(AcpModel):
 class SetProviderResponse(AcpModel):
     """Result of `providers/set`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -5904,7 +6877,13 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
         value: The new state of the option.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -5940,7 +6919,13 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
         type: Left out, or any value other than `boolean`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
@@ -5993,7 +6978,13 @@ class SetSessionConfigOptionResponse(AcpModel):
         config_options: The complete, updated list of options; one change may affect others.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """The complete, updated list of options; one change may affect others."""
@@ -6010,9 +7001,15 @@ class SetSessionModeRequest(AcpModel):
         mode_id: The mode to switch to; one of the session's available modes.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to switch."""
@@ -6026,7 +7023,11 @@ class SetSessionModeRequest(AcpModel):
 class SetSessionModeResponse(AcpModel):
     """Result of `session/set_mode`; empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6040,7 +7041,11 @@ class WorkspaceFolder(AcpModel):
         name: Display name of the folder.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the folder."""
@@ -6061,9 +7066,15 @@ class StartNesRequest(AcpModel):
         repository: The repository the workspace belongs to, if known.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ]
 
     workspace_uri: Annotated[str | None, Field(alias="workspaceUri"), OMIT_ON_ERROR] = (
         None
@@ -6089,7 +7100,11 @@ class StartNesResponse(AcpModel):
         session_id: Identifier of the new suggestion session.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new suggestion session."""
@@ -6111,9 +7126,15 @@ class SuggestNesRequest(AcpModel):
         context: Context for the suggestion, limited to what the agent asked for.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -6147,7 +7168,11 @@ class SuggestNesResponse(AcpModel):
         suggestions: The suggestions, best first.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
@@ -6172,7 +7197,11 @@ class TerminalExitStatus(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
     exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
     """The exit code, if known."""
@@ -6194,7 +7223,13 @@ class TerminalOutputRequest(AcpModel):
         terminal_id: The terminal to read.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
@@ -6215,9 +7250,13 @@ class TerminalOutputResponse(AcpModel):
         exit_status: How the command ended; absent while it is still running.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_status", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("exit_status", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("exit_status", "meta")], Any]
 
     output: str
     """The output captured so far."""
@@ -6241,7 +7280,11 @@ class UnarchiveSessionRequest(AcpModel):
         session_id: The session to unarchive.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to unarchive."""
@@ -6254,7 +7297,11 @@ class UnarchiveSessionResponse(AcpModel):
     Result of `session/unarchive`: an empty object once the session is no longer archived (also when it was not).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6268,7 +7315,13 @@ class WaitForTerminalExitRequest(AcpModel):
         terminal_id: The terminal to wait for.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
@@ -6288,7 +7341,11 @@ class WaitForTerminalExitResponse(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
     exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
     """The exit code, if known."""
@@ -6311,7 +7368,11 @@ class WriteTextFileRequest(AcpModel):
         content: The full new text of the file.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the write belongs to."""
@@ -6328,6 +7389,10 @@ class WriteTextFileRequest(AcpModel):
 class WriteTextFileResponse(AcpModel):
     """Result of `fs/write_text_file`; an empty object on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None

@@ -67,7 +67,13 @@ class AcceptNesNotification(AcpModel):
         suggestion_id: Identifier of the suggestion.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -86,7 +92,11 @@ class AgentAuthCapabilities(AcpModel):
     Authentication-related extensions of a v2 agent; no standard fields are defined yet.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -94,7 +104,11 @@ class AgentAuthCapabilities(AcpModel):
 class PromptImageCapabilities(AcpModel):
     """Present when prompts may contain image blocks."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -102,7 +116,11 @@ class PromptImageCapabilities(AcpModel):
 class PromptAudioCapabilities(AcpModel):
     """Present when prompts may contain audio blocks."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -110,7 +128,11 @@ class PromptAudioCapabilities(AcpModel):
 class PromptEmbeddedContextCapabilities(AcpModel):
     """Present when prompts may contain embedded resource blocks."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -125,9 +147,15 @@ class PromptCapabilities(AcpModel):
         embedded_context: Embedded resource blocks are accepted.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("embedded_context", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ]
 
     image: Annotated[PromptImageCapabilities | None, OMIT_ON_ERROR] = None
     """Image blocks are accepted."""
@@ -148,7 +176,11 @@ class PromptCapabilities(AcpModel):
 class McpStdioCapabilities(AcpModel):
     """Present when the agent can launch MCP servers as stdio subprocesses."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -158,7 +190,11 @@ class McpHttpCapabilities(AcpModel):
     Present when the agent can connect to MCP servers over streamable HTTP.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -168,7 +204,11 @@ class McpAcpCapabilities(AcpModel):
     Marker: the agent can reach MCP servers over the ACP connection itself.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -183,7 +223,11 @@ class McpCapabilities(AcpModel):
         acp: Support for MCP servers carried over the ACP connection.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     stdio: Annotated[McpStdioCapabilities | None, OMIT_ON_ERROR] = None
     """The agent can launch stdio MCP servers."""
@@ -200,7 +244,11 @@ class McpCapabilities(AcpModel):
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -210,7 +258,11 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -220,7 +272,11 @@ class SessionArchiveCapabilities(AcpModel):
     Present when the agent implements `session/archive`, `session/unarchive` and the `archived` list filter.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -228,7 +284,11 @@ class SessionArchiveCapabilities(AcpModel):
 class SessionForkCapabilities(AcpModel):
     """Marker: the agent supports `session/fork`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -246,9 +306,15 @@ class SessionCapabilities(AcpModel):
         fork: Support for `session/fork`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ]
 
     prompt: Annotated[PromptCapabilities | None, OMIT_ON_ERROR] = None
     """
@@ -284,7 +350,11 @@ class ProvidersCapabilities(AcpModel):
     Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -292,7 +362,11 @@ class ProvidersCapabilities(AcpModel):
 class NesDocumentDidOpenCapabilities(AcpModel):
     """Marker: the agent wants `document/didOpen`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -313,9 +387,13 @@ class NesDocumentDidChangeCapabilities(AcpModel):
         sync_kind: Whether changes arrive as whole text or as incremental edits.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any]
 
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
@@ -326,7 +404,11 @@ class NesDocumentDidChangeCapabilities(AcpModel):
 class NesDocumentDidCloseCapabilities(AcpModel):
     """Marker: the agent wants `document/didClose`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -334,7 +416,11 @@ class NesDocumentDidCloseCapabilities(AcpModel):
 class NesDocumentDidSaveCapabilities(AcpModel):
     """Marker: the agent wants `document/didSave`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -342,7 +428,11 @@ class NesDocumentDidSaveCapabilities(AcpModel):
 class NesDocumentDidFocusCapabilities(AcpModel):
     """Marker: the agent wants `document/didFocus`."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -359,15 +449,37 @@ class NesDocumentEventCapabilities(AcpModel):
         did_focus: Support for `document/didFocus`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "did_change", "did_close", "did_focus", "did_open", "did_save", "meta"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ]
 
     did_open: Annotated[
         NesDocumentDidOpenCapabilities | None, Field(alias="didOpen"), OMIT_ON_ERROR
@@ -405,7 +517,11 @@ class NesEventCapabilities(AcpModel):
         document: Support for `document/*` notifications.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
@@ -429,7 +545,11 @@ class NesRecentFilesCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
     max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
@@ -440,7 +560,11 @@ class NesRecentFilesCapabilities(AcpModel):
 class NesRelatedSnippetsCapabilities(AcpModel):
     """Marker: the agent wants related snippets in the suggestion context."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -453,7 +577,11 @@ class NesEditHistoryCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
     max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
@@ -469,7 +597,11 @@ class NesUserActionsCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
     max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
@@ -480,7 +612,11 @@ class NesUserActionsCapabilities(AcpModel):
 class NesOpenFilesCapabilities(AcpModel):
     """Marker: the agent wants the open files in the suggestion context."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -488,7 +624,11 @@ class NesOpenFilesCapabilities(AcpModel):
 class NesDiagnosticsCapabilities(AcpModel):
     """Marker: the agent wants diagnostics in the suggestion context."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -522,7 +662,13 @@ class NesContextCapabilities(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[
         NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
@@ -566,7 +712,11 @@ class NesCapabilities(AcpModel):
         context: The context the agent wants with suggestion requests.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
     """The editor events the agent wants."""
@@ -595,9 +745,15 @@ class AgentCapabilities(AcpModel):
         position_encoding: The position encoding the agent chose from those the client offered.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "position_encoding")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encoding")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encoding")], Any
+        ]
 
     session: Annotated[SessionCapabilities | None, OMIT_ON_ERROR] = None
     """
@@ -646,9 +802,13 @@ class Annotations(AcpModel):
         priority: How important the content is, from 0 (least) to 1 (most).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("last_modified", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
     audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
     """Who the content is meant for."""
@@ -677,7 +837,11 @@ class TextContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -721,7 +885,11 @@ class ImageContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "image"),)
 
@@ -757,7 +925,11 @@ class AudioContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "audio"),)
 
@@ -806,9 +978,13 @@ class Icon(AcpModel):
         theme: The background the icon is drawn for, if any.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any]
 
     src: str
     """URI of the icon image."""
@@ -843,7 +1019,11 @@ class ResourceLink(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource_link"),
@@ -893,7 +1073,11 @@ class TextResourceContents(AcpModel):
         mime_type: Media type of the text, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     text: str
     """The text of the resource."""
@@ -917,7 +1101,11 @@ class BlobResourceContents(AcpModel):
         mime_type: Media type of the bytes, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     blob: str
     """The resource bytes, base64-encoded."""
@@ -961,7 +1149,11 @@ class EmbeddedResource(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource"),
@@ -1029,7 +1221,13 @@ class AgentMessage(AcpModel):
         content: The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message"),
@@ -1069,7 +1267,13 @@ class AgentMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message_chunk"),
@@ -1106,7 +1310,13 @@ class AgentThought(AcpModel):
         content: The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought"),
@@ -1143,7 +1353,13 @@ class AgentThoughtChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought_chunk"),
@@ -1184,7 +1400,11 @@ class ArchiveSessionRequest(AcpModel):
         session_id: The session to archive.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to archive."""
@@ -1197,7 +1417,11 @@ class ArchiveSessionResponse(AcpModel):
     Result of `session/archive`: an empty object once the session is archived (also when it already was).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1205,7 +1429,11 @@ class ArchiveSessionResponse(AcpModel):
 class TerminalAuthCapabilities(AcpModel):
     """Present when the client can run `terminal` authentication methods."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1218,7 +1446,11 @@ class AuthCapabilities(AcpModel):
         terminal: Support for `terminal` authentication methods.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `terminal` authentication methods."""
@@ -1239,7 +1471,11 @@ class EnvVariable(AcpModel):
         value: Variable value.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Variable name."""
@@ -1270,7 +1506,11 @@ class AuthMethodTerminal(AcpModel):
         env: Environment variables set for the login process, overriding same-named ones.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -1317,7 +1557,11 @@ class AuthMethodAgent(AcpModel):
         description: Longer explanation shown to the user.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "agent"),)
 
@@ -1375,7 +1619,11 @@ class TextCommandInput(AcpModel):
         hint: Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -1424,7 +1672,11 @@ class AvailableCommand(AcpModel):
         input: How the command takes input; absent or null when it takes none.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -1448,9 +1700,15 @@ class AvailableCommandsUpdate(AcpModel):
         available_commands: Every command available now; replaces the previous list.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "available_commands_update"),
@@ -1491,7 +1749,11 @@ class BooleanPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1533,9 +1795,13 @@ class CancelRequestNotification(AcpModel):
         request_id: Id of the request to abandon.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any]
 
     request_id: _A_RequestId_requestId_a73c71
     """Id of the request to abandon."""
@@ -1551,7 +1817,11 @@ class CancelSessionNotification(AcpModel):
         session_id: The session whose work should stop.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session whose work should stop."""
@@ -1579,7 +1849,11 @@ class CancelledPermissionOutcome(AcpModel):
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1587,7 +1861,11 @@ class ElicitationFormCapabilities(AcpModel):
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1601,7 +1879,11 @@ class ElicitationCapabilities(AcpModel):
         url: URL mode support.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     form: Annotated[ElicitationFormCapabilities | None, OMIT_ON_ERROR] = None
     """Form mode support."""
@@ -1615,7 +1897,11 @@ class ElicitationCapabilities(AcpModel):
 class NesJumpCapabilities(AcpModel):
     """Marker: the client can show suggestions that move the cursor."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1623,7 +1909,11 @@ class NesJumpCapabilities(AcpModel):
 class NesRenameCapabilities(AcpModel):
     """Marker: the client can show suggestions that rename a symbol."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1631,7 +1921,11 @@ class NesRenameCapabilities(AcpModel):
 class NesSearchAndReplaceCapabilities(AcpModel):
     """Marker: the client can show search-and-replace suggestions."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1646,9 +1940,15 @@ class ClientNesCapabilities(AcpModel):
         search_and_replace: Support for search-and-replace suggestions.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "search_and_replace")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ]
 
     jump: Annotated[NesJumpCapabilities | None, OMIT_ON_ERROR] = None
     """Support for jump suggestions."""
@@ -1677,9 +1977,15 @@ class ClientCapabilities(AcpModel):
         position_encodings: The position encodings the client can use, preferred first.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "position_encodings")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ]
 
     auth: Annotated[AuthCapabilities | None, OMIT_ON_ERROR] = None
     """Authentication method types the client can run."""
@@ -1709,7 +2015,11 @@ class CloseNesRequest(AcpModel):
         session_id: The suggestion session to end.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session to end."""
@@ -1720,7 +2030,11 @@ class CloseNesRequest(AcpModel):
 class CloseNesResponse(AcpModel):
     """Result of `nes/close`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1733,7 +2047,11 @@ class CloseSessionRequest(AcpModel):
         session_id: The active session to close.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The active session to close."""
@@ -1746,7 +2064,11 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1777,9 +2099,15 @@ class CommandPermissionSubject(AcpModel):
         terminal_id: The related terminal, if one exists already; omitted and `null` both mean none.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "terminal_id", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "terminal_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "terminal_id", "tool_call_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "command"),
@@ -1842,7 +2170,13 @@ class CompactionSummaryChunk(AcpModel):
         content: The piece of summary to append.
     """
 
-    __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_summary_chunk"),
@@ -1879,7 +2213,13 @@ class CompactionUpdate(AcpModel):
         error: What went wrong, when the status says it failed.
     """
 
-    __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_update"),
@@ -1930,9 +2270,13 @@ class CompleteElicitationNotification(AcpModel):
         elicitation_id: The URL elicitation that finished.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("elicitation_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any]
 
     elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """The URL elicitation that finished."""
@@ -1972,7 +2316,11 @@ class SessionConfigSelectOption(AcpModel):
         description: Longer explanation of what this value does.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     value: SessionConfigValueId
     """Identifier sent back when the user picks this value."""
@@ -2000,9 +2348,13 @@ class SessionConfigSelectGroup(AcpModel):
         options: The values in this group.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("group_id", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("group_id", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("group_id", "meta")], Any]
 
     group_id: Annotated[SessionConfigGroupId, Field(alias="groupId")]
     """Identifier of this group."""
@@ -2071,7 +2423,13 @@ class SessionConfigSelect(AcpModel):
         options: The values the user can pick from, flat or in groups.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "select"),
@@ -2119,7 +2477,13 @@ class SessionConfigBoolean(AcpModel):
         current_value: Whether the option is on now.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -2192,9 +2556,15 @@ class ConfigOptionUpdate(AcpModel):
         config_options: Every configuration option with its current value; replaces the previous set.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "config_option_update"),
@@ -2239,7 +2609,11 @@ class ConnectMcpRequest(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
     server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
@@ -2267,7 +2641,11 @@ class ConnectMcpResponse(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -2283,7 +2661,11 @@ class Content(AcpModel):
         content: The content block.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "content"),
@@ -2311,7 +2693,11 @@ class Cost(AcpModel):
         currency: ISO 4217 code of the currency, such as `USD`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     amount: int | float
     """The amount, in units of `currency`."""
@@ -2348,7 +2734,11 @@ class EnumOption(AcpModel):
         description: Longer explanation of the choice.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     const: str
     """The value submitted when this choice is picked."""
@@ -2381,9 +2771,15 @@ class StringPropertySchema(AcpModel):
         one_of: Allowed values of a single-choice field, each with a label.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2447,7 +2843,11 @@ class NumberPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "number"),
@@ -2493,7 +2893,11 @@ class IntegerPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "integer"),
@@ -2532,7 +2936,11 @@ class StringMultiSelectItems(AcpModel):
         enum: The strings the user can pick.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2559,9 +2967,13 @@ class TitledMultiSelectItems(AcpModel):
         any_of: The options the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
     any_of: Annotated[list[EnumOption], Field(alias="anyOf", min_length=1)]
     """The options the user can pick."""
@@ -2607,9 +3019,15 @@ class MultiSelectPropertySchema(AcpModel):
         default: Choices picked when the field is shown.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_items", "meta", "min_items")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "array"),)
 
@@ -2685,7 +3103,11 @@ class ElicitationSchema(AcpModel):
         description: Explains what the form is for.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
     """Always `object`."""
@@ -2727,15 +3149,35 @@ class ElicitationFormMode(AcpModel):
         requested_schema: The form to show: a flat object schema with primitive fields.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "request_id", "requested_schema", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "form"),)
 
@@ -2784,15 +3226,27 @@ class ElicitationUrlMode(AcpModel):
         message: Tells the user what is asked and why.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "url"),)
 
@@ -2868,7 +3322,11 @@ class ElicitationAcceptAction(AcpModel):
         content: The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "accept"),
@@ -2892,7 +3350,11 @@ class ElicitationAcceptAction(AcpModel):
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "decline"),
@@ -2913,7 +3375,11 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "cancel"),
@@ -2963,7 +3429,11 @@ class DeleteSessionRequest(AcpModel):
         session_id: The session to delete.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to delete."""
@@ -2976,7 +3446,11 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2993,7 +3467,11 @@ class Position(AcpModel):
         character: Zero-based offset within the line, in units of the position encoding.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     line: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based line number."""
@@ -3013,7 +3491,11 @@ class Range(AcpModel):
         end: First position after the range.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     start: Position
     """First position of the range."""
@@ -3036,7 +3518,11 @@ class TextDocumentContentChangeEvent(AcpModel):
         text: The new text of the range, or of the whole document.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     range: _A_Range_None_58b819 = None
     """
@@ -3060,9 +3546,15 @@ class DidChangeDocumentNotification(AcpModel):
         content_changes: The changes, applied in order.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3092,7 +3584,11 @@ class DidCloseDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3115,9 +3611,15 @@ class DidFocusDocumentNotification(AcpModel):
         visible_range: The part of the document shown in the editor.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3152,9 +3654,15 @@ class DidOpenDocumentNotification(AcpModel):
         text: The whole text of the document.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3183,7 +3691,11 @@ class DidSaveDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -3222,7 +3734,13 @@ class DiffAddChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "add"),
@@ -3257,7 +3775,13 @@ class DiffDeleteChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "delete"),
@@ -3292,7 +3816,13 @@ class DiffModifyChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "modify"),
@@ -3334,7 +3864,13 @@ class DiffMoveChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "move"),
@@ -3373,7 +3909,13 @@ class DiffCopyChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "copy"),
@@ -3459,7 +4001,11 @@ class Diff(AcpModel):
         patch: Patch text a client can render; omitted or `null` when there is none.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "diff"),)
 
@@ -3499,7 +4045,11 @@ class DisableProviderRequest(AcpModel):
         provider_id: The provider this concerns.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
@@ -3510,7 +4060,11 @@ class DisableProviderRequest(AcpModel):
 class DisableProviderResponse(AcpModel):
     """Result of `providers/disable`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3523,7 +4077,11 @@ class DisconnectMcpRequest(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -3534,7 +4092,11 @@ class DisconnectMcpRequest(AcpModel):
 class DisconnectMcpResponse(AcpModel):
     """Result of `mcp/disconnect`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3547,9 +4109,13 @@ class ElicitationRequestScope(AcpModel):
         request_id: The request the elicitation belongs to.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any]
 
     request_id: _A_RequestId_requestId_a73c71
     """The request the elicitation belongs to."""
@@ -3564,9 +4130,15 @@ class ElicitationSessionScope(AcpModel):
         tool_call_id: The tool call within that session the elicitation belongs to, if any.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("session_id", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the elicitation belongs to."""
@@ -3612,7 +4184,11 @@ class HttpHeader(AcpModel):
         value: Header value.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Header name."""
@@ -3634,7 +4210,11 @@ class McpServerHttp(AcpModel):
         headers: HTTP headers to send; omitted and empty are equivalent.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "http"),)
 
@@ -3670,7 +4250,11 @@ class McpServerStdio(AcpModel):
         env: Environment variables for the server process; omitted and empty are equivalent.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "stdio"),)
 
@@ -3708,7 +4292,11 @@ class McpServerAcp(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "acp"),)
 
@@ -3779,12 +4367,23 @@ class ForkSessionRequest(AcpModel):
         mcp_servers: MCP servers the new session connects to.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+            ],
+            Any,
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
@@ -3818,9 +4417,15 @@ class ForkSessionResponse(AcpModel):
         config_options: The new session's configuration options.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
@@ -3861,21 +4466,39 @@ class Usage(AcpModel):
         cached_write_tokens: Input tokens written to a cache.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "cached_read_tokens",
-                "cached_write_tokens",
-                "input_tokens",
-                "meta",
-                "output_tokens",
-                "thought_tokens",
-                "total_tokens",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ]
 
     total_tokens: Annotated[
         int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
@@ -3930,9 +4553,15 @@ class IdleStateUpdate(AcpModel):
         usage: Tokens spent by the turn, if the agent reports them.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "stop_reason")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "stop_reason")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "stop_reason")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "state_update"),
@@ -3978,7 +4607,11 @@ class Implementation(AcpModel):
         version: Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Stable programmatic name; shown to users when no title is given."""
@@ -4017,9 +4650,15 @@ class InitializeRequest(AcpModel):
         capabilities: What the client supports; omitted or null fields mean unsupported.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "protocol_version")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "protocol_version")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "protocol_version")], Any
+        ]
 
     protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """Newest protocol version the client supports."""
@@ -4044,9 +4683,15 @@ class InitializeResponse(AcpModel):
         auth_methods: Ways the client may authenticate. A non-empty list also promises `auth/login` and `auth/logout`; omitted or empty means neither may be called.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("auth_methods", "meta", "protocol_version")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("auth_methods", "meta", "protocol_version")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("auth_methods", "meta", "protocol_version")], Any
+        ]
 
     protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """
@@ -4077,7 +4722,11 @@ class ListProvidersRequest(AcpModel):
     Params of `providers/list`: ask which model providers the agent can use.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4107,9 +4756,15 @@ class ProviderCurrentConfig(AcpModel):
         base_url: The endpoint URL of the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ]
 
     api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
@@ -4131,7 +4786,11 @@ class ProviderInfo(AcpModel):
         current: How the provider is set up now; null when it is not configured.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
@@ -4156,7 +4815,11 @@ class ListProvidersResponse(AcpModel):
         providers: The providers of the agent.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     providers: list[ProviderInfo]
     """The providers of the agent."""
@@ -4192,7 +4855,11 @@ class ListSessionsRequest(AcpModel):
         archived: Archive-state filter; omitted or null means `exclude`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     cwd: AbsolutePath | None = None
     """Only list sessions with this working directory."""
@@ -4224,12 +4891,23 @@ class SessionInfo(AcpModel):
         archived: Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "meta", "session_id", "updated_at")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Id of the session."""
@@ -4265,9 +4943,13 @@ class ListSessionsResponse(AcpModel):
         next_cursor: Cursor for the next page; absent on the last page.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "next_cursor")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
     sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
     """Sessions matching the request; empty when none match."""
@@ -4288,7 +4970,11 @@ class LoginAuthRequest(AcpModel):
         method_id: Id of the chosen method from `authMethods`.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e
 
     method_id: _A_AuthMethodId_methodId_09e95d
     """Id of the chosen method from `authMethods`."""
@@ -4301,7 +4987,11 @@ class LoginAuthResponse(AcpModel):
     Result of `auth/login`: an empty object once the client is authenticated.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4309,7 +4999,11 @@ class LoginAuthResponse(AcpModel):
 class LogoutAuthRequest(AcpModel):
     """Parameters of `auth/logout`: end the current authenticated state."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4319,7 +5013,11 @@ class LogoutAuthResponse(AcpModel):
     Result of `auth/logout`: an empty object once the client is logged out.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4334,7 +5032,11 @@ class MessageMcpNotification(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -4358,7 +5060,11 @@ class MessageMcpRequest(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
     connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
@@ -4399,7 +5105,11 @@ class NesDiagnostic(AcpModel):
         message: Text of the diagnostic.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4425,7 +5135,11 @@ class NesEditHistoryEntry(AcpModel):
         diff: The edit, as a diff.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4445,9 +5159,13 @@ class NesTextEdit(AcpModel):
         new_text: The text that replaces the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any]
 
     range: Range
     """The range to replace."""
@@ -4469,9 +5187,15 @@ class NesEditSuggestion(AcpModel):
         cursor_position: Where the cursor goes after the edits, if anywhere in particular.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "edit"),)
 
@@ -4509,9 +5233,15 @@ class NesExcerpt(AcpModel):
         text: The text of those lines.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ]
 
     start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
     """First line of the excerpt (zero-based)."""
@@ -4535,9 +5265,13 @@ class NesJumpSuggestion(AcpModel):
         position: Where to move the cursor.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "suggestion_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "suggestion_id")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "jump"),)
 
@@ -4571,12 +5305,21 @@ class NesOpenFile(AcpModel):
         last_focused_ms: When the file last had focus, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ]
 
     uri: str
     """URI of the document."""
@@ -4609,9 +5352,13 @@ class NesRecentFile(AcpModel):
         text: The text of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any]
 
     uri: str
     """URI of the document."""
@@ -4644,7 +5391,11 @@ class NesRelatedSnippet(AcpModel):
         excerpts: The related parts of the file.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4666,9 +5417,15 @@ class NesRenameSuggestion(AcpModel):
         new_name: The new name of the symbol.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "rename"),
@@ -4706,9 +5463,13 @@ class NesRepository(AcpModel):
         remote_url: URL of the repository's remote.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any]
 
     name: str
     """Name of the repository."""
@@ -4734,9 +5495,15 @@ class NesSearchAndReplaceSuggestion(AcpModel):
         is_regex: Whether `search` is a regular expression rather than plain text.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "searchAndReplace"),
@@ -4778,9 +5545,13 @@ class NesUserAction(AcpModel):
         timestamp_ms: When it happened, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "timestamp_ms")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any]
 
     action: str
     """What the user did, e.g. `insertChar` or `cursorMovement`."""
@@ -4812,7 +5583,13 @@ class NesSuggestContext(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
         None
@@ -4889,9 +5666,17 @@ class NewSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ]
 
     cwd: AbsolutePath
     """Working directory of the session; relative paths resolve against it."""
@@ -4927,12 +5712,23 @@ class NewSessionResponse(AcpModel):
         available_commands: Initial slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("available_commands", "config_options", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("available_commands", "config_options", "meta", "session_id"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("available_commands", "config_options", "meta", "session_id"),
+            ],
+            Any,
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
@@ -4973,7 +5769,13 @@ class Notice(AcpModel):
         description: Further detail, as Markdown.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "notice"),
@@ -5034,7 +5836,11 @@ class PermissionOption(AcpModel):
         kind: What choosing it means, so a client can style it.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
     option_id: _A_PermissionOptionId_optionId_ea676c
     """Identifier of the choice."""
@@ -5077,7 +5883,11 @@ class PlanEntry(AcpModel):
         status: Where the task stands.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     content: str
     """What the task is meant to achieve, in plain words."""
@@ -5112,7 +5922,11 @@ class PlanFile(AcpModel):
         uri: URI of the file that holds the plan.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "file"),)
 
@@ -5141,7 +5955,11 @@ class PlanItems(AcpModel):
         entries: Every task of the plan with its current status.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "items"),)
 
@@ -5170,7 +5988,11 @@ class PlanMarkdown(AcpModel):
         content: The plan as Markdown.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "markdown"),
@@ -5200,9 +6022,15 @@ class PlanRemoved(AcpModel):
         plan_id: The plan this concerns.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_removed"),
@@ -5258,7 +6086,13 @@ class PlanUpdate(AcpModel):
         plan: The new content of the plan.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_update"),
@@ -5288,7 +6122,11 @@ class PromptRequest(AcpModel):
         prompt: The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
@@ -5306,7 +6144,11 @@ class PromptResponse(AcpModel):
     Result of `session/prompt`: the agent accepted the prompt. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -5321,7 +6163,13 @@ class RejectNesNotification(AcpModel):
         reason: Why the suggestion was not taken.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -5343,7 +6191,11 @@ class ReplayFromStart(AcpModel):
         type: Cursor type tag.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "start"),)
 
@@ -5386,7 +6238,11 @@ class SelectedPermissionOutcome(AcpModel):
         option_id: The option the user picked.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("outcome", "outcome", "selected"),
@@ -5479,9 +6335,13 @@ class Terminal(AcpModel):
         terminal_id: The terminal to show.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "terminal_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -5535,7 +6395,11 @@ class ToolCallLocation(AcpModel):
         line: Line within the file, if relevant.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     path: AbsolutePath
     """Absolute path of the file."""
@@ -5581,9 +6445,17 @@ class ToolCallUpdate(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ]
 
     tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
@@ -5623,9 +6495,13 @@ class ToolCallPermissionSubject(AcpModel):
         tool_call: The tool call awaiting approval.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "tool_call"),
@@ -5677,7 +6553,11 @@ class RequestPermissionRequest(AcpModel):
         options: The choices offered to the user; at least one.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the request belongs to."""
@@ -5711,7 +6591,11 @@ class RequestPermissionResponse(AcpModel):
         outcome: The decision.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
@@ -5724,7 +6608,13 @@ class RequiresActionStateUpdate(AcpModel):
     State `requires_action`: foreground work waits for the user, for example on a permission request.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "state_update"),
@@ -5762,19 +6652,35 @@ class ResumeSessionRequest(AcpModel):
         replay_from: Where history replay starts; omitted or null means no replay.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "additional_directories",
-                "mcp_servers",
-                "meta",
-                "replay_from",
-                "session_id",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "replay_from",
+                    "session_id",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "replay_from",
+                    "session_id",
+                ),
+            ],
+            Any,
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
@@ -5811,9 +6717,15 @@ class ResumeSessionResponse(AcpModel):
         available_commands: Current slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
+        ]
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
     """Current config options of the session."""
@@ -5829,7 +6741,13 @@ class ResumeSessionResponse(AcpModel):
 class RunningStateUpdate(AcpModel):
     """State `running`: foreground work is under way."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "state_update"),
@@ -5865,9 +6783,15 @@ class SessionInfoUpdate(AcpModel):
         archived: The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "session_info_update"),
@@ -5907,7 +6831,13 @@ class UserMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message_chunk"),
@@ -5944,7 +6874,13 @@ class UserMessage(AcpModel):
         content: The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message"),
@@ -6005,9 +6941,15 @@ class ToolCallContentChunk(AcpModel):
         content: The item to append.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "tool_call_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_content_chunk"),
@@ -6049,15 +6991,27 @@ class ToolCallProgress(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_update"),
@@ -6112,7 +7066,11 @@ class TerminalOutput(AcpModel):
         data: All output bytes, base64-encoded.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     data: str
     """All output bytes, base64-encoded."""
@@ -6129,9 +7087,13 @@ class TerminalExitStatus(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any]
 
     exit_code: Annotated[
         int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
@@ -6158,10 +7120,21 @@ class TerminalUpdate(AcpModel):
         exit_status: How the command ended; a value marks the terminal as exited.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("exit_status", "meta", "session_update", "terminal_id")],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("exit_status", "meta", "session_update", "terminal_id")
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("exit_status", "meta", "session_update", "terminal_id")
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "terminal_update"),
@@ -6207,9 +7180,15 @@ class TerminalOutputChunk(AcpModel):
         data: The bytes, base64-encoded.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "terminal_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "terminal_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "terminal_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "terminal_output_chunk"),
@@ -6250,7 +7229,13 @@ class UsageUpdate(AcpModel):
         cost: Total cost of the session so far, if known.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "usage_update"),
@@ -6354,9 +7339,15 @@ class SetProviderRequest(AcpModel):
         headers: HTTP headers to send to the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ]
 
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
@@ -6376,7 +7367,11 @@ class SetProviderRequest(AcpModel):
 class SetProviderResponse(AcpModel):
     """Result of `providers/set`: empty on success."""
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6396,7 +7391,13 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
         value: The new state of the option.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -6431,7 +7432,13 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
         value: The value to select; one of the option's listed values.
     """
 
-    __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "id"),)
 
@@ -6488,9 +7495,13 @@ class SetSessionConfigOptionResponse(AcpModel):
         config_options: The complete, updated list of options; one change may affect others.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any]
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """The complete, updated list of options; one change may affect others."""
@@ -6507,7 +7518,11 @@ class WorkspaceFolder(AcpModel):
         name: Display name of the folder.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the folder."""
@@ -6528,9 +7543,15 @@ class StartNesRequest(AcpModel):
         repository: The repository the workspace belongs to, if known.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ]
 
     workspace_uri: Annotated[str | None, Field(alias="workspaceUri"), OMIT_ON_ERROR] = (
         None
@@ -6556,7 +7577,11 @@ class StartNesResponse(AcpModel):
         session_id: Identifier of the new suggestion session.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new suggestion session."""
@@ -6578,9 +7603,15 @@ class SuggestNesRequest(AcpModel):
         context: Context for the suggestion, limited to what the agent asked for.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ]
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
@@ -6614,7 +7645,11 @@ class SuggestNesResponse(AcpModel):
         suggestions: The suggestions, best first.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
@@ -6630,7 +7665,11 @@ class UnarchiveSessionRequest(AcpModel):
         session_id: The session to unarchive.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to unarchive."""
@@ -6643,7 +7682,11 @@ class UnarchiveSessionResponse(AcpModel):
     Result of `session/unarchive`: an empty object once the session is no longer archived (also when it was not).
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6657,7 +7700,11 @@ class UpdateSessionNotification(AcpModel):
         update: The update itself.
     """
 
-    __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
