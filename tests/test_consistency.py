@@ -11,6 +11,7 @@ import ast
 import json
 
 import pytest
+from _models_source import models_tree
 from conftest import GENERATED, ROOT
 
 from generator.crossversion import build_crossmap
@@ -27,9 +28,14 @@ def _canonical(version: str) -> dict[str, str]:
 
 
 def _code_blocks(version: str) -> dict[str, str]:
-    """Top-level class or alias name -> its source (with the docstring that follows an alias)."""
+    """Top-level class or alias name -> its code (with the docstring that follows an alias).
+
+    The code as ``ast.unparse`` prints it, with the annotations the module
+    shares between classes put back inline: which annotations are shared
+    depends on the whole module, not on the definition.
+    """
     text = (GENERATED / "acp_types" / version / "models.py").read_text("utf-8")
-    tree = ast.parse(text)
+    tree = models_tree(text)
     blocks: dict[str, str] = {}
     body = tree.body
     for i, node in enumerate(body):
@@ -40,10 +46,10 @@ def _code_blocks(version: str) -> dict[str, str]:
             name = node.targets[0].id
         if name is None:
             continue
-        segment = ast.get_source_segment(text, node) or ""
+        segment = ast.unparse(node)
         nxt = body[i + 1] if i + 1 < len(body) else None
         if isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant) and isinstance(nxt.value.value, str):
-            segment += "\n" + (ast.get_source_segment(text, nxt) or "")
+            segment += "\n" + ast.unparse(nxt)
         blocks[name] = segment
     return blocks
 

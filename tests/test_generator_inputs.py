@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from _models_source import models_tree
 from conftest import GENERATED, ROOT, VERSIONS
 
 from generator import manifest, writer
@@ -67,7 +68,7 @@ def test_builtins_of_names_every_builtin_the_model_annotations_use(inputs: Input
     names = {n for n in dir(builtins) if not n.startswith("_")}
     checked = 0
     for version in VERSIONS:
-        tree = ast.parse((GENERATED / "acp_types" / version / "models.py").read_text("utf-8"))
+        tree = models_tree((GENERATED / "acp_types" / version / "models.py").read_text("utf-8"))
         classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
         for t in inputs.protocols[version].types:
             if not isinstance(t, ObjectType) or t.name not in classes:

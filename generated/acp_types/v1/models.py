@@ -41,6 +41,16 @@ Free-form metadata reserved for extensions. Either side may attach it; receivers
 """
 
 
+# Annotations several classes use, each built once (see generator/render/models.py).
+_A_str_WireKey_meta_session_id_6f8ab1 = dict[
+    Annotated[str, WireKey("meta", "session_id")], Any
+]
+_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
+_A_Meta_None_meta_OMIT_ON_ERROR_361a56 = Annotated[
+    Meta | None, Field(alias="_meta"), OMIT_ON_ERROR
+]
+
+
 class AcceptNesNotification(AcpModel):
     """
     Params of `nes/accept`: the client tells the agent that the user took a suggestion.
@@ -50,25 +60,34 @@ class AcceptNesNotification(AcpModel):
         id: Identifier of the suggestion.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     id: NesSuggestionId
     """Identifier of the suggestion."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 
 
 class LogoutCapabilities(AcpModel):
     """Present when the agent implements `logout`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AgentAuthCapabilities(AcpModel):
@@ -79,12 +98,21 @@ class AgentAuthCapabilities(AcpModel):
         logout: Support for the `logout` method.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     logout: Annotated[LogoutCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `logout` method."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = Annotated[
+    bool | None, NOT_NULL, OMIT_ON_ERROR
+]
 
 
 class PromptCapabilities(AcpModel):
@@ -97,14 +125,20 @@ class PromptCapabilities(AcpModel):
         embedded_context: True when prompts may contain embedded resource blocks.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("embedded_context", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ]
 
-    image: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    image: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when prompts may contain image blocks."""
 
-    audio: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    audio: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when prompts may contain audio blocks."""
 
     embedded_context: Annotated[
@@ -112,7 +146,7 @@ class PromptCapabilities(AcpModel):
     ] = False
     """True when prompts may contain embedded resource blocks."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpCapabilities(AcpModel):
@@ -125,34 +159,46 @@ class McpCapabilities(AcpModel):
         acp: Support for MCP servers carried over the ACP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    http: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    http: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the agent can connect to MCP servers over HTTP."""
 
-    sse: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    sse: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the agent can connect to MCP servers over SSE."""
 
-    acp: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    acp: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """Support for MCP servers carried over the ACP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionListCapabilities(AcpModel):
     """Present when the agent implements `session/list`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -160,25 +206,37 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionResumeCapabilities(AcpModel):
     """Present when the agent implements `session/resume`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionCloseCapabilities(AcpModel):
     """Present when the agent implements `session/close`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionArchiveCapabilities(AcpModel):
@@ -186,17 +244,25 @@ class SessionArchiveCapabilities(AcpModel):
     Present when the agent implements `session/archive`, `session/unarchive` and the `archived` list filter.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionForkCapabilities(AcpModel):
     """Marker: the agent supports `session/fork`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionCapabilities(AcpModel):
@@ -213,9 +279,15 @@ class SessionCapabilities(AcpModel):
         fork: Support for `session/fork`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ]
 
     list: Annotated[SessionListCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/list`."""
@@ -244,7 +316,7 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ProvidersCapabilities(AcpModel):
@@ -252,17 +324,25 @@ class ProvidersCapabilities(AcpModel):
     Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
     """Marker: the agent wants `document/didOpen`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 TextDocumentSyncKind = TypeAliasType(
@@ -281,38 +361,54 @@ class NesDocumentDidChangeCapabilities(AcpModel):
         sync_kind: Whether changes arrive as whole text or as incremental edits.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any]
 
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
     """Marker: the agent wants `document/didClose`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
     """Marker: the agent wants `document/didSave`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
     """Marker: the agent wants `document/didFocus`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -327,15 +423,37 @@ class NesDocumentEventCapabilities(AcpModel):
         did_focus: Support for `document/didFocus`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "did_change", "did_close", "did_focus", "did_open", "did_save", "meta"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ]
 
     did_open: Annotated[
         NesDocumentDidOpenCapabilities | None, Field(alias="didOpen"), OMIT_ON_ERROR
@@ -362,7 +480,7 @@ class NesDocumentEventCapabilities(AcpModel):
     ] = None
     """Support for `document/didFocus`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEventCapabilities(AcpModel):
@@ -373,12 +491,24 @@ class NesEventCapabilities(AcpModel):
         document: Support for `document/*` notifications.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_max_count_meta_707c34 = dict[
+    Annotated[str, WireKey("max_count", "meta")], Any
+]
+_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
+    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -389,24 +519,28 @@ class NesRecentFilesCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
     """Marker: the agent wants related snippets in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -417,16 +551,16 @@ class NesEditHistoryCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -437,32 +571,56 @@ class NesUserActionsCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesOpenFilesCapabilities(AcpModel):
     """Marker: the agent wants the open files in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDiagnosticsCapabilities(AcpModel):
     """Marker: the agent wants diagnostics in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_edit_history_meta_op_c79891 = dict[
+    Annotated[
+        str,
+        WireKey(
+            "edit_history",
+            "meta",
+            "open_files",
+            "recent_files",
+            "related_snippets",
+            "user_actions",
+        ),
+    ],
+    Any,
+]
 
 
 class NesContextCapabilities(AcpModel):
@@ -478,20 +636,13 @@ class NesContextCapabilities(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "edit_history",
-                "meta",
-                "open_files",
-                "recent_files",
-                "related_snippets",
-                "user_actions",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[
         NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
@@ -523,7 +674,7 @@ class NesContextCapabilities(AcpModel):
     diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesCapabilities(AcpModel):
@@ -535,7 +686,11 @@ class NesCapabilities(AcpModel):
         context: The context the agent wants with suggestion requests.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
     """The editor events the agent wants."""
@@ -543,7 +698,7 @@ class NesCapabilities(AcpModel):
     context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
     """The context the agent wants with suggestion requests."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PositionEncodingKind = TypeAliasType(
@@ -567,20 +722,37 @@ class AgentCapabilities(AcpModel):
         position_encoding: The position encoding the agent chose from those the client offered.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "load_session",
-                "mcp_capabilities",
-                "meta",
-                "position_encoding",
-                "prompt_capabilities",
-                "session_capabilities",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "load_session",
+                    "mcp_capabilities",
+                    "meta",
+                    "position_encoding",
+                    "prompt_capabilities",
+                    "session_capabilities",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "load_session",
+                    "mcp_capabilities",
+                    "meta",
+                    "position_encoding",
+                    "prompt_capabilities",
+                    "session_capabilities",
+                ),
+            ],
+            Any,
+        ]
 
     load_session: Annotated[
         bool | None, Field(alias="loadSession"), NOT_NULL, OMIT_ON_ERROR
@@ -624,7 +796,7 @@ class AgentCapabilities(AcpModel):
     ] = None
     """The position encoding the agent chose from those the client offered."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MessageId = TypeAliasType("MessageId", str)
@@ -633,6 +805,9 @@ MessageId = TypeAliasType("MessageId", str)
 
 Role = TypeAliasType("Role", Literal["assistant", "user"])
 """A participant in the conversation."""
+
+
+_A_int_float_None_OMIT_ON_ERROR_dbda74 = Annotated[int | float | None, OMIT_ON_ERROR]
 
 
 class Annotations(AcpModel):
@@ -645,9 +820,13 @@ class Annotations(AcpModel):
         priority: How important the content is relative to other content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("last_modified", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
     audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
     """Who the content is meant for."""
@@ -657,10 +836,13 @@ class Annotations(AcpModel):
     )
     """When the underlying resource last changed, as a timestamp."""
 
-    priority: Annotated[int | float | None, OMIT_ON_ERROR] = None
+    priority: _A_int_float_None_OMIT_ON_ERROR_dbda74 = None
     """How important the content is relative to other content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Annotations_None_OMIT_ON_ERROR_169794 = Annotated[Annotations | None, OMIT_ON_ERROR]
 
 
 class TextContent(AcpModel):
@@ -672,7 +854,11 @@ class TextContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -686,10 +872,17 @@ class TextContent(AcpModel):
     text: str
     """The text itself."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_mime_type_2e800a = dict[
+    Annotated[str, WireKey("meta", "mime_type")], Any
+]
+_A_str_mimeType_4543a6 = Annotated[str, Field(alias="mimeType")]
+_A_str_None_OMIT_ON_ERROR_afe16e = Annotated[str | None, OMIT_ON_ERROR]
 
 
 class ImageContent(AcpModel):
@@ -703,9 +896,11 @@ class ImageContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "image"),)
 
@@ -719,16 +914,16 @@ class ImageContent(AcpModel):
     data: str
     """The image bytes, base64-encoded."""
 
-    mime_type: Annotated[str, Field(alias="mimeType")]
+    mime_type: _A_str_mimeType_4543a6
     """Media type of the image, such as `image/png`."""
 
-    uri: Annotated[str | None, OMIT_ON_ERROR] = None
+    uri: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Where the image came from, if it has a URI."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AudioContent(AcpModel):
@@ -741,9 +936,11 @@ class AudioContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "audio"),)
 
@@ -757,13 +954,19 @@ class AudioContent(AcpModel):
     data: str
     """The audio bytes, base64-encoded."""
 
-    mime_type: Annotated[str, Field(alias="mimeType")]
+    mime_type: _A_str_mimeType_4543a6
     """Media type of the audio, such as `audio/wav`."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_mimeType_OMIT_ON_ERROR_30526e = Annotated[
+    str | None, Field(alias="mimeType"), OMIT_ON_ERROR
+]
+_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
 
 
 class ResourceLink(AcpModel):
@@ -780,9 +983,11 @@ class ResourceLink(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource_link"),
@@ -801,22 +1006,22 @@ class ResourceLink(AcpModel):
     uri: str
     """URI of the resource."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional title to show in a user interface."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional longer explanation of the resource."""
 
-    mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
+    mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the resource, if known."""
 
-    size: Annotated[int | None, OMIT_ON_ERROR] = None
+    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
     """Size of the resource in bytes, if known."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TextResourceContents(AcpModel):
@@ -829,9 +1034,11 @@ class TextResourceContents(AcpModel):
         mime_type: Media type of the text, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     text: str
     """The text of the resource."""
@@ -839,10 +1046,10 @@ class TextResourceContents(AcpModel):
     uri: str
     """URI of the resource."""
 
-    mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
+    mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the text, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class BlobResourceContents(AcpModel):
@@ -855,9 +1062,11 @@ class BlobResourceContents(AcpModel):
         mime_type: Media type of the bytes, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     blob: str
     """The resource bytes, base64-encoded."""
@@ -865,10 +1074,10 @@ class BlobResourceContents(AcpModel):
     uri: str
     """URI of the resource."""
 
-    mime_type: Annotated[str | None, Field(alias="mimeType"), OMIT_ON_ERROR] = None
+    mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the bytes, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -901,7 +1110,11 @@ class EmbeddedResource(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource"),
@@ -917,10 +1130,10 @@ class EmbeddedResource(AcpModel):
     resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ContentBlock = TypeAliasType(
@@ -936,6 +1149,15 @@ One piece of displayable content, discriminated by `type`. Content blocks make u
 """
 
 
+_A_str_WireKey_message_id_meta_sess_055c48 = dict[
+    Annotated[str, WireKey("message_id", "meta", "session_update")], Any
+]
+_A_MessageId_None_messageId_OMIT_ON_29f6e0 = Annotated[
+    MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR
+]
+_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
+
+
 class AgentMessageChunk(AcpModel):
     """
     Branch `agent_message_chunk`: a streamed piece of the agent's reply.
@@ -945,9 +1167,13 @@ class AgentMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message_chunk"),
@@ -964,17 +1190,15 @@ class AgentMessageChunk(AcpModel):
             Literal["agent_message_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR] = (
-        None
-    )
+    message_id: _A_MessageId_None_messageId_OMIT_ON_29f6e0 = None
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AgentThoughtChunk(AcpModel):
@@ -986,9 +1210,13 @@ class AgentThoughtChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought_chunk"),
@@ -1005,17 +1233,15 @@ class AgentThoughtChunk(AcpModel):
             Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR] = (
-        None
-    )
+    message_id: _A_MessageId_None_messageId_OMIT_ON_29f6e0 = None
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ArchiveSessionRequest(AcpModel):
@@ -1026,14 +1252,16 @@ class ArchiveSessionRequest(AcpModel):
         session_id: The session to archive.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to archive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ArchiveSessionResponse(AcpModel):
@@ -1041,9 +1269,13 @@ class ArchiveSessionResponse(AcpModel):
     Result of `session/archive`: an empty object once the session is archived (also when it already was).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthCapabilities(AcpModel):
@@ -1054,16 +1286,26 @@ class AuthCapabilities(AcpModel):
         terminal: True when the client can run `terminal` authentication methods.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    terminal: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    terminal: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the client can run `terminal` authentication methods."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
 """Identifier of an authentication method advertised by the agent."""
+
+
+_A_Literal_terminal_384a30 = Literal["terminal"]
+_A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = Annotated[
+    list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR
+]
 
 
 class AuthMethodTerminal(AcpModel):
@@ -1079,7 +1321,11 @@ class AuthMethodTerminal(AcpModel):
         env: Environment variables set for the login process, overriding same-named ones.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -1091,7 +1337,7 @@ class AuthMethodTerminal(AcpModel):
         type: Literal["terminal"] = "terminal"
         """Method type tag."""
     else:
-        type: Literal["terminal"]
+        type: _A_Literal_terminal_384a30
 
     id: AuthMethodId
     """Id of the method."""
@@ -1099,10 +1345,10 @@ class AuthMethodTerminal(AcpModel):
     name: str
     """Name shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
     """Arguments appended to the agent's usual command line."""
 
     env: Annotated[dict[str, str] | None, NOT_NULL, OMIT_ON_ERROR] = None
@@ -1110,7 +1356,10 @@ class AuthMethodTerminal(AcpModel):
     Environment variables set for the login process, overriding same-named ones.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_NOT_NULL_58c6f1 = Annotated[str | None, NOT_NULL]
 
 
 class AuthMethodAgent(AcpModel):
@@ -1124,9 +1373,13 @@ class AuthMethodAgent(AcpModel):
         description: Longer explanation shown to the user.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    type: Annotated[str | None, NOT_NULL] = None
+    type: _A_str_None_NOT_NULL_58c6f1 = None
     """
     Left out by most v1 agent methods. Any value other than `terminal` (`agent`, or a type this version does not list, such as `env_var`) also reads as an agent-handled method.
     """
@@ -1137,10 +1390,10 @@ class AuthMethodAgent(AcpModel):
     name: str
     """Name shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AuthMethod = TypeAliasType(
@@ -1176,14 +1429,18 @@ class AuthenticateRequest(AcpModel):
         method_id: Id of the chosen method from `authMethods`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any]
 
     method_id: Annotated[AuthMethodId, Field(alias="methodId")]
     """Id of the chosen method from `authMethods`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthenticateResponse(AcpModel):
@@ -1191,9 +1448,13 @@ class AuthenticateResponse(AcpModel):
     Result of `authenticate`: an empty object once the client is authenticated.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnstructuredCommandInput(AcpModel):
@@ -1204,14 +1465,18 @@ class UnstructuredCommandInput(AcpModel):
         hint: Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     hint: str
     """
     Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AvailableCommandInput = TypeAliasType("AvailableCommandInput", UnstructuredCommandInput)
@@ -1230,7 +1495,11 @@ class AvailableCommand(AcpModel):
         input: How the command takes input; absent or null when it takes none.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -1243,7 +1512,7 @@ class AvailableCommand(AcpModel):
     ] = None
     """How the command takes input; absent or null when it takes none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -1254,9 +1523,15 @@ class AvailableCommandsUpdate(AcpModel):
         available_commands: Every command available now; replaces the previous list.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "available_commands_update"),
@@ -1280,7 +1555,7 @@ class AvailableCommandsUpdate(AcpModel):
     ]
     """Every command available now; replaces the previous list."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class BooleanConfigOptionCapabilities(AcpModel):
@@ -1288,9 +1563,17 @@ class BooleanConfigOptionCapabilities(AcpModel):
     Present when the client can show boolean config options and send boolean values in `session/set_config_option`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_boolean_d16f93 = Literal["boolean"]
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1303,7 +1586,11 @@ class BooleanPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1314,18 +1601,18 @@ class BooleanPropertySchema(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    default: Annotated[bool | None, OMIT_ON_ERROR] = None
+    default: _A_bool_None_OMIT_ON_ERROR_b3494b = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CancelNotification(AcpModel):
@@ -1336,20 +1623,25 @@ class CancelNotification(AcpModel):
         session_id: The session whose work should stop.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose work should stop."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestId = TypeAliasType("RequestId", int | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
+
+
+_A_RequestId_requestId_a73c71 = Annotated[RequestId, Field(alias="requestId")]
 
 
 class CancelRequestNotification(AcpModel):
@@ -1360,14 +1652,18 @@ class CancelRequestNotification(AcpModel):
         request_id: Id of the request to abandon.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any]
 
-    request_id: Annotated[RequestId, Field(alias="requestId")]
+    request_id: _A_RequestId_requestId_a73c71
     """Id of the request to abandon."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CancelledPermissionOutcome(AcpModel):
@@ -1396,9 +1692,15 @@ class FileSystemCapabilities(AcpModel):
         write_text_file: True when the client handles `fs/write_text_file`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "read_text_file", "write_text_file")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "read_text_file", "write_text_file")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "read_text_file", "write_text_file")], Any
+        ]
 
     read_text_file: Annotated[
         bool | None, Field(alias="readTextFile"), NOT_NULL, OMIT_ON_ERROR
@@ -1410,7 +1712,7 @@ class FileSystemCapabilities(AcpModel):
     ] = False
     """True when the client handles `fs/write_text_file`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionConfigOptionsCapabilities(AcpModel):
@@ -1421,16 +1723,25 @@ class SessionConfigOptionsCapabilities(AcpModel):
         boolean: Support for boolean config options.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     boolean: Annotated[BooleanConfigOptionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for boolean config options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CompactionCapabilities(AcpModel):
     """Marker: the client can display context compaction updates."""
+
+
+_A_str_WireKey_config_options_meta_2288a1 = dict[
+    Annotated[str, WireKey("config_options", "meta")], Any
+]
 
 
 class ClientSessionCapabilities(AcpModel):
@@ -1442,9 +1753,13 @@ class ClientSessionCapabilities(AcpModel):
         compaction: Support for context compaction updates.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
     config_options: Annotated[
         SessionConfigOptionsCapabilities | None,
@@ -1456,23 +1771,31 @@ class ClientSessionCapabilities(AcpModel):
     compaction: Annotated[CompactionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for context compaction updates."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationCapabilities(AcpModel):
@@ -1484,7 +1807,11 @@ class ElicitationCapabilities(AcpModel):
         url: URL mode support.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     form: Annotated[ElicitationFormCapabilities | None, OMIT_ON_ERROR] = None
     """Form mode support."""
@@ -1492,7 +1819,7 @@ class ElicitationCapabilities(AcpModel):
     url: Annotated[ElicitationUrlCapabilities | None, OMIT_ON_ERROR] = None
     """URL mode support."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanCapabilities(AcpModel):
@@ -1500,33 +1827,49 @@ class PlanCapabilities(AcpModel):
     Marker: the client can show plans sent as `plan_update` and `plan_removed`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesJumpCapabilities(AcpModel):
     """Marker: the client can show suggestions that move the cursor."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRenameCapabilities(AcpModel):
     """Marker: the client can show suggestions that rename a symbol."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
     """Marker: the client can show search-and-replace suggestions."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ClientNesCapabilities(AcpModel):
@@ -1539,9 +1882,15 @@ class ClientNesCapabilities(AcpModel):
         search_and_replace: Support for search-and-replace suggestions.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "search_and_replace")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ]
 
     jump: Annotated[NesJumpCapabilities | None, OMIT_ON_ERROR] = None
     """Support for jump suggestions."""
@@ -1556,7 +1905,7 @@ class ClientNesCapabilities(AcpModel):
     ] = None
     """Support for search-and-replace suggestions."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ClientCapabilities(AcpModel):
@@ -1574,14 +1923,20 @@ class ClientCapabilities(AcpModel):
         position_encodings: The position encodings the client can use, preferred first.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "position_encodings")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ]
 
     fs: Annotated[FileSystemCapabilities | None, NOT_NULL, OMIT_ON_ERROR] = None
     """File-system methods the client implements."""
 
-    terminal: Annotated[bool | None, NOT_NULL, OMIT_ON_ERROR] = False
+    terminal: _A_bool_None_NOT_NULL_OMIT_ON_ERROR_bd6bff = False
     """True when the client implements every `terminal/*` method."""
 
     session: Annotated[ClientSessionCapabilities | None, OMIT_ON_ERROR] = None
@@ -1607,7 +1962,7 @@ class ClientCapabilities(AcpModel):
     ] = None
     """The position encodings the client can use, preferred first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseNesRequest(AcpModel):
@@ -1618,22 +1973,28 @@ class CloseNesRequest(AcpModel):
         session_id: The suggestion session to end.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session to end."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseNesResponse(AcpModel):
     """Result of `nes/close`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseSessionRequest(AcpModel):
@@ -1644,14 +2005,16 @@ class CloseSessionRequest(AcpModel):
         session_id: The active session to close.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The active session to close."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseSessionResponse(AcpModel):
@@ -1659,9 +2022,13 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CompactionId = TypeAliasType("CompactionId", str)
@@ -1678,6 +2045,14 @@ CompactionStatus = TypeAliasType(
 """Where a context compaction is in its life cycle."""
 
 
+_A_str_WireKey_compaction_id_meta_s_ad6c95 = dict[
+    Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
+]
+_A_CompactionId_compactionId_ad66d3 = Annotated[
+    CompactionId, Field(alias="compactionId")
+]
+
+
 class CompactionSummaryChunk(AcpModel):
     """
     Branch `compaction_summary_chunk`: one more piece of the summary that replaces compacted context.
@@ -1687,9 +2062,13 @@ class CompactionSummaryChunk(AcpModel):
         content: The piece of summary to append.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_summary_chunk"),
@@ -1706,13 +2085,13 @@ class CompactionSummaryChunk(AcpModel):
             Literal["compaction_summary_chunk"], Field(alias="sessionUpdate")
         ]
 
-    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The piece of summary to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CompactionUpdate(AcpModel):
@@ -1726,9 +2105,13 @@ class CompactionUpdate(AcpModel):
         error: What went wrong, when the status says it failed.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_update"),
@@ -1745,7 +2128,7 @@ class CompactionUpdate(AcpModel):
             Literal["compaction_update"], Field(alias="sessionUpdate")
         ]
 
-    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
     status: CompactionStatus
@@ -1756,16 +2139,21 @@ class CompactionUpdate(AcpModel):
     ] = None
     """The summary that replaces the compacted context, once known."""
 
-    error: Annotated[str | None, OMIT_ON_ERROR] = None
+    error: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """What went wrong, when the status says it failed."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationId = TypeAliasType("ElicitationId", str)
 """
 Identifier of a URL elicitation, unique among the agent's open URL elicitations on the connection.
 """
+
+
+_A_ElicitationId_elicitationId_6c9b31 = Annotated[
+    ElicitationId, Field(alias="elicitationId")
+]
 
 
 class CompleteElicitationNotification(AcpModel):
@@ -1776,14 +2164,18 @@ class CompleteElicitationNotification(AcpModel):
         elicitation_id: The URL elicitation that finished.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("elicitation_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any]
 
-    elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """The URL elicitation that finished."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigId = TypeAliasType("SessionConfigId", str)
@@ -1818,7 +2210,11 @@ class SessionConfigSelectOption(AcpModel):
         description: Longer explanation of what this value does.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     value: SessionConfigValueId
     """Identifier sent back when the user picks this value."""
@@ -1826,10 +2222,10 @@ class SessionConfigSelectOption(AcpModel):
     name: str
     """Label shown to the user for this value."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of what this value does."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigGroupId = TypeAliasType("SessionConfigGroupId", str)
@@ -1846,7 +2242,11 @@ class SessionConfigSelectGroup(AcpModel):
         options: The values in this group.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     group: SessionConfigGroupId
     """Identifier of this group."""
@@ -1857,7 +2257,7 @@ class SessionConfigSelectGroup(AcpModel):
     options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
     """The values in this group."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -1893,6 +2293,14 @@ The values of a select option: either all plain values or all groups of values. 
 """
 
 
+_A_str_WireKey_current_value_meta_8842fb = dict[
+    Annotated[str, WireKey("current_value", "meta")], Any
+]
+_A_SessionConfigOptionCategory_None_528229 = Annotated[
+    SessionConfigOptionCategory | None, OMIT_ON_ERROR
+]
+
+
 class SessionConfigSelect(AcpModel):
     """
     A configuration option that picks exactly one value from a list (`type: "select"`), shown as a dropdown.
@@ -1906,9 +2314,11 @@ class SessionConfigSelect(AcpModel):
         options: The values the user can pick from, flat or in groups.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("current_value", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "select"),
@@ -1922,10 +2332,10 @@ class SessionConfigSelect(AcpModel):
     name: str
     """Label shown to the user for this option."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation the client may show next to the option."""
 
-    category: Annotated[SessionConfigOptionCategory | None, OMIT_ON_ERROR] = None
+    category: _A_SessionConfigOptionCategory_None_528229 = None
     """Optional hint about what kind of setting this is; for UX only."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -1941,7 +2351,7 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     """The values the user can pick from, flat or in groups."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionConfigBoolean(AcpModel):
@@ -1956,9 +2366,11 @@ class SessionConfigBoolean(AcpModel):
         current_value: Whether the option is on now.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("current_value", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_current_value_meta_8842fb
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1972,10 +2384,10 @@ class SessionConfigBoolean(AcpModel):
     name: str
     """Label shown to the user for this option."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation the client may show next to the option."""
 
-    category: Annotated[SessionConfigOptionCategory | None, OMIT_ON_ERROR] = None
+    category: _A_SessionConfigOptionCategory_None_528229 = None
     """Optional hint about what kind of setting this is; for UX only."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -1983,12 +2395,12 @@ class SessionConfigBoolean(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
     current_value: Annotated[bool, Field(alias="currentValue")]
     """Whether the option is on now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigOption = TypeAliasType(
@@ -2004,6 +2416,13 @@ One configurable setting of a session and its current value, tagged by `type`. A
 """
 
 
+_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
+    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+    Field(alias="configOptions"),
+    DEFAULT_ON_ERROR,
+]
+
+
 class ConfigOptionUpdate(AcpModel):
     """
     Branch `config_option_update`: the session's configuration options or their values have changed.
@@ -2012,9 +2431,15 @@ class ConfigOptionUpdate(AcpModel):
         config_options: Every configuration option with its current value; replaces the previous set.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "config_option_update"),
@@ -2031,22 +2456,24 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
-        Field(alias="configOptions"),
-        DEFAULT_ON_ERROR,
-    ]
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """
     Every configuration option with its current value; replaces the previous set.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpServerAcpId = TypeAliasType("McpServerAcpId", str)
 """
 Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
 """
+
+
+_A_str_WireKey_meta_server_id_874aed = dict[
+    Annotated[str, WireKey("meta", "server_id")], Any
+]
+_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
 
 
 class ConnectMcpRequest(AcpModel):
@@ -2057,18 +2484,28 @@ class ConnectMcpRequest(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
-    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpConnectionId = TypeAliasType("McpConnectionId", str)
 """Identifier of one MCP connection carried over ACP."""
+
+
+_A_str_WireKey_connection_id_meta_d62ced = dict[
+    Annotated[str, WireKey("connection_id", "meta")], Any
+]
+_A_McpConnectionId_connectionId_1a83eb = Annotated[
+    McpConnectionId, Field(alias="connectionId")
+]
 
 
 class ConnectMcpResponse(AcpModel):
@@ -2079,14 +2516,16 @@ class ConnectMcpResponse(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Content(AcpModel):
@@ -2097,7 +2536,11 @@ class Content(AcpModel):
         content: The content block.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "content"),
@@ -2110,10 +2553,10 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content block."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Cost(AcpModel):
@@ -2125,7 +2568,11 @@ class Cost(AcpModel):
         currency: ISO 4217 code of the currency, such as `USD`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     amount: int | float
     """The amount, in units of `currency`."""
@@ -2133,7 +2580,7 @@ class Cost(AcpModel):
     currency: str
     """ISO 4217 code of the currency, such as `USD`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ToolCallId = TypeAliasType("ToolCallId", str)
@@ -2162,7 +2609,11 @@ class EnumOption(AcpModel):
         description: Longer explanation of the choice.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     const: str
     """The value submitted when this choice is picked."""
@@ -2170,10 +2621,15 @@ class EnumOption(AcpModel):
     title: str
     """Label shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of the choice."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_string_0c8de0 = Literal["string"]
+_A_str_None_297b0b = str | None
+_A_list_str_None_71831a = list[str] | None
 
 
 class StringPropertySchema(AcpModel):
@@ -2192,9 +2648,15 @@ class StringPropertySchema(AcpModel):
         one_of: Allowed values of a single-choice field, each with a label.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2205,12 +2667,12 @@ class StringPropertySchema(AcpModel):
     if TYPE_CHECKING:
         type: Literal["string"] = "string"
     else:
-        type: Literal["string"]
+        type: _A_Literal_string_0c8de0
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
     min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
@@ -2223,22 +2685,25 @@ class StringPropertySchema(AcpModel):
     )
     """Most characters allowed."""
 
-    pattern: str | None = None
+    pattern: _A_str_None_297b0b = None
     """Regular expression the text must match."""
 
     format: StringFormat | None = None
     """Expected format of the text."""
 
-    default: Annotated[str | None, OMIT_ON_ERROR] = None
+    default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
-    enum: list[str] | None = None
+    enum: _A_list_str_None_71831a = None
     """Allowed values of a single-choice field without labels."""
 
     one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None
     """Allowed values of a single-choice field, each with a label."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_float_None_e47260 = int | float | None
 
 
 class NumberPropertySchema(AcpModel):
@@ -2253,7 +2718,11 @@ class NumberPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "number"),
@@ -2266,22 +2735,25 @@ class NumberPropertySchema(AcpModel):
     else:
         type: Literal["number"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: int | float | None = None
+    minimum: _A_int_float_None_e47260 = None
     """Smallest value allowed, inclusive."""
 
-    maximum: int | float | None = None
+    maximum: _A_int_float_None_e47260 = None
     """Largest value allowed, inclusive."""
 
-    default: Annotated[int | float | None, OMIT_ON_ERROR] = None
+    default: _A_int_float_None_OMIT_ON_ERROR_dbda74 = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_None_95fd59 = int | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2296,7 +2768,11 @@ class IntegerPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "integer"),
@@ -2309,22 +2785,25 @@ class IntegerPropertySchema(AcpModel):
     else:
         type: Literal["integer"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: int | None = None
+    minimum: _A_int_None_95fd59 = None
     """Smallest value allowed, inclusive."""
 
-    maximum: int | None = None
+    maximum: _A_int_None_95fd59 = None
     """Largest value allowed, inclusive."""
 
-    default: Annotated[int | None, OMIT_ON_ERROR] = None
+    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_str_8e54e2 = list[str]
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2335,7 +2814,11 @@ class StringMultiSelectItems(AcpModel):
         enum: The strings the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2346,12 +2829,12 @@ class StringMultiSelectItems(AcpModel):
     if TYPE_CHECKING:
         type: Literal["string"] = "string"
     else:
-        type: Literal["string"]
+        type: _A_Literal_string_0c8de0
 
-    enum: list[str]
+    enum: _A_list_str_8e54e2
     """The strings the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TitledMultiSelectItems(AcpModel):
@@ -2362,14 +2845,18 @@ class TitledMultiSelectItems(AcpModel):
         any_of: The options the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
     any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
     """The options the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MultiSelectItems = TypeAliasType(
@@ -2410,9 +2897,15 @@ class MultiSelectPropertySchema(AcpModel):
         default: Choices picked when the field is shown.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_items", "meta", "min_items")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "array"),)
 
@@ -2423,10 +2916,10 @@ class MultiSelectPropertySchema(AcpModel):
     else:
         type: Literal["array"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
     min_items: Annotated[
@@ -2445,7 +2938,7 @@ class MultiSelectPropertySchema(AcpModel):
     default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
     """Choices picked when the field is shown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationPropertySchema = TypeAliasType(
@@ -2488,12 +2981,16 @@ class ElicitationSchema(AcpModel):
         description: Explains what the form is for.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
     """Always `object`."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Title of the form."""
 
     properties: Annotated[
@@ -2501,13 +2998,24 @@ class ElicitationSchema(AcpModel):
     ] = {}
     """The form fields by name."""
 
-    required: list[str] | None = None
+    required: _A_list_str_None_71831a = None
     """Names of the fields the user must fill in."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what the form is for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_SessionId_None_sessionId_NOT_NUL_1f9cdd = Annotated[
+    SessionId | None, Field(alias="sessionId"), NOT_NULL
+]
+_A_ToolCallId_None_toolCallId_OMIT_321f3a = Annotated[
+    ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
+]
+_A_RequestId_None_requestId_d333dc = Annotated[
+    RequestId | None, Field(alias="requestId")
+]
 
 
 class ElicitationFormMode(AcpModel):
@@ -2522,15 +3030,35 @@ class ElicitationFormMode(AcpModel):
         requested_schema: The form to show: a flat object schema with primitive fields.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "request_id", "requested_schema", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "form"),)
 
@@ -2546,15 +3074,13 @@ class ElicitationFormMode(AcpModel):
     else:
         mode: Literal["form"]
 
-    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
+    session_id: _A_SessionId_None_sessionId_NOT_NUL_1f9cdd = None
     """The session the elicitation belongs to; set this or `requestId`."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
-    request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
+    request_id: _A_RequestId_None_requestId_d333dc = None
     """
     The request, outside any session, the elicitation belongs to; set this or `sessionId`.
     """
@@ -2565,7 +3091,7 @@ class ElicitationFormMode(AcpModel):
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     """The form to show: a flat object schema with primitive fields."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationUrlMode(AcpModel):
@@ -2581,15 +3107,27 @@ class ElicitationUrlMode(AcpModel):
         message: Tells the user what is asked and why.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "url"),)
 
@@ -2605,20 +3143,18 @@ class ElicitationUrlMode(AcpModel):
     else:
         mode: Literal["url"]
 
-    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
+    session_id: _A_SessionId_None_sessionId_NOT_NUL_1f9cdd = None
     """The session the elicitation belongs to; set this or `requestId`."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
-    request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
+    request_id: _A_RequestId_None_requestId_d333dc = None
     """
     The request, outside any session, the elicitation belongs to; set this or `sessionId`.
     """
 
-    elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """Identifier of this elicitation, repeated in `elicitation/complete`."""
 
     url: str
@@ -2627,7 +3163,7 @@ class ElicitationUrlMode(AcpModel):
     message: str
     """Tells the user what is asked and why."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2667,7 +3203,11 @@ class ElicitationAcceptAction(AcpModel):
         content: The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "accept"),
@@ -2685,13 +3225,17 @@ class ElicitationAcceptAction(AcpModel):
     The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "decline"),
@@ -2704,7 +3248,7 @@ class ElicitationDeclineAction(AcpModel):
     else:
         action: Literal["decline"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationCancelAction(AcpModel):
@@ -2712,7 +3256,11 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "cancel"),
@@ -2725,7 +3273,7 @@ class ElicitationCancelAction(AcpModel):
     else:
         action: Literal["cancel"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -2763,7 +3311,11 @@ class EnvVariable(AcpModel):
         value: Variable value.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Variable name."""
@@ -2771,7 +3323,7 @@ class EnvVariable(AcpModel):
     value: str
     """Variable value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CreateTerminalRequest(AcpModel):
@@ -2787,17 +3339,23 @@ class CreateTerminalRequest(AcpModel):
         output_byte_limit: Most bytes of output the client keeps; beyond it the oldest output is dropped, cut at a character boundary.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "output_byte_limit", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
     command: str
     """The program to run."""
 
-    args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
     """Arguments passed to the program."""
 
     env: Annotated[list[OnErrorOmit[EnvVariable]] | None, NOT_NULL, OMIT_ON_ERROR] = (
@@ -2805,7 +3363,7 @@ class CreateTerminalRequest(AcpModel):
     )
     """Environment variables set for the program."""
 
-    cwd: Annotated[str | None, OMIT_ON_ERROR] = None
+    cwd: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Absolute working directory of the program."""
 
     output_byte_limit: Annotated[
@@ -2817,11 +3375,17 @@ class CreateTerminalRequest(AcpModel):
     Most bytes of output the client keeps; beyond it the oldest output is dropped, cut at a character boundary.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 TerminalId = TypeAliasType("TerminalId", str)
 """Identifier of a terminal created with `terminal/create`."""
+
+
+_A_str_WireKey_meta_terminal_id_21ed68 = dict[
+    Annotated[str, WireKey("meta", "terminal_id")], Any
+]
+_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
 
 
 class CreateTerminalResponse(AcpModel):
@@ -2832,18 +3396,25 @@ class CreateTerminalResponse(AcpModel):
         terminal_id: Identifier of the new terminal.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """Identifier of the new terminal."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionModeId = TypeAliasType("SessionModeId", str)
 """Identifier of a session mode."""
+
+
+_A_SessionModeId_currentModeId_b0c52b = Annotated[
+    SessionModeId, Field(alias="currentModeId")
+]
 
 
 class CurrentModeUpdate(AcpModel):
@@ -2854,9 +3425,15 @@ class CurrentModeUpdate(AcpModel):
         current_mode_id: The mode now in effect.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("current_mode_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("current_mode_id", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("current_mode_id", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "current_mode_update"),
@@ -2873,10 +3450,10 @@ class CurrentModeUpdate(AcpModel):
             Literal["current_mode_update"], Field(alias="sessionUpdate")
         ]
 
-    current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
+    current_mode_id: _A_SessionModeId_currentModeId_b0c52b
     """The mode now in effect."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DeleteSessionRequest(AcpModel):
@@ -2887,14 +3464,16 @@ class DeleteSessionRequest(AcpModel):
         session_id: The session to delete.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to delete."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DeleteSessionResponse(AcpModel):
@@ -2902,9 +3481,16 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
 
 
 class Position(AcpModel):
@@ -2916,15 +3502,19 @@ class Position(AcpModel):
         character: Zero-based offset within the line, in units of the position encoding.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    line: Annotated[int, Field(ge=0, le=4294967295)]
+    line: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based line number."""
 
-    character: Annotated[int, Field(ge=0, le=4294967295)]
+    character: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based offset within the line, in units of the position encoding."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Range(AcpModel):
@@ -2936,7 +3526,11 @@ class Range(AcpModel):
         end: First position after the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     start: Position
     """First position of the range."""
@@ -2944,7 +3538,10 @@ class Range(AcpModel):
     end: Position
     """First position after the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Range_None_58b819 = Range | None
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -2956,9 +3553,13 @@ class TextDocumentContentChangeEvent(AcpModel):
         text: The new text of the range, or of the whole document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    range: Range | None = None
+    range: _A_Range_None_58b819 = None
     """
     The range that was replaced; absent when `text` is the whole document.
     """
@@ -2966,7 +3567,7 @@ class TextDocumentContentChangeEvent(AcpModel):
     text: str
     """The new text of the range, or of the whole document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidChangeDocumentNotification(AcpModel):
@@ -2980,11 +3581,17 @@ class DidChangeDocumentNotification(AcpModel):
         content_changes: The changes, applied in order.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -3000,7 +3607,7 @@ class DidChangeDocumentNotification(AcpModel):
     ]
     """The changes, applied in order."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidCloseDocumentNotification(AcpModel):
@@ -3012,17 +3619,19 @@ class DidCloseDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidFocusDocumentNotification(AcpModel):
@@ -3037,11 +3646,17 @@ class DidFocusDocumentNotification(AcpModel):
         visible_range: The part of the document shown in the editor.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -3056,7 +3671,10 @@ class DidFocusDocumentNotification(AcpModel):
     visible_range: Annotated[Range, Field(alias="visibleRange")]
     """The part of the document shown in the editor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_languageId_2d40a0 = Annotated[str, Field(alias="languageId")]
 
 
 class DidOpenDocumentNotification(AcpModel):
@@ -3071,17 +3689,23 @@ class DidOpenDocumentNotification(AcpModel):
         text: The whole text of the document.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     version: int
@@ -3090,7 +3714,7 @@ class DidOpenDocumentNotification(AcpModel):
     text: str
     """The whole text of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidSaveDocumentNotification(AcpModel):
@@ -3102,17 +3726,22 @@ class DidSaveDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_newText_7e3303 = Annotated[str, Field(alias="newText")]
 
 
 class Diff(AcpModel):
@@ -3125,9 +3754,15 @@ class Diff(AcpModel):
         new_text: The text after the change.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "new_text", "old_text")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_text", "old_text")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_text", "old_text")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "diff"),)
 
@@ -3144,14 +3779,20 @@ class Diff(AcpModel):
     old_text: Annotated[str | None, Field(alias="oldText"), OMIT_ON_ERROR] = None
     """The text before the change; absent or `null` for a new file."""
 
-    new_text: Annotated[str, Field(alias="newText")]
+    new_text: _A_str_newText_7e3303
     """The text after the change."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ProviderId = TypeAliasType("ProviderId", str)
 """Identifier of a model provider configuration of the agent."""
+
+
+_A_str_WireKey_meta_provider_id_8b6061 = dict[
+    Annotated[str, WireKey("meta", "provider_id")], Any
+]
+_A_ProviderId_providerId_1c86a0 = Annotated[ProviderId, Field(alias="providerId")]
 
 
 class DisableProviderRequest(AcpModel):
@@ -3162,22 +3803,28 @@ class DisableProviderRequest(AcpModel):
         provider_id: The provider this concerns.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "provider_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisableProviderResponse(AcpModel):
     """Result of `providers/disable`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisconnectMcpRequest(AcpModel):
@@ -3188,22 +3835,28 @@ class DisconnectMcpRequest(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisconnectMcpResponse(AcpModel):
     """Result of `mcp/disconnect`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationRequestScope(AcpModel):
@@ -3214,11 +3867,15 @@ class ElicitationRequestScope(AcpModel):
         request_id: The request the elicitation belongs to.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any]
 
-    request_id: Annotated[RequestId, Field(alias="requestId")]
+    request_id: _A_RequestId_requestId_a73c71
     """The request the elicitation belongs to."""
 
 
@@ -3231,16 +3888,20 @@ class ElicitationSessionScope(AcpModel):
         tool_call_id: The tool call within that session the elicitation belongs to, if any.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("session_id", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the elicitation belongs to."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
 
@@ -3281,7 +3942,11 @@ class HttpHeader(AcpModel):
         value: Header value.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Header name."""
@@ -3289,7 +3954,10 @@ class HttpHeader(AcpModel):
     value: str
     """Header value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_HttpHeader_407a45 = list[HttpHeader]
 
 
 class McpServerHttp(AcpModel):
@@ -3303,7 +3971,11 @@ class McpServerHttp(AcpModel):
         headers: HTTP headers to send (may be empty).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "http"),)
 
@@ -3321,10 +3993,10 @@ class McpServerHttp(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: list[HttpHeader]
+    headers: _A_list_HttpHeader_407a45
     """HTTP headers to send (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerSse(AcpModel):
@@ -3338,7 +4010,11 @@ class McpServerSse(AcpModel):
         headers: HTTP headers to send (may be empty).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "sse"),)
 
@@ -3356,10 +4032,10 @@ class McpServerSse(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: list[HttpHeader]
+    headers: _A_list_HttpHeader_407a45
     """HTTP headers to send (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerStdio(AcpModel):
@@ -3374,9 +4050,13 @@ class McpServerStdio(AcpModel):
         env: Environment variables for the server process (may be empty).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    type: Annotated[str | None, NOT_NULL] = None
+    type: _A_str_None_NOT_NULL_58c6f1 = None
     """
     Left out by most v1 clients. Any value other than `http` and `sse` also reads as a stdio server.
     """
@@ -3387,13 +4067,13 @@ class McpServerStdio(AcpModel):
     command: str
     """Absolute path of the server executable."""
 
-    args: list[str]
+    args: _A_list_str_8e54e2
     """Command-line arguments (may be empty)."""
 
     env: list[EnvVariable]
     """Environment variables for the server process (may be empty)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerAcp(AcpModel):
@@ -3405,9 +4085,11 @@ class McpServerAcp(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "acp"),)
 
@@ -3421,10 +4103,10 @@ class McpServerAcp(AcpModel):
     name: str
     """Human-readable name of the server."""
 
-    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpServer = TypeAliasType(
@@ -3454,6 +4136,26 @@ How to reach one MCP server. Entries without `type`, or with a type other than `
 """
 
 
+_A_str_WireKey_additional_directori_6f55d1 = dict[
+    Annotated[
+        str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
+    ],
+    Any,
+]
+_A_list_OnErrorOmit_str_None_additi_68685b = Annotated[
+    list[OnErrorOmit[str]] | None,
+    Field(alias="additionalDirectories"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
+    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+    Field(alias="mcpServers"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+
+
 class ForkSessionRequest(AcpModel):
     """
     Params of `session/fork`: start a new session that begins with a copy of an existing one's history.
@@ -3465,36 +4167,27 @@ class ForkSessionRequest(AcpModel):
         mcp_servers: MCP servers the new session connects to.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
 
     cwd: str
     """Absolute working directory of the new session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionMode(AcpModel):
@@ -3507,7 +4200,11 @@ class SessionMode(AcpModel):
         description: Longer explanation of how the agent behaves in this mode.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     id: SessionModeId
     """Identifier of this mode, used with `session/set_mode`."""
@@ -3515,10 +4212,10 @@ class SessionMode(AcpModel):
     name: str
     """Label shown to the user for this mode."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of how the agent behaves in this mode."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionModeState(AcpModel):
@@ -3530,11 +4227,17 @@ class SessionModeState(AcpModel):
         available_modes: Every mode the agent can switch to in this session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_modes", "current_mode_id", "meta")], Any
+        ]
 
-    current_mode_id: Annotated[SessionModeId, Field(alias="currentModeId")]
+    current_mode_id: _A_SessionModeId_currentModeId_b0c52b
     """The mode the agent is in now."""
 
     available_modes: Annotated[
@@ -3542,7 +4245,20 @@ class SessionModeState(AcpModel):
     ]
     """Every mode the agent can switch to in this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_config_options_meta_3aab64 = dict[
+    Annotated[str, WireKey("config_options", "meta", "session_id")], Any
+]
+_A_SessionModeState_None_OMIT_ON_ER_ce1d70 = Annotated[
+    SessionModeState | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_SessionConfigOp_9604cd = Annotated[
+    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+    Field(alias="configOptions"),
+    OMIT_ON_ERROR,
+]
 
 
 class ForkSessionResponse(AcpModel):
@@ -3555,24 +4271,24 @@ class ForkSessionResponse(AcpModel):
         config_options: The new session's configuration options.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """The new session's modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """The new session's configuration options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Implementation(AcpModel):
@@ -3585,12 +4301,16 @@ class Implementation(AcpModel):
         version: Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Stable programmatic name; shown to users when no title is given."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-friendly display name."""
 
     version: str
@@ -3598,7 +4318,7 @@ class Implementation(AcpModel):
     Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ProtocolVersion = TypeAliasType(
@@ -3607,6 +4327,11 @@ ProtocolVersion = TypeAliasType(
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
 """
+
+
+_A_ProtocolVersion_protocolVersion_a6b454 = Annotated[
+    ProtocolVersion, Field(alias="protocolVersion")
+]
 
 
 class InitializeRequest(AcpModel):
@@ -3619,15 +4344,29 @@ class InitializeRequest(AcpModel):
         client_info: Name and version of the client.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey("client_capabilities", "client_info", "meta", "protocol_version"),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "client_capabilities", "client_info", "meta", "protocol_version"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "client_capabilities", "client_info", "meta", "protocol_version"
+                ),
+            ],
+            Any,
+        ]
 
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """Newest protocol version the client supports."""
 
     client_capabilities: Annotated[
@@ -3643,7 +4382,7 @@ class InitializeRequest(AcpModel):
     ] = None
     """Name and version of the client."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class InitializeResponse(AcpModel):
@@ -3657,21 +4396,37 @@ class InitializeResponse(AcpModel):
         agent_info: Name and version of the agent.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "agent_capabilities",
-                "agent_info",
-                "auth_methods",
-                "meta",
-                "protocol_version",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "agent_capabilities",
+                    "agent_info",
+                    "auth_methods",
+                    "meta",
+                    "protocol_version",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "agent_capabilities",
+                    "agent_info",
+                    "auth_methods",
+                    "meta",
+                    "protocol_version",
+                ),
+            ],
+            Any,
+        ]
 
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """
     The client's version if the agent supports it, otherwise the newest version the agent supports.
     """
@@ -3697,7 +4452,12 @@ class InitializeResponse(AcpModel):
     ] = None
     """Name and version of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_session_id_term_f9a40f = dict[
+    Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
+]
 
 
 class KillTerminalRequest(AcpModel):
@@ -3709,25 +4469,33 @@ class KillTerminalRequest(AcpModel):
         terminal_id: The terminal whose command is stopped.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal whose command is stopped."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class KillTerminalResponse(AcpModel):
     """Result of `terminal/kill`; empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListProvidersRequest(AcpModel):
@@ -3735,9 +4503,13 @@ class ListProvidersRequest(AcpModel):
     Params of `providers/list`: ask which model providers the agent can use.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 LlmProtocol = TypeAliasType(
@@ -3752,6 +4524,10 @@ The API dialect a model provider speaks; values outside the list name other dial
 """
 
 
+_A_LlmProtocol_apiType_3ea141 = Annotated[LlmProtocol, Field(alias="apiType")]
+_A_str_baseUrl_73d5f2 = Annotated[str, Field(alias="baseUrl")]
+
+
 class ProviderCurrentConfig(AcpModel):
     """
     How a provider is set up right now.
@@ -3761,17 +4537,23 @@ class ProviderCurrentConfig(AcpModel):
         base_url: The endpoint URL of the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ]
 
-    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
 
-    base_url: Annotated[str, Field(alias="baseUrl")]
+    base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ProviderInfo(AcpModel):
@@ -3785,11 +4567,13 @@ class ProviderInfo(AcpModel):
         current: How the provider is set up now; null when it is not configured.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "provider_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
     supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
@@ -3801,7 +4585,7 @@ class ProviderInfo(AcpModel):
     current: ProviderCurrentConfig | None = None
     """How the provider is set up now; null when it is not configured."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListProvidersResponse(AcpModel):
@@ -3812,12 +4596,16 @@ class ListProvidersResponse(AcpModel):
         providers: The providers of the agent.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     providers: list[ProviderInfo]
     """The providers of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionArchivedFilter = TypeAliasType(
@@ -3838,18 +4626,27 @@ class ListSessionsRequest(AcpModel):
         archived: Archive-state filter; omitted or null means `exclude`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    cwd: str | None = None
+    cwd: _A_str_None_297b0b = None
     """Only list sessions whose working directory is this absolute path."""
 
-    cursor: str | None = None
+    cursor: _A_str_None_297b0b = None
     """Opaque `nextCursor` value from the previous page."""
 
     archived: SessionArchivedFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = Annotated[
+    str | None, Field(alias="updatedAt"), OMIT_ON_ERROR
+]
 
 
 class SessionInfo(AcpModel):
@@ -3865,41 +4662,47 @@ class SessionInfo(AcpModel):
         archived: Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "meta", "session_id", "updated_at")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Id of the session."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable session title."""
 
-    updated_at: Annotated[str | None, Field(alias="updatedAt"), OMIT_ON_ERROR] = None
+    updated_at: _A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = None
     """ISO 8601 time of the last activity in the session."""
 
-    archived: Annotated[bool | None, OMIT_ON_ERROR] = None
+    archived: _A_bool_None_OMIT_ON_ERROR_b3494b = None
     """
     Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListSessionsResponse(AcpModel):
@@ -3911,9 +4714,13 @@ class ListSessionsResponse(AcpModel):
         next_cursor: Opaque cursor for the next page; absent on the last page.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "next_cursor")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
     sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
     """Sessions matching the request; empty when none match."""
@@ -3921,7 +4728,14 @@ class ListSessionsResponse(AcpModel):
     next_cursor: Annotated[str | None, Field(alias="nextCursor"), OMIT_ON_ERROR] = None
     """Opaque cursor for the next page; absent on the last page."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_McpServer_FAST_0f93d7 = Annotated[
+    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+    Field(alias="mcpServers"),
+    DEFAULT_ON_ERROR,
+]
 
 
 class LoadSessionRequest(AcpModel):
@@ -3935,37 +4749,29 @@ class LoadSessionRequest(AcpModel):
         session_id: The session to load.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
-        Field(alias="mcpServers"),
-        DEFAULT_ON_ERROR,
-    ]
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to load."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LoadSessionResponse(AcpModel):
@@ -3977,37 +4783,45 @@ class LoadSessionResponse(AcpModel):
         config_options: Current config options of the session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Current config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LogoutRequest(AcpModel):
     """Parameters of `logout`: end the current authenticated state."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LogoutResponse(AcpModel):
     """Result of `logout`: an empty object once the client is logged out."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpNotification(AcpModel):
@@ -4020,11 +4834,13 @@ class MessageMcpNotification(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
     method: str
@@ -4033,7 +4849,7 @@ class MessageMcpNotification(AcpModel):
     params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpRequest(AcpModel):
@@ -4046,11 +4862,13 @@ class MessageMcpRequest(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
     method: str
@@ -4059,7 +4877,7 @@ class MessageMcpRequest(AcpModel):
     params: dict[str, Any] | None = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
@@ -4085,7 +4903,11 @@ class NesDiagnostic(AcpModel):
         message: Text of the diagnostic.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4099,7 +4921,7 @@ class NesDiagnostic(AcpModel):
     message: str
     """Text of the diagnostic."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -4111,7 +4933,11 @@ class NesEditHistoryEntry(AcpModel):
         diff: The edit, as a diff.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4119,7 +4945,7 @@ class NesEditHistoryEntry(AcpModel):
     diff: str
     """The edit, as a diff."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesTextEdit(AcpModel):
@@ -4131,17 +4957,21 @@ class NesTextEdit(AcpModel):
         new_text: The text that replaces the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any]
 
     range: Range
     """The range to replace."""
 
-    new_text: Annotated[str, Field(alias="newText")]
+    new_text: _A_str_newText_7e3303
     """The text that replaces the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditSuggestion(AcpModel):
@@ -4155,9 +4985,15 @@ class NesEditSuggestion(AcpModel):
         cursor_position: Where the cursor goes after the edits, if anywhere in particular.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("cursor_position", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "edit"),)
 
@@ -4182,7 +5018,7 @@ class NesEditSuggestion(AcpModel):
     ] = None
     """Where the cursor goes after the edits, if anywhere in particular."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesExcerpt(AcpModel):
@@ -4195,9 +5031,15 @@ class NesExcerpt(AcpModel):
         text: The text of those lines.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ]
 
     start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
     """First line of the excerpt (zero-based)."""
@@ -4208,7 +5050,7 @@ class NesExcerpt(AcpModel):
     text: str
     """The text of those lines."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesJumpSuggestion(AcpModel):
@@ -4221,7 +5063,11 @@ class NesJumpSuggestion(AcpModel):
         position: Where to move the cursor.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "jump"),)
 
@@ -4241,7 +5087,7 @@ class NesJumpSuggestion(AcpModel):
     position: Position
     """Where to move the cursor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesOpenFile(AcpModel):
@@ -4255,17 +5101,26 @@ class NesOpenFile(AcpModel):
         last_focused_ms: When the file last had focus, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ]
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     visible_range: Annotated[
@@ -4280,7 +5135,7 @@ class NesOpenFile(AcpModel):
     ] = None
     """When the file last had focus, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRecentFile(AcpModel):
@@ -4293,20 +5148,24 @@ class NesRecentFile(AcpModel):
         text: The text of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any]
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     text: str
     """The text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NesRejectReason = TypeAliasType(
@@ -4324,7 +5183,11 @@ class NesRelatedSnippet(AcpModel):
         excerpts: The related parts of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4332,7 +5195,7 @@ class NesRelatedSnippet(AcpModel):
     excerpts: list[NesExcerpt]
     """The related parts of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRenameSuggestion(AcpModel):
@@ -4346,9 +5209,13 @@ class NesRenameSuggestion(AcpModel):
         new_name: The new name of the symbol.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "rename"),
@@ -4373,7 +5240,7 @@ class NesRenameSuggestion(AcpModel):
     new_name: Annotated[str, Field(alias="newName")]
     """The new name of the symbol."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRepository(AcpModel):
@@ -4386,9 +5253,13 @@ class NesRepository(AcpModel):
         remote_url: URL of the repository's remote.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any]
 
     name: str
     """Name of the repository."""
@@ -4399,7 +5270,7 @@ class NesRepository(AcpModel):
     remote_url: Annotated[str, Field(alias="remoteUrl")]
     """URL of the repository's remote."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -4414,9 +5285,13 @@ class NesSearchAndReplaceSuggestion(AcpModel):
         is_regex: Whether `search` is a regular expression rather than plain text.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "searchAndReplace"),
@@ -4444,7 +5319,7 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
     """Whether `search` is a regular expression rather than plain text."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesUserAction(AcpModel):
@@ -4458,9 +5333,13 @@ class NesUserAction(AcpModel):
         timestamp_ms: When it happened, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "timestamp_ms")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any]
 
     action: str
     """What the user did, e.g. `insertChar` or `cursorMovement`."""
@@ -4476,7 +5355,7 @@ class NesUserAction(AcpModel):
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSuggestContext(AcpModel):
@@ -4492,20 +5371,13 @@ class NesSuggestContext(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "edit_history",
-                "meta",
-                "open_files",
-                "recent_files",
-                "related_snippets",
-                "user_actions",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
         None
@@ -4533,7 +5405,7 @@ class NesSuggestContext(AcpModel):
     diagnostics: list[NesDiagnostic] | None = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NesSuggestion = TypeAliasType(
@@ -4568,33 +5440,32 @@ class NewSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ]
 
     cwd: str
     """
     Absolute working directory of the session; relative paths resolve against it.
     """
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
-        Field(alias="mcpServers"),
-        DEFAULT_ON_ERROR,
-    ]
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NewSessionResponse(AcpModel):
@@ -4607,24 +5478,24 @@ class NewSessionResponse(AcpModel):
         config_options: Initial config options of the session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_3aab64
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Initial mode state, when the agent has modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Initial config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NoticeSeverity = TypeAliasType(
@@ -4637,6 +5508,11 @@ NoticeSeverity = TypeAliasType(
 """How prominently a notice should be shown."""
 
 
+_A_str_WireKey_meta_session_update_ed86c1 = dict[
+    Annotated[str, WireKey("meta", "session_update")], Any
+]
+
+
 class Notice(AcpModel):
     """
     Branch `notice`: a message for the user that is not part of the conversation (a warning, an outage, ...).
@@ -4647,9 +5523,13 @@ class Notice(AcpModel):
         description: Further detail, as Markdown.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "notice"),
@@ -4670,10 +5550,10 @@ class Notice(AcpModel):
     title: Annotated[str, Field(min_length=1)]
     """Short heading of the notice."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Further detail, as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
@@ -4687,6 +5567,14 @@ PermissionOptionKind = TypeAliasType(
 """The meaning of a permission option."""
 
 
+_A_str_WireKey_meta_option_id_c362f6 = dict[
+    Annotated[str, WireKey("meta", "option_id")], Any
+]
+_A_PermissionOptionId_optionId_ea676c = Annotated[
+    PermissionOptionId, Field(alias="optionId")
+]
+
+
 class PermissionOption(AcpModel):
     """
     A choice offered to the user in a permission request.
@@ -4697,11 +5585,13 @@ class PermissionOption(AcpModel):
         kind: What choosing it means, so a client can style it.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "option_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
-    option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
+    option_id: _A_PermissionOptionId_optionId_ea676c
     """Identifier of the choice."""
 
     name: str
@@ -4710,7 +5600,7 @@ class PermissionOption(AcpModel):
     kind: PermissionOptionKind
     """What choosing it means, so a client can style it."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanEntryPriority = TypeAliasType("PlanEntryPriority", Literal["high", "medium", "low"])
@@ -4733,7 +5623,11 @@ class PlanEntry(AcpModel):
         status: Where the task stands.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     content: str
     """What the task is meant to achieve, in plain words."""
@@ -4744,7 +5638,12 @@ class PlanEntry(AcpModel):
     status: PlanEntryStatus
     """Where the task stands."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e = Annotated[
+    list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR
+]
 
 
 class Plan(AcpModel):
@@ -4755,9 +5654,13 @@ class Plan(AcpModel):
         entries: Every task of the plan with its current status.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan"),
@@ -4772,14 +5675,20 @@ class Plan(AcpModel):
     else:
         session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
 
-    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
+    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
     """Every task of the plan with its current status."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanId = TypeAliasType("PlanId", str)
 """Identifier the agent gives one of the plans of a session."""
+
+
+_A_str_WireKey_meta_plan_id_f2f99a = dict[
+    Annotated[str, WireKey("meta", "plan_id")], Any
+]
+_A_PlanId_planId_209aea = Annotated[PlanId, Field(alias="planId")]
 
 
 class PlanFile(AcpModel):
@@ -4791,9 +5700,11 @@ class PlanFile(AcpModel):
         uri: URI of the file that holds the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "file"),)
 
@@ -4804,13 +5715,13 @@ class PlanFile(AcpModel):
     else:
         type: Literal["file"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
     uri: str
     """URI of the file that holds the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanItems(AcpModel):
@@ -4822,9 +5733,11 @@ class PlanItems(AcpModel):
         entries: The entries of the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "items"),)
 
@@ -4835,13 +5748,13 @@ class PlanItems(AcpModel):
     else:
         type: Literal["items"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
+    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
     """The entries of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanMarkdown(AcpModel):
@@ -4853,9 +5766,11 @@ class PlanMarkdown(AcpModel):
         content: The plan as Markdown.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "markdown"),
@@ -4868,13 +5783,13 @@ class PlanMarkdown(AcpModel):
     else:
         type: Literal["markdown"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
     content: str
     """The plan as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanRemoved(AcpModel):
@@ -4885,9 +5800,15 @@ class PlanRemoved(AcpModel):
         plan_id: The plan this concerns.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_removed"),
@@ -4902,10 +5823,10 @@ class PlanRemoved(AcpModel):
     else:
         session_update: Annotated[Literal["plan_removed"], Field(alias="sessionUpdate")]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanUpdateContent = TypeAliasType(
@@ -4927,9 +5848,13 @@ class PlanUpdate(AcpModel):
         plan: The new content of the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_update"),
@@ -4947,7 +5872,7 @@ class PlanUpdate(AcpModel):
     plan: Annotated[PlanUpdateContent, FAST_UNION]
     """The new content of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptRequest(AcpModel):
@@ -4959,11 +5884,13 @@ class PromptRequest(AcpModel):
         prompt: The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
     prompt: list[Annotated[ContentBlock, FAST_UNION]]
@@ -4971,7 +5898,7 @@ class PromptRequest(AcpModel):
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 StopReason = TypeAliasType(
@@ -4994,21 +5921,39 @@ class Usage(AcpModel):
         cached_write_tokens: Input tokens written to a cache.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "cached_read_tokens",
-                "cached_write_tokens",
-                "input_tokens",
-                "meta",
-                "output_tokens",
-                "thought_tokens",
-                "total_tokens",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ]
 
     total_tokens: Annotated[
         int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
@@ -5046,7 +5991,7 @@ class Usage(AcpModel):
     ] = None
     """Input tokens written to a cache."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptResponse(AcpModel):
@@ -5058,9 +6003,13 @@ class PromptResponse(AcpModel):
         usage: Tokens spent by the turn, if the agent reports them.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "stop_reason")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any]
 
     stop_reason: Annotated[StopReason, Field(alias="stopReason")]
     """Why the turn ended."""
@@ -5068,7 +6017,12 @@ class PromptResponse(AcpModel):
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_None_ge_0_le_4294967295_OMIT_3328ec = Annotated[
+    int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class ReadTextFileRequest(AcpModel):
@@ -5082,25 +6036,27 @@ class ReadTextFileRequest(AcpModel):
         limit: Largest number of lines to return; absent means no limit.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the read belongs to."""
 
     path: str
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
     """
     First line to return, counting from 1; absent means the start of the file.
     """
 
-    limit: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    limit: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
     """Largest number of lines to return; absent means no limit."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReadTextFileResponse(AcpModel):
@@ -5111,12 +6067,16 @@ class ReadTextFileResponse(AcpModel):
         content: The text that was read.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     content: str
     """The text that was read."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RejectNesNotification(AcpModel):
@@ -5129,11 +6089,13 @@ class RejectNesNotification(AcpModel):
         reason: Why the suggestion was not taken.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     id: NesSuggestionId
@@ -5142,7 +6104,7 @@ class RejectNesNotification(AcpModel):
     reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
     """Why the suggestion was not taken."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReleaseTerminalRequest(AcpModel):
@@ -5154,25 +6116,33 @@ class ReleaseTerminalRequest(AcpModel):
         terminal_id: The terminal to release.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to release."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReleaseTerminalResponse(AcpModel):
     """Result of `terminal/release`; empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SelectedPermissionOutcome(AcpModel):
@@ -5183,9 +6153,11 @@ class SelectedPermissionOutcome(AcpModel):
         option_id: The option the user picked.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "option_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("outcome", "outcome", "selected"),
@@ -5198,10 +6170,10 @@ class SelectedPermissionOutcome(AcpModel):
     else:
         outcome: Literal["selected"]
 
-    option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
+    option_id: _A_PermissionOptionId_optionId_ea676c
     """The option the user picked."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestPermissionOutcome = TypeAliasType(
@@ -5249,9 +6221,11 @@ class Terminal(AcpModel):
         terminal_id: The terminal to show.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -5262,12 +6236,12 @@ class Terminal(AcpModel):
     if TYPE_CHECKING:
         type: Literal["terminal"] = "terminal"
     else:
-        type: Literal["terminal"]
+        type: _A_Literal_terminal_384a30
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to show."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ToolCallContent = TypeAliasType(
@@ -5290,15 +6264,38 @@ class ToolCallLocation(AcpModel):
         line: Line within the file, if relevant.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     path: str
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
     """Line within the file, if relevant."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+_A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR]
+_A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
+    ToolCallStatus | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
+    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
+    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+]
+_A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
+    Any, Field(alias="rawInput"), OMIT_ON_ERROR
+]
+_A_rawOutput_OMIT_ON_ERROR_cf1339 = Annotated[
+    Any, Field(alias="rawOutput"), OMIT_ON_ERROR
+]
 
 
 class ToolCallUpdate(AcpModel):
@@ -5317,42 +6314,46 @@ class ToolCallUpdate(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable title of what the tool does."""
 
-    kind: Annotated[ToolKind | None, OMIT_ON_ERROR] = None
+    kind: _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = None
     """The category of the tool."""
 
-    status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
+    status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
-        None
-    )
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
     """The files the tool call touches, replacing the previous list."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RequestPermissionRequest(AcpModel):
@@ -5365,11 +6366,17 @@ class RequestPermissionRequest(AcpModel):
         options: The choices offered to the user.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the request belongs to."""
 
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
@@ -5378,7 +6385,7 @@ class RequestPermissionRequest(AcpModel):
     options: list[PermissionOption]
     """The choices offered to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RequestPermissionResponse(AcpModel):
@@ -5389,12 +6396,16 @@ class RequestPermissionResponse(AcpModel):
         outcome: The decision.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -5408,38 +6419,29 @@ class ResumeSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[str]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the agent should connect to for this session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResumeSessionResponse(AcpModel):
@@ -5451,21 +6453,21 @@ class ResumeSessionResponse(AcpModel):
         config_options: Current config options of the session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
-    modes: Annotated[SessionModeState | None, OMIT_ON_ERROR] = None
+    modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Current config options of the session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionInfoUpdate(AcpModel):
@@ -5478,9 +6480,15 @@ class SessionInfoUpdate(AcpModel):
         archived: The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "session_info_update"),
@@ -5497,10 +6505,10 @@ class SessionInfoUpdate(AcpModel):
             Literal["session_info_update"], Field(alias="sessionUpdate")
         ]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """New human-readable title; `null` clears it."""
 
-    updated_at: Annotated[str | None, Field(alias="updatedAt"), OMIT_ON_ERROR] = None
+    updated_at: _A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = None
     """New ISO 8601 time of the last activity; `null` clears it."""
 
     archived: bool | None = None
@@ -5508,7 +6516,7 @@ class SessionInfoUpdate(AcpModel):
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UserMessageChunk(AcpModel):
@@ -5520,9 +6528,13 @@ class UserMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message_chunk"),
@@ -5539,17 +6551,24 @@ class UserMessageChunk(AcpModel):
             Literal["user_message_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR] = (
-        None
-    )
+    message_id: _A_MessageId_None_messageId_OMIT_ON_29f6e0 = None
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_raw_input_raw_o_57f3d3 = dict[
+    Annotated[
+        str,
+        WireKey("meta", "raw_input", "raw_output", "session_update", "tool_call_id"),
+    ],
+    Any,
+]
 
 
 class ToolCall(AcpModel):
@@ -5568,15 +6587,13 @@ class ToolCall(AcpModel):
         name: Name of the tool being called, if the agent gives one.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call"),
@@ -5591,7 +6608,7 @@ class ToolCall(AcpModel):
     else:
         session_update: Annotated[Literal["tool_call"], Field(alias="sessionUpdate")]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """Identifier of the new tool call."""
 
     title: str
@@ -5615,16 +6632,16 @@ class ToolCall(AcpModel):
     ] = None
     """Files the tool call touches, for follow-along views."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if the agent gives one."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ToolCallProgress(AcpModel):
@@ -5643,15 +6660,13 @@ class ToolCallProgress(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_raw_input_raw_o_57f3d3
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_update"),
@@ -5668,38 +6683,39 @@ class ToolCallProgress(AcpModel):
             Literal["tool_call_update"], Field(alias="sessionUpdate")
         ]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable title of what the tool does."""
 
-    kind: Annotated[ToolKind | None, OMIT_ON_ERROR] = None
+    kind: _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = None
     """The category of the tool."""
 
-    status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
+    status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
-        None
-    )
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
     """The files the tool call touches, replacing the previous list."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
+    int, Field(ge=0, le=18446744073709551615)
+]
 
 
 class UsageUpdate(AcpModel):
@@ -5712,9 +6728,13 @@ class UsageUpdate(AcpModel):
         cost: Total cost of the session so far, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "usage_update"),
@@ -5729,16 +6749,16 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: Annotated[int, Field(ge=0, le=18446744073709551615)]
+    used: _A_int_ge_0_le_18446744073709551615_2edf88
     """Tokens currently in the context window."""
 
-    size: Annotated[int, Field(ge=0, le=18446744073709551615)]
+    size: _A_int_ge_0_le_18446744073709551615_2edf88
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
     """Total cost of the session so far, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionUpdate = TypeAliasType(
@@ -5778,17 +6798,19 @@ class SessionNotification(AcpModel):
         update: The update itself.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
     update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetProviderRequest(AcpModel):
@@ -5802,31 +6824,47 @@ class SetProviderRequest(AcpModel):
         headers: HTTP headers to send to the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ]
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
 
-    base_url: Annotated[str, Field(alias="baseUrl")]
+    base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
     headers: Annotated[dict[str, str] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetProviderResponse(AcpModel):
     """Result of `providers/set`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_config_id_meta_sessi_bd5cb4 = dict[
+    Annotated[str, WireKey("config_id", "meta", "session_id")], Any
+]
+_A_SessionConfigId_configId_2ed75c = Annotated[SessionConfigId, Field(alias="configId")]
 
 
 class SetSessionConfigOptionBooleanRequest(AcpModel):
@@ -5839,18 +6877,22 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
         value: The new state of the option.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
     )
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """The option to change."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -5858,12 +6900,12 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
     value: bool
     """The new state of the option."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionConfigOptionValueIdRequest(AcpModel):
@@ -5877,22 +6919,26 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
         type: Left out, or any value other than `boolean`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """The option to change."""
 
     value: SessionConfigValueId
     """The value to select; one of the option's listed values."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
-    type: Annotated[str | None, NOT_NULL] = None
+    type: _A_str_None_NOT_NULL_58c6f1 = None
     """Left out, or any value other than `boolean`."""
 
 
@@ -5932,18 +6978,18 @@ class SetSessionConfigOptionResponse(AcpModel):
         config_options: The complete, updated list of options; one change may affect others.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
-        Field(alias="configOptions"),
-        DEFAULT_ON_ERROR,
-    ]
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """The complete, updated list of options; one change may affect others."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionModeRequest(AcpModel):
@@ -5955,25 +7001,35 @@ class SetSessionModeRequest(AcpModel):
         mode_id: The mode to switch to; one of the session's available modes.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "mode_id", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to switch."""
 
     mode_id: Annotated[SessionModeId, Field(alias="modeId")]
     """The mode to switch to; one of the session's available modes."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionModeResponse(AcpModel):
     """Result of `session/set_mode`; empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WorkspaceFolder(AcpModel):
@@ -5985,7 +7041,11 @@ class WorkspaceFolder(AcpModel):
         name: Display name of the folder.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the folder."""
@@ -5993,7 +7053,7 @@ class WorkspaceFolder(AcpModel):
     name: str
     """Display name of the folder."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StartNesRequest(AcpModel):
@@ -6006,9 +7066,15 @@ class StartNesRequest(AcpModel):
         repository: The repository the workspace belongs to, if known.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ]
 
     workspace_uri: Annotated[str | None, Field(alias="workspaceUri"), OMIT_ON_ERROR] = (
         None
@@ -6023,7 +7089,7 @@ class StartNesRequest(AcpModel):
     repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
     """The repository the workspace belongs to, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StartNesResponse(AcpModel):
@@ -6034,14 +7100,16 @@ class StartNesResponse(AcpModel):
         session_id: Identifier of the new suggestion session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new suggestion session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SuggestNesRequest(AcpModel):
@@ -6058,11 +7126,17 @@ class SuggestNesRequest(AcpModel):
         context: Context for the suggestion, limited to what the agent asked for.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -6074,7 +7148,7 @@ class SuggestNesRequest(AcpModel):
     position: Position
     """Where the cursor is."""
 
-    selection: Range | None = None
+    selection: _A_Range_None_58b819 = None
     """The selected range, if any."""
 
     trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
@@ -6083,7 +7157,7 @@ class SuggestNesRequest(AcpModel):
     context: NesSuggestContext | None = None
     """Context for the suggestion, limited to what the agent asked for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SuggestNesResponse(AcpModel):
@@ -6094,12 +7168,24 @@ class SuggestNesResponse(AcpModel):
         suggestions: The suggestions, best first.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_exit_code_meta_355be6 = dict[
+    Annotated[str, WireKey("exit_code", "meta")], Any
+]
+_A_int_None_exitCode_ge_0_le_429496_4288e1 = Annotated[
+    int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class TerminalExitStatus(AcpModel):
@@ -6111,21 +7197,21 @@ class TerminalExitStatus(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
-    exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
     """The exit code, if known."""
 
-    signal: Annotated[str | None, OMIT_ON_ERROR] = None
+    signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalOutputRequest(AcpModel):
@@ -6137,17 +7223,21 @@ class TerminalOutputRequest(AcpModel):
         terminal_id: The terminal to read.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to read."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalOutputResponse(AcpModel):
@@ -6160,9 +7250,13 @@ class TerminalOutputResponse(AcpModel):
         exit_status: How the command ended; absent while it is still running.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_status", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("exit_status", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("exit_status", "meta")], Any]
 
     output: str
     """The output captured so far."""
@@ -6175,7 +7269,7 @@ class TerminalOutputResponse(AcpModel):
     ] = None
     """How the command ended; absent while it is still running."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnarchiveSessionRequest(AcpModel):
@@ -6186,14 +7280,16 @@ class UnarchiveSessionRequest(AcpModel):
         session_id: The session to unarchive.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to unarchive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnarchiveSessionResponse(AcpModel):
@@ -6201,9 +7297,13 @@ class UnarchiveSessionResponse(AcpModel):
     Result of `session/unarchive`: an empty object once the session is no longer archived (also when it was not).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WaitForTerminalExitRequest(AcpModel):
@@ -6215,17 +7315,21 @@ class WaitForTerminalExitRequest(AcpModel):
         terminal_id: The terminal to wait for.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_term_f9a40f
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the terminal belongs to."""
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to wait for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WaitForTerminalExitResponse(AcpModel):
@@ -6237,21 +7341,21 @@ class WaitForTerminalExitResponse(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
-    exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
     """The exit code, if known."""
 
-    signal: Annotated[str | None, OMIT_ON_ERROR] = None
+    signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WriteTextFileRequest(AcpModel):
@@ -6264,11 +7368,13 @@ class WriteTextFileRequest(AcpModel):
         content: The full new text of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the write belongs to."""
 
     path: str
@@ -6277,12 +7383,16 @@ class WriteTextFileRequest(AcpModel):
     content: str
     """The full new text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WriteTextFileResponse(AcpModel):
     """Result of `fs/write_text_file`; an empty object on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None

@@ -45,6 +45,19 @@ Free-form metadata reserved for extensions. Either side may attach it; receivers
 """
 
 
+# Annotations several classes use, each built once (see generator/render/models.py).
+_A_str_WireKey_meta_session_id_sugg_1dbe87 = dict[
+    Annotated[str, WireKey("meta", "session_id", "suggestion_id")], Any
+]
+_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
+_A_NesSuggestionId_suggestionId_578e6c = Annotated[
+    NesSuggestionId, Field(alias="suggestionId")
+]
+_A_Meta_None_meta_OMIT_ON_ERROR_361a56 = Annotated[
+    Meta | None, Field(alias="_meta"), OMIT_ON_ERROR
+]
+
+
 class AcceptNesNotification(AcpModel):
     """
     Params of `nes/accept`: the client tells the agent that the user took a suggestion.
@@ -54,17 +67,24 @@ class AcceptNesNotification(AcpModel):
         suggestion_id: Identifier of the suggestion.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
-    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
     """Identifier of the suggestion."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 
 
 class AgentAuthCapabilities(AcpModel):
@@ -72,33 +92,49 @@ class AgentAuthCapabilities(AcpModel):
     Authentication-related extensions of a v2 agent; no standard fields are defined yet.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptImageCapabilities(AcpModel):
     """Present when prompts may contain image blocks."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptAudioCapabilities(AcpModel):
     """Present when prompts may contain audio blocks."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptEmbeddedContextCapabilities(AcpModel):
     """Present when prompts may contain embedded resource blocks."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptCapabilities(AcpModel):
@@ -111,9 +147,15 @@ class PromptCapabilities(AcpModel):
         embedded_context: Embedded resource blocks are accepted.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("embedded_context", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("embedded_context", "meta")], Any
+        ]
 
     image: Annotated[PromptImageCapabilities | None, OMIT_ON_ERROR] = None
     """Image blocks are accepted."""
@@ -128,15 +170,19 @@ class PromptCapabilities(AcpModel):
     ] = None
     """Embedded resource blocks are accepted."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpStdioCapabilities(AcpModel):
     """Present when the agent can launch MCP servers as stdio subprocesses."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpHttpCapabilities(AcpModel):
@@ -144,9 +190,13 @@ class McpHttpCapabilities(AcpModel):
     Present when the agent can connect to MCP servers over streamable HTTP.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpAcpCapabilities(AcpModel):
@@ -154,9 +204,13 @@ class McpAcpCapabilities(AcpModel):
     Marker: the agent can reach MCP servers over the ACP connection itself.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpCapabilities(AcpModel):
@@ -169,7 +223,11 @@ class McpCapabilities(AcpModel):
         acp: Support for MCP servers carried over the ACP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     stdio: Annotated[McpStdioCapabilities | None, OMIT_ON_ERROR] = None
     """The agent can launch stdio MCP servers."""
@@ -180,15 +238,19 @@ class McpCapabilities(AcpModel):
     acp: Annotated[McpAcpCapabilities | None, OMIT_ON_ERROR] = None
     """Support for MCP servers carried over the ACP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionDeleteCapabilities(AcpModel):
     """Present when the agent implements `session/delete`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
@@ -196,9 +258,13 @@ class SessionAdditionalDirectoriesCapabilities(AcpModel):
     Present when the agent accepts `additionalDirectories` on session setup requests and may report them in `SessionInfo`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionArchiveCapabilities(AcpModel):
@@ -206,17 +272,25 @@ class SessionArchiveCapabilities(AcpModel):
     Present when the agent implements `session/archive`, `session/unarchive` and the `archived` list filter.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionForkCapabilities(AcpModel):
     """Marker: the agent supports `session/fork`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionCapabilities(AcpModel):
@@ -232,9 +306,15 @@ class SessionCapabilities(AcpModel):
         fork: Support for `session/fork`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "meta")], Any
+        ]
 
     prompt: Annotated[PromptCapabilities | None, OMIT_ON_ERROR] = None
     """
@@ -262,7 +342,7 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ProvidersCapabilities(AcpModel):
@@ -270,17 +350,25 @@ class ProvidersCapabilities(AcpModel):
     Marker: the agent supports `providers/list`, `providers/set` and `providers/disable`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
     """Marker: the agent wants `document/didOpen`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 TextDocumentSyncKind = TypeAliasType(
@@ -299,38 +387,54 @@ class NesDocumentDidChangeCapabilities(AcpModel):
         sync_kind: Whether changes arrive as whole text or as incremental edits.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any]
 
     sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
     """Whether changes arrive as whole text or as incremental edits."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
     """Marker: the agent wants `document/didClose`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
     """Marker: the agent wants `document/didSave`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
     """Marker: the agent wants `document/didFocus`."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDocumentEventCapabilities(AcpModel):
@@ -345,15 +449,37 @@ class NesDocumentEventCapabilities(AcpModel):
         did_focus: Support for `document/didFocus`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "did_change", "did_close", "did_focus", "did_open", "did_save", "meta"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "did_change",
+                    "did_close",
+                    "did_focus",
+                    "did_open",
+                    "did_save",
+                    "meta",
+                ),
+            ],
+            Any,
+        ]
 
     did_open: Annotated[
         NesDocumentDidOpenCapabilities | None, Field(alias="didOpen"), OMIT_ON_ERROR
@@ -380,7 +506,7 @@ class NesDocumentEventCapabilities(AcpModel):
     ] = None
     """Support for `document/didFocus`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEventCapabilities(AcpModel):
@@ -391,12 +517,24 @@ class NesEventCapabilities(AcpModel):
         document: Support for `document/*` notifications.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `document/*` notifications."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_max_count_meta_707c34 = dict[
+    Annotated[str, WireKey("max_count", "meta")], Any
+]
+_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
+    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
+]
 
 
 class NesRecentFilesCapabilities(AcpModel):
@@ -407,24 +545,28 @@ class NesRecentFilesCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
     """Marker: the agent wants related snippets in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditHistoryCapabilities(AcpModel):
@@ -435,16 +577,16 @@ class NesEditHistoryCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesUserActionsCapabilities(AcpModel):
@@ -455,32 +597,56 @@ class NesUserActionsCapabilities(AcpModel):
         max_count: The most entries the agent wants.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("max_count", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: Annotated[
-        int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
+    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
     """The most entries the agent wants."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesOpenFilesCapabilities(AcpModel):
     """Marker: the agent wants the open files in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesDiagnosticsCapabilities(AcpModel):
     """Marker: the agent wants diagnostics in the suggestion context."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_edit_history_meta_op_c79891 = dict[
+    Annotated[
+        str,
+        WireKey(
+            "edit_history",
+            "meta",
+            "open_files",
+            "recent_files",
+            "related_snippets",
+            "user_actions",
+        ),
+    ],
+    Any,
+]
 
 
 class NesContextCapabilities(AcpModel):
@@ -496,20 +662,13 @@ class NesContextCapabilities(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "edit_history",
-                "meta",
-                "open_files",
-                "recent_files",
-                "related_snippets",
-                "user_actions",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[
         NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
@@ -541,7 +700,7 @@ class NesContextCapabilities(AcpModel):
     diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesCapabilities(AcpModel):
@@ -553,7 +712,11 @@ class NesCapabilities(AcpModel):
         context: The context the agent wants with suggestion requests.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
     """The editor events the agent wants."""
@@ -561,7 +724,7 @@ class NesCapabilities(AcpModel):
     context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
     """The context the agent wants with suggestion requests."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PositionEncodingKind = TypeAliasType(
@@ -582,9 +745,15 @@ class AgentCapabilities(AcpModel):
         position_encoding: The position encoding the agent chose from those the client offered.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "position_encoding")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encoding")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encoding")], Any
+        ]
 
     session: Annotated[SessionCapabilities | None, OMIT_ON_ERROR] = None
     """
@@ -607,7 +776,7 @@ class AgentCapabilities(AcpModel):
     ] = None
     """The position encoding the agent chose from those the client offered."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MessageId = TypeAliasType("MessageId", str)
@@ -633,9 +802,13 @@ class Annotations(AcpModel):
         priority: How important the content is, from 0 (least) to 1 (most).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("last_modified", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
     audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
     """Who the content is meant for."""
@@ -648,7 +821,11 @@ class Annotations(AcpModel):
     priority: Annotated[int | float | None, Field(ge=0, le=1), OMIT_ON_ERROR] = None
     """How important the content is, from 0 (least) to 1 (most)."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_text_c437da = Literal["text"]
+_A_Annotations_None_OMIT_ON_ERROR_169794 = Annotated[Annotations | None, OMIT_ON_ERROR]
 
 
 class TextContent(AcpModel):
@@ -660,7 +837,11 @@ class TextContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -669,21 +850,28 @@ class TextContent(AcpModel):
     if TYPE_CHECKING:
         type: Literal["text"] = "text"
     else:
-        type: Literal["text"]
+        type: _A_Literal_text_c437da
 
     text: str
     """The text itself."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MediaType = TypeAliasType("MediaType", str)
 """
 An Internet media type (MIME type) naming the format of some content, such as `text/plain`.
 """
+
+
+_A_str_WireKey_meta_mime_type_2e800a = dict[
+    Annotated[str, WireKey("meta", "mime_type")], Any
+]
+_A_MediaType_mimeType_c1af4d = Annotated[MediaType, Field(alias="mimeType")]
+_A_str_None_OMIT_ON_ERROR_afe16e = Annotated[str | None, OMIT_ON_ERROR]
 
 
 class ImageContent(AcpModel):
@@ -697,9 +885,11 @@ class ImageContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "image"),)
 
@@ -713,16 +903,16 @@ class ImageContent(AcpModel):
     data: str
     """The image bytes, base64-encoded."""
 
-    mime_type: Annotated[MediaType, Field(alias="mimeType")]
+    mime_type: _A_MediaType_mimeType_c1af4d
     """Media type of the image, such as `image/png`."""
 
-    uri: Annotated[str | None, OMIT_ON_ERROR] = None
+    uri: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Where the image came from, if it has a URI."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AudioContent(AcpModel):
@@ -735,9 +925,11 @@ class AudioContent(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "audio"),)
 
@@ -751,13 +943,13 @@ class AudioContent(AcpModel):
     data: str
     """The audio bytes, base64-encoded."""
 
-    mime_type: Annotated[MediaType, Field(alias="mimeType")]
+    mime_type: _A_MediaType_mimeType_c1af4d
     """Media type of the audio, such as `audio/wav`."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 IconTheme = TypeAliasType(
@@ -765,6 +957,14 @@ IconTheme = TypeAliasType(
     Annotated[Union[Literal["light", "dark"], str], Field(union_mode="left_to_right")],
 )
 """The kind of background an icon is drawn for."""
+
+
+_A_MediaType_None_mimeType_OMIT_ON_22b8f1 = Annotated[
+    MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = Annotated[
+    list[OnErrorOmit[str]] | None, OMIT_ON_ERROR
+]
 
 
 class Icon(AcpModel):
@@ -778,25 +978,30 @@ class Icon(AcpModel):
         theme: The background the icon is drawn for, if any.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any]
 
     src: str
     """URI of the icon image."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the image, when the source does not make it clear."""
 
-    sizes: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
+    sizes: _A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = None
     """
     Sizes the icon suits, each `WxH` (such as `48x48`) or `any` for scalable images. Without it, any size is assumed.
     """
 
     theme: Annotated[IconTheme | None, OMIT_ON_ERROR] = None
     """The background the icon is drawn for, if any."""
+
+
+_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
 
 
 class ResourceLink(AcpModel):
@@ -814,9 +1019,11 @@ class ResourceLink(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource_link"),
@@ -835,27 +1042,25 @@ class ResourceLink(AcpModel):
     uri: str
     """URI of the resource."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional title to show in a user interface."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional longer explanation of the resource."""
 
     icons: Annotated[list[OnErrorOmit[Icon]] | None, OMIT_ON_ERROR] = None
     """Icons a client may show next to the resource."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the resource, if known."""
 
-    size: Annotated[int | None, OMIT_ON_ERROR] = None
+    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
     """Size of the resource in bytes, if known."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TextResourceContents(AcpModel):
@@ -868,9 +1073,11 @@ class TextResourceContents(AcpModel):
         mime_type: Media type of the text, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     text: str
     """The text of the resource."""
@@ -878,12 +1085,10 @@ class TextResourceContents(AcpModel):
     uri: str
     """URI of the resource."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the text, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class BlobResourceContents(AcpModel):
@@ -896,9 +1101,11 @@ class BlobResourceContents(AcpModel):
         mime_type: Media type of the bytes, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "mime_type")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     blob: str
     """The resource bytes, base64-encoded."""
@@ -906,12 +1113,10 @@ class BlobResourceContents(AcpModel):
     uri: str
     """URI of the resource."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the bytes, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 EmbeddedResourceResource = TypeAliasType(
@@ -944,7 +1149,11 @@ class EmbeddedResource(AcpModel):
         annotations: Display and routing hints for this content.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "resource"),
@@ -960,10 +1169,10 @@ class EmbeddedResource(AcpModel):
     resource: Annotated[EmbeddedResourceResource, FAST_UNION]
     """The embedded contents, as text or as a base64 blob."""
 
-    annotations: Annotated[Annotations | None, OMIT_ON_ERROR] = None
+    annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
     """Display and routing hints for this content."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ContentBlock = TypeAliasType(
@@ -994,6 +1203,15 @@ One piece of displayable content, discriminated by `type`. Content blocks make u
 """
 
 
+_A_str_WireKey_message_id_meta_sess_055c48 = dict[
+    Annotated[str, WireKey("message_id", "meta", "session_update")], Any
+]
+_A_MessageId_messageId_0611cc = Annotated[MessageId, Field(alias="messageId")]
+_A_list_OnErrorOmit_ContentBlock_FA_ab4184 = Annotated[
+    list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+]
+
+
 class AgentMessage(AcpModel):
     """
     Branch `agent_message`: creates or patches an agent reply, keyed by `messageId`.
@@ -1003,9 +1221,13 @@ class AgentMessage(AcpModel):
         content: The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message"),
@@ -1022,17 +1244,18 @@ class AgentMessage(AcpModel):
             Literal["agent_message"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId, Field(alias="messageId")]
+    message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
 
 
 class AgentMessageChunk(AcpModel):
@@ -1044,9 +1267,13 @@ class AgentMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_message_chunk"),
@@ -1063,15 +1290,15 @@ class AgentMessageChunk(AcpModel):
             Literal["agent_message_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId, Field(alias="messageId")]
+    message_id: _A_MessageId_messageId_0611cc
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AgentThought(AcpModel):
@@ -1083,9 +1310,13 @@ class AgentThought(AcpModel):
         content: The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought"),
@@ -1102,17 +1333,15 @@ class AgentThought(AcpModel):
             Literal["agent_thought"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId, Field(alias="messageId")]
+    message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AgentThoughtChunk(AcpModel):
@@ -1124,9 +1353,13 @@ class AgentThoughtChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "agent_thought_chunk"),
@@ -1143,15 +1376,20 @@ class AgentThoughtChunk(AcpModel):
             Literal["agent_thought_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId, Field(alias="messageId")]
+    message_id: _A_MessageId_messageId_0611cc
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_session_id_6f8ab1 = dict[
+    Annotated[str, WireKey("meta", "session_id")], Any
+]
 
 
 class ArchiveSessionRequest(AcpModel):
@@ -1162,14 +1400,16 @@ class ArchiveSessionRequest(AcpModel):
         session_id: The session to archive.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to archive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ArchiveSessionResponse(AcpModel):
@@ -1177,17 +1417,25 @@ class ArchiveSessionResponse(AcpModel):
     Result of `session/archive`: an empty object once the session is archived (also when it already was).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalAuthCapabilities(AcpModel):
     """Present when the client can run `terminal` authentication methods."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthCapabilities(AcpModel):
@@ -1198,12 +1446,16 @@ class AuthCapabilities(AcpModel):
         terminal: Support for `terminal` authentication methods.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `terminal` authentication methods."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AuthMethodId = TypeAliasType("AuthMethodId", str)
@@ -1219,7 +1471,11 @@ class EnvVariable(AcpModel):
         value: Variable value.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Variable name."""
@@ -1227,7 +1483,14 @@ class EnvVariable(AcpModel):
     value: str
     """Variable value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_method_id_da096e = dict[
+    Annotated[str, WireKey("meta", "method_id")], Any
+]
+_A_Literal_terminal_384a30 = Literal["terminal"]
+_A_AuthMethodId_methodId_09e95d = Annotated[AuthMethodId, Field(alias="methodId")]
 
 
 class AuthMethodTerminal(AcpModel):
@@ -1243,9 +1506,11 @@ class AuthMethodTerminal(AcpModel):
         env: Environment variables set for the login process, overriding same-named ones.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -1257,15 +1522,15 @@ class AuthMethodTerminal(AcpModel):
         type: Literal["terminal"] = "terminal"
         """Method type tag."""
     else:
-        type: Literal["terminal"]
+        type: _A_Literal_terminal_384a30
 
-    method_id: Annotated[AuthMethodId, Field(alias="methodId")]
+    method_id: _A_AuthMethodId_methodId_09e95d
     """Id of the method."""
 
     name: str
     """Name shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
     args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
@@ -1278,7 +1543,7 @@ class AuthMethodTerminal(AcpModel):
     Environment variables set for the login process, overriding same-named ones.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthMethodAgent(AcpModel):
@@ -1292,9 +1557,11 @@ class AuthMethodAgent(AcpModel):
         description: Longer explanation shown to the user.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "agent"),)
 
@@ -1306,16 +1573,16 @@ class AuthMethodAgent(AcpModel):
     else:
         type: Literal["agent"]
 
-    method_id: Annotated[AuthMethodId, Field(alias="methodId")]
+    method_id: _A_AuthMethodId_methodId_09e95d
     """Id to pass to `auth/login`."""
 
     name: str
     """Name shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AuthMethod = TypeAliasType(
@@ -1352,7 +1619,11 @@ class TextCommandInput(AcpModel):
         hint: Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "text"),)
 
@@ -1361,14 +1632,14 @@ class TextCommandInput(AcpModel):
     if TYPE_CHECKING:
         type: Literal["text"] = "text"
     else:
-        type: Literal["text"]
+        type: _A_Literal_text_c437da
 
     hint: str
     """
     Placeholder text the client shows while the user has not typed any input yet.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 AvailableCommandInput = TypeAliasType(
@@ -1401,7 +1672,11 @@ class AvailableCommand(AcpModel):
         input: How the command takes input; absent or null when it takes none.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -1414,7 +1689,7 @@ class AvailableCommand(AcpModel):
     ] = None
     """How the command takes input; absent or null when it takes none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AvailableCommandsUpdate(AcpModel):
@@ -1425,9 +1700,15 @@ class AvailableCommandsUpdate(AcpModel):
         available_commands: Every command available now; replaces the previous list.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "available_commands_update"),
@@ -1451,7 +1732,11 @@ class AvailableCommandsUpdate(AcpModel):
     ]
     """Every command available now; replaces the previous list."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_boolean_d16f93 = Literal["boolean"]
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1464,7 +1749,11 @@ class BooleanPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
@@ -1475,24 +1764,27 @@ class BooleanPropertySchema(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    default: Annotated[bool | None, OMIT_ON_ERROR] = None
+    default: _A_bool_None_OMIT_ON_ERROR_b3494b = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestId = TypeAliasType("RequestId", int | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
+
+
+_A_RequestId_requestId_a73c71 = Annotated[RequestId, Field(alias="requestId")]
 
 
 class CancelRequestNotification(AcpModel):
@@ -1503,14 +1795,18 @@ class CancelRequestNotification(AcpModel):
         request_id: Id of the request to abandon.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "request_id")], Any]
 
-    request_id: Annotated[RequestId, Field(alias="requestId")]
+    request_id: _A_RequestId_requestId_a73c71
     """Id of the request to abandon."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CancelSessionNotification(AcpModel):
@@ -1521,14 +1817,16 @@ class CancelSessionNotification(AcpModel):
         session_id: The session whose work should stop.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose work should stop."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CancelledPermissionOutcome(AcpModel):
@@ -1551,17 +1849,25 @@ class CancelledPermissionOutcome(AcpModel):
 class ElicitationFormCapabilities(AcpModel):
     """Present when the client can render form elicitations."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationUrlCapabilities(AcpModel):
     """Present when the client can run URL elicitations."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationCapabilities(AcpModel):
@@ -1573,7 +1879,11 @@ class ElicitationCapabilities(AcpModel):
         url: URL mode support.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     form: Annotated[ElicitationFormCapabilities | None, OMIT_ON_ERROR] = None
     """Form mode support."""
@@ -1581,31 +1891,43 @@ class ElicitationCapabilities(AcpModel):
     url: Annotated[ElicitationUrlCapabilities | None, OMIT_ON_ERROR] = None
     """URL mode support."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesJumpCapabilities(AcpModel):
     """Marker: the client can show suggestions that move the cursor."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRenameCapabilities(AcpModel):
     """Marker: the client can show suggestions that rename a symbol."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
     """Marker: the client can show search-and-replace suggestions."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ClientNesCapabilities(AcpModel):
@@ -1618,9 +1940,15 @@ class ClientNesCapabilities(AcpModel):
         search_and_replace: Support for search-and-replace suggestions.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "search_and_replace")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "search_and_replace")], Any
+        ]
 
     jump: Annotated[NesJumpCapabilities | None, OMIT_ON_ERROR] = None
     """Support for jump suggestions."""
@@ -1635,7 +1963,7 @@ class ClientNesCapabilities(AcpModel):
     ] = None
     """Support for search-and-replace suggestions."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ClientCapabilities(AcpModel):
@@ -1649,9 +1977,15 @@ class ClientCapabilities(AcpModel):
         position_encodings: The position encodings the client can use, preferred first.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "position_encodings")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "position_encodings")], Any
+        ]
 
     auth: Annotated[AuthCapabilities | None, OMIT_ON_ERROR] = None
     """Authentication method types the client can run."""
@@ -1670,7 +2004,7 @@ class ClientCapabilities(AcpModel):
     ] = None
     """The position encodings the client can use, preferred first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseNesRequest(AcpModel):
@@ -1681,22 +2015,28 @@ class CloseNesRequest(AcpModel):
         session_id: The suggestion session to end.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session to end."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseNesResponse(AcpModel):
     """Result of `nes/close`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseSessionRequest(AcpModel):
@@ -1707,14 +2047,16 @@ class CloseSessionRequest(AcpModel):
         session_id: The active session to close.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The active session to close."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CloseSessionResponse(AcpModel):
@@ -1722,9 +2064,13 @@ class CloseSessionResponse(AcpModel):
     Result of `session/close`: an empty object once the session is closed.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ToolCallId = TypeAliasType("ToolCallId", str)
@@ -1735,6 +2081,11 @@ TerminalId = TypeAliasType("TerminalId", str)
 """
 Identifier of an agent-owned display terminal, unique and never reused within its session.
 """
+
+
+_A_ToolCallId_None_toolCallId_OMIT_321f3a = Annotated[
+    ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
+]
 
 
 class CommandPermissionSubject(AcpModel):
@@ -1748,9 +2099,15 @@ class CommandPermissionSubject(AcpModel):
         terminal_id: The related terminal, if one exists already; omitted and `null` both mean none.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "terminal_id", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "terminal_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "terminal_id", "tool_call_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "command"),
@@ -1769,9 +2126,7 @@ class CommandPermissionSubject(AcpModel):
     cwd: AbsolutePath
     """Absolute working directory of the command."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The related tool call, if known; omitted and `null` both mean none."""
 
     terminal_id: Annotated[
@@ -1781,7 +2136,7 @@ class CommandPermissionSubject(AcpModel):
     The related terminal, if one exists already; omitted and `null` both mean none.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CompactionId = TypeAliasType("CompactionId", str)
@@ -1798,6 +2153,14 @@ CompactionStatus = TypeAliasType(
 """Where a context compaction is in its life cycle."""
 
 
+_A_str_WireKey_compaction_id_meta_s_ad6c95 = dict[
+    Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
+]
+_A_CompactionId_compactionId_ad66d3 = Annotated[
+    CompactionId, Field(alias="compactionId")
+]
+
+
 class CompactionSummaryChunk(AcpModel):
     """
     Branch `compaction_summary_chunk`: one more piece of the summary that replaces compacted context.
@@ -1807,9 +2170,13 @@ class CompactionSummaryChunk(AcpModel):
         content: The piece of summary to append.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_summary_chunk"),
@@ -1826,13 +2193,13 @@ class CompactionSummaryChunk(AcpModel):
             Literal["compaction_summary_chunk"], Field(alias="sessionUpdate")
         ]
 
-    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The piece of summary to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class CompactionUpdate(AcpModel):
@@ -1846,9 +2213,13 @@ class CompactionUpdate(AcpModel):
         error: What went wrong, when the status says it failed.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("compaction_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_compaction_id_meta_s_ad6c95
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "compaction_update"),
@@ -1865,27 +2236,30 @@ class CompactionUpdate(AcpModel):
             Literal["compaction_update"], Field(alias="sessionUpdate")
         ]
 
-    compaction_id: Annotated[CompactionId, Field(alias="compactionId")]
+    compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    summary: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
     """The summary that replaces the compacted context, once known."""
 
-    error: Annotated[str | None, OMIT_ON_ERROR] = None
+    error: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """What went wrong, when the status says it failed."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationId = TypeAliasType("ElicitationId", str)
 """
 Identifier of a URL elicitation, unique among the agent's open URL elicitations on the connection.
 """
+
+
+_A_ElicitationId_elicitationId_6c9b31 = Annotated[
+    ElicitationId, Field(alias="elicitationId")
+]
 
 
 class CompleteElicitationNotification(AcpModel):
@@ -1896,14 +2270,18 @@ class CompleteElicitationNotification(AcpModel):
         elicitation_id: The URL elicitation that finished.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("elicitation_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("elicitation_id", "meta")], Any]
 
-    elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """The URL elicitation that finished."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigId = TypeAliasType("SessionConfigId", str)
@@ -1938,7 +2316,11 @@ class SessionConfigSelectOption(AcpModel):
         description: Longer explanation of what this value does.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     value: SessionConfigValueId
     """Identifier sent back when the user picks this value."""
@@ -1946,10 +2328,10 @@ class SessionConfigSelectOption(AcpModel):
     name: str
     """Label shown to the user for this value."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of what this value does."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigGroupId = TypeAliasType("SessionConfigGroupId", str)
@@ -1966,9 +2348,13 @@ class SessionConfigSelectGroup(AcpModel):
         options: The values in this group.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("group_id", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("group_id", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("group_id", "meta")], Any]
 
     group_id: Annotated[SessionConfigGroupId, Field(alias="groupId")]
     """Identifier of this group."""
@@ -1979,7 +2365,7 @@ class SessionConfigSelectGroup(AcpModel):
     options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
     """The values in this group."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigSelectItem = TypeAliasType(
@@ -2015,6 +2401,15 @@ The values of a select option: either all plain values or all groups of values. 
 """
 
 
+_A_str_WireKey_config_id_current_va_905015 = dict[
+    Annotated[str, WireKey("config_id", "current_value", "meta")], Any
+]
+_A_SessionConfigId_configId_2ed75c = Annotated[SessionConfigId, Field(alias="configId")]
+_A_SessionConfigOptionCategory_None_528229 = Annotated[
+    SessionConfigOptionCategory | None, OMIT_ON_ERROR
+]
+
+
 class SessionConfigSelect(AcpModel):
     """
     A configuration option that picks exactly one value from a list (`type: "select"`), shown as a dropdown.
@@ -2028,15 +2423,19 @@ class SessionConfigSelect(AcpModel):
         options: The values the user can pick from, flat or in groups.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "current_value", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "select"),
     )
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """
     Identifier of this option, used to change it with `session/set_config_option`.
     """
@@ -2044,10 +2443,10 @@ class SessionConfigSelect(AcpModel):
     name: str
     """Label shown to the user for this option."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation the client may show next to the option."""
 
-    category: Annotated[SessionConfigOptionCategory | None, OMIT_ON_ERROR] = None
+    category: _A_SessionConfigOptionCategory_None_528229 = None
     """Optional hint about what kind of setting this is; for UX only."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -2063,7 +2462,7 @@ class SessionConfigSelect(AcpModel):
     options: SessionConfigSelectOptions
     """The values the user can pick from, flat or in groups."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionConfigBoolean(AcpModel):
@@ -2078,15 +2477,19 @@ class SessionConfigBoolean(AcpModel):
         current_value: Whether the option is on now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "current_value", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_current_va_905015
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
     )
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """
     Identifier of this option, used to change it with `session/set_config_option`.
     """
@@ -2094,10 +2497,10 @@ class SessionConfigBoolean(AcpModel):
     name: str
     """Label shown to the user for this option."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation the client may show next to the option."""
 
-    category: Annotated[SessionConfigOptionCategory | None, OMIT_ON_ERROR] = None
+    category: _A_SessionConfigOptionCategory_None_528229 = None
     """Optional hint about what kind of setting this is; for UX only."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -2105,12 +2508,12 @@ class SessionConfigBoolean(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
     current_value: Annotated[bool, Field(alias="currentValue")]
     """Whether the option is on now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionConfigOption = TypeAliasType(
@@ -2138,6 +2541,13 @@ One configurable setting of a session and its current value, tagged by `type`. A
 """
 
 
+_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
+    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+    Field(alias="configOptions"),
+    DEFAULT_ON_ERROR,
+]
+
+
 class ConfigOptionUpdate(AcpModel):
     """
     Branch `config_option_update`: the session's configuration options or their values have changed.
@@ -2146,9 +2556,15 @@ class ConfigOptionUpdate(AcpModel):
         config_options: Every configuration option with its current value; replaces the previous set.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "config_option_update"),
@@ -2165,22 +2581,24 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
-        Field(alias="configOptions"),
-        DEFAULT_ON_ERROR,
-    ]
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """
     Every configuration option with its current value; replaces the previous set.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpServerAcpId = TypeAliasType("McpServerAcpId", str)
 """
 Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
 """
+
+
+_A_str_WireKey_meta_server_id_874aed = dict[
+    Annotated[str, WireKey("meta", "server_id")], Any
+]
+_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
 
 
 class ConnectMcpRequest(AcpModel):
@@ -2191,18 +2609,28 @@ class ConnectMcpRequest(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
-    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpConnectionId = TypeAliasType("McpConnectionId", str)
 """Identifier of one MCP connection carried over ACP."""
+
+
+_A_str_WireKey_connection_id_meta_d62ced = dict[
+    Annotated[str, WireKey("connection_id", "meta")], Any
+]
+_A_McpConnectionId_connectionId_1a83eb = Annotated[
+    McpConnectionId, Field(alias="connectionId")
+]
 
 
 class ConnectMcpResponse(AcpModel):
@@ -2213,14 +2641,16 @@ class ConnectMcpResponse(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Content(AcpModel):
@@ -2231,7 +2661,11 @@ class Content(AcpModel):
         content: The content block.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "content"),
@@ -2244,10 +2678,10 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content block."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Cost(AcpModel):
@@ -2259,7 +2693,11 @@ class Cost(AcpModel):
         currency: ISO 4217 code of the currency, such as `USD`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     amount: int | float
     """The amount, in units of `currency`."""
@@ -2267,7 +2705,7 @@ class Cost(AcpModel):
     currency: Annotated[str, Field(pattern="^[A-Z]{3}$")]
     """ISO 4217 code of the currency, such as `USD`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationSchemaType = TypeAliasType("ElicitationSchemaType", Literal["object"])
@@ -2296,7 +2734,11 @@ class EnumOption(AcpModel):
         description: Longer explanation of the choice.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     const: str
     """The value submitted when this choice is picked."""
@@ -2304,10 +2746,13 @@ class EnumOption(AcpModel):
     title: str
     """Label shown to the user."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation of the choice."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_string_0c8de0 = Literal["string"]
 
 
 class StringPropertySchema(AcpModel):
@@ -2326,9 +2771,15 @@ class StringPropertySchema(AcpModel):
         one_of: Allowed values of a single-choice field, each with a label.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_length", "meta", "min_length", "one_of")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2339,12 +2790,12 @@ class StringPropertySchema(AcpModel):
     if TYPE_CHECKING:
         type: Literal["string"] = "string"
     else:
-        type: Literal["string"]
+        type: _A_Literal_string_0c8de0
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
     min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
@@ -2363,7 +2814,7 @@ class StringPropertySchema(AcpModel):
     format: StringFormat | None = None
     """Expected format of the text."""
 
-    default: Annotated[str | None, OMIT_ON_ERROR] = None
+    default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
     enum: Annotated[list[str] | None, Field(min_length=1)] = None
@@ -2374,7 +2825,10 @@ class StringPropertySchema(AcpModel):
     )
     """Allowed values of a single-choice field, each with a label."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_float_None_e47260 = int | float | None
 
 
 class NumberPropertySchema(AcpModel):
@@ -2389,7 +2843,11 @@ class NumberPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "number"),
@@ -2402,22 +2860,25 @@ class NumberPropertySchema(AcpModel):
     else:
         type: Literal["number"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: int | float | None = None
+    minimum: _A_int_float_None_e47260 = None
     """Smallest value allowed, inclusive."""
 
-    maximum: int | float | None = None
+    maximum: _A_int_float_None_e47260 = None
     """Largest value allowed, inclusive."""
 
     default: Annotated[int | float | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_None_95fd59 = int | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2432,7 +2893,11 @@ class IntegerPropertySchema(AcpModel):
         default: Value the field starts with.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "integer"),
@@ -2445,22 +2910,22 @@ class IntegerPropertySchema(AcpModel):
     else:
         type: Literal["integer"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: int | None = None
+    minimum: _A_int_None_95fd59 = None
     """Smallest value allowed, inclusive."""
 
-    maximum: int | None = None
+    maximum: _A_int_None_95fd59 = None
     """Largest value allowed, inclusive."""
 
-    default: Annotated[int | None, OMIT_ON_ERROR] = None
+    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
     """Value the field starts with."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2471,7 +2936,11 @@ class StringMultiSelectItems(AcpModel):
         enum: The strings the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "string"),
@@ -2482,12 +2951,12 @@ class StringMultiSelectItems(AcpModel):
     if TYPE_CHECKING:
         type: Literal["string"] = "string"
     else:
-        type: Literal["string"]
+        type: _A_Literal_string_0c8de0
 
     enum: Annotated[list[str], Field(min_length=1)]
     """The strings the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TitledMultiSelectItems(AcpModel):
@@ -2498,14 +2967,18 @@ class TitledMultiSelectItems(AcpModel):
         any_of: The options the user can pick.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
     any_of: Annotated[list[EnumOption], Field(alias="anyOf", min_length=1)]
     """The options the user can pick."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MultiSelectItems = TypeAliasType(
@@ -2546,9 +3019,15 @@ class MultiSelectPropertySchema(AcpModel):
         default: Choices picked when the field is shown.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("max_items", "meta", "min_items")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("max_items", "meta", "min_items")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "array"),)
 
@@ -2559,10 +3038,10 @@ class MultiSelectPropertySchema(AcpModel):
     else:
         type: Literal["array"]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Label of the field."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
     min_items: Annotated[
@@ -2578,10 +3057,10 @@ class MultiSelectPropertySchema(AcpModel):
     items: Annotated[MultiSelectItems, FAST_UNION]
     """The choices on offer."""
 
-    default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
+    default: _A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = None
     """Choices picked when the field is shown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ElicitationPropertySchema = TypeAliasType(
@@ -2624,12 +3103,16 @@ class ElicitationSchema(AcpModel):
         description: Explains what the form is for.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
     """Always `object`."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Title of the form."""
 
     properties: Annotated[
@@ -2640,10 +3123,18 @@ class ElicitationSchema(AcpModel):
     required: list[str] | None = None
     """Names of the fields the user must fill in."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what the form is for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_SessionId_None_sessionId_NOT_NUL_1f9cdd = Annotated[
+    SessionId | None, Field(alias="sessionId"), NOT_NULL
+]
+_A_RequestId_None_requestId_d333dc = Annotated[
+    RequestId | None, Field(alias="requestId")
+]
 
 
 class ElicitationFormMode(AcpModel):
@@ -2658,15 +3149,35 @@ class ElicitationFormMode(AcpModel):
         requested_schema: The form to show: a flat object schema with primitive fields.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "request_id", "requested_schema", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta",
+                    "request_id",
+                    "requested_schema",
+                    "session_id",
+                    "tool_call_id",
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "form"),)
 
@@ -2682,15 +3193,13 @@ class ElicitationFormMode(AcpModel):
     else:
         mode: Literal["form"]
 
-    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
+    session_id: _A_SessionId_None_sessionId_NOT_NUL_1f9cdd = None
     """The session the elicitation belongs to; set this or `requestId`."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
-    request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
+    request_id: _A_RequestId_None_requestId_d333dc = None
     """
     The request, outside any session, the elicitation belongs to; set this or `sessionId`.
     """
@@ -2701,7 +3210,7 @@ class ElicitationFormMode(AcpModel):
     requested_schema: Annotated[ElicitationSchema, Field(alias="requestedSchema")]
     """The form to show: a flat object schema with primitive fields."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationUrlMode(AcpModel):
@@ -2717,15 +3226,27 @@ class ElicitationUrlMode(AcpModel):
         message: Tells the user what is asked and why.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "elicitation_id", "meta", "request_id", "session_id", "tool_call_id"
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("mode", "mode", "url"),)
 
@@ -2741,20 +3262,18 @@ class ElicitationUrlMode(AcpModel):
     else:
         mode: Literal["url"]
 
-    session_id: Annotated[SessionId | None, Field(alias="sessionId"), NOT_NULL] = None
+    session_id: _A_SessionId_None_sessionId_NOT_NUL_1f9cdd = None
     """The session the elicitation belongs to; set this or `requestId`."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
-    request_id: Annotated[RequestId | None, Field(alias="requestId")] = None
+    request_id: _A_RequestId_None_requestId_d333dc = None
     """
     The request, outside any session, the elicitation belongs to; set this or `sessionId`.
     """
 
-    elicitation_id: Annotated[ElicitationId, Field(alias="elicitationId")]
+    elicitation_id: _A_ElicitationId_elicitationId_6c9b31
     """Identifier of this elicitation, repeated in `elicitation/complete`."""
 
     url: str
@@ -2763,7 +3282,7 @@ class ElicitationUrlMode(AcpModel):
     message: str
     """Tells the user what is asked and why."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CreateElicitationRequest = TypeAliasType(
@@ -2803,7 +3322,11 @@ class ElicitationAcceptAction(AcpModel):
         content: The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "accept"),
@@ -2821,13 +3344,17 @@ class ElicitationAcceptAction(AcpModel):
     The submitted form values by field name; absent or null for URL elicitations.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationDeclineAction(AcpModel):
     """The user explicitly refused (`action: "decline"`)."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "decline"),
@@ -2840,7 +3367,7 @@ class ElicitationDeclineAction(AcpModel):
     else:
         action: Literal["decline"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationCancelAction(AcpModel):
@@ -2848,7 +3375,11 @@ class ElicitationCancelAction(AcpModel):
     The user dismissed the elicitation without choosing (`action: "cancel"`).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("action", "action", "cancel"),
@@ -2861,7 +3392,7 @@ class ElicitationCancelAction(AcpModel):
     else:
         action: Literal["cancel"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 CreateElicitationResponse = TypeAliasType(
@@ -2898,14 +3429,16 @@ class DeleteSessionRequest(AcpModel):
         session_id: The session to delete.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to delete."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DeleteSessionResponse(AcpModel):
@@ -2913,9 +3446,16 @@ class DeleteSessionResponse(AcpModel):
     Result of `session/delete`: an empty object; it also succeeds for sessions that are already gone.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
 
 
 class Position(AcpModel):
@@ -2927,15 +3467,19 @@ class Position(AcpModel):
         character: Zero-based offset within the line, in units of the position encoding.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    line: Annotated[int, Field(ge=0, le=4294967295)]
+    line: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based line number."""
 
-    character: Annotated[int, Field(ge=0, le=4294967295)]
+    character: _A_int_ge_0_le_4294967295_3869ec
     """Zero-based offset within the line, in units of the position encoding."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Range(AcpModel):
@@ -2947,7 +3491,11 @@ class Range(AcpModel):
         end: First position after the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     start: Position
     """First position of the range."""
@@ -2955,7 +3503,10 @@ class Range(AcpModel):
     end: Position
     """First position after the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Range_None_58b819 = Range | None
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -2967,9 +3518,13 @@ class TextDocumentContentChangeEvent(AcpModel):
         text: The new text of the range, or of the whole document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    range: Range | None = None
+    range: _A_Range_None_58b819 = None
     """
     The range that was replaced; absent when `text` is the whole document.
     """
@@ -2977,7 +3532,7 @@ class TextDocumentContentChangeEvent(AcpModel):
     text: str
     """The new text of the range, or of the whole document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidChangeDocumentNotification(AcpModel):
@@ -2991,11 +3546,17 @@ class DidChangeDocumentNotification(AcpModel):
         content_changes: The changes, applied in order.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -3011,7 +3572,7 @@ class DidChangeDocumentNotification(AcpModel):
     ]
     """The changes, applied in order."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidCloseDocumentNotification(AcpModel):
@@ -3023,17 +3584,19 @@ class DidCloseDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidFocusDocumentNotification(AcpModel):
@@ -3048,11 +3611,17 @@ class DidFocusDocumentNotification(AcpModel):
         visible_range: The part of the document shown in the editor.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -3067,7 +3636,10 @@ class DidFocusDocumentNotification(AcpModel):
     visible_range: Annotated[Range, Field(alias="visibleRange")]
     """The part of the document shown in the editor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_languageId_2d40a0 = Annotated[str, Field(alias="languageId")]
 
 
 class DidOpenDocumentNotification(AcpModel):
@@ -3082,17 +3654,23 @@ class DidOpenDocumentNotification(AcpModel):
         text: The whole text of the document.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     version: int
@@ -3101,7 +3679,7 @@ class DidOpenDocumentNotification(AcpModel):
     text: str
     """The whole text of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DidSaveDocumentNotification(AcpModel):
@@ -3113,17 +3691,19 @@ class DidSaveDocumentNotification(AcpModel):
         uri: URI of the document.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
     """URI of the document."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 DiffFileType = TypeAliasType(
@@ -3136,6 +3716,14 @@ DiffFileType = TypeAliasType(
 """What kind of file a diff operation touches."""
 
 
+_A_str_WireKey_file_type_meta_mime_16c46a = dict[
+    Annotated[str, WireKey("file_type", "meta", "mime_type")], Any
+]
+_A_DiffFileType_None_fileType_OMIT_71270e = Annotated[
+    DiffFileType | None, Field(alias="fileType"), OMIT_ON_ERROR
+]
+
+
 class DiffAddChange(AcpModel):
     """
     Operation `add`: a file was created.
@@ -3146,9 +3734,13 @@ class DiffAddChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("file_type", "meta", "mime_type")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "add"),
@@ -3164,17 +3756,13 @@ class DiffAddChange(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    file_type: Annotated[
-        DiffFileType | None, Field(alias="fileType"), OMIT_ON_ERROR
-    ] = None
+    file_type: _A_DiffFileType_None_fileType_OMIT_71270e = None
     """What kind of file this is; unknown when omitted or `null`."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DiffDeleteChange(AcpModel):
@@ -3187,9 +3775,13 @@ class DiffDeleteChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("file_type", "meta", "mime_type")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "delete"),
@@ -3205,17 +3797,13 @@ class DiffDeleteChange(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    file_type: Annotated[
-        DiffFileType | None, Field(alias="fileType"), OMIT_ON_ERROR
-    ] = None
+    file_type: _A_DiffFileType_None_fileType_OMIT_71270e = None
     """What kind of file this is; unknown when omitted or `null`."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DiffModifyChange(AcpModel):
@@ -3228,9 +3816,13 @@ class DiffModifyChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("file_type", "meta", "mime_type")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_16c46a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "modify"),
@@ -3246,17 +3838,19 @@ class DiffModifyChange(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    file_type: Annotated[
-        DiffFileType | None, Field(alias="fileType"), OMIT_ON_ERROR
-    ] = None
+    file_type: _A_DiffFileType_None_fileType_OMIT_71270e = None
     """What kind of file this is; unknown when omitted or `null`."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_file_type_meta_mime_7b5849 = dict[
+    Annotated[str, WireKey("file_type", "meta", "mime_type", "old_path")], Any
+]
+_A_AbsolutePath_oldPath_0e82ea = Annotated[AbsolutePath, Field(alias="oldPath")]
 
 
 class DiffMoveChange(AcpModel):
@@ -3270,9 +3864,13 @@ class DiffMoveChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("file_type", "meta", "mime_type", "old_path")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "move"),
@@ -3285,23 +3883,19 @@ class DiffMoveChange(AcpModel):
     else:
         operation: Literal["move"]
 
-    old_path: Annotated[AbsolutePath, Field(alias="oldPath")]
+    old_path: _A_AbsolutePath_oldPath_0e82ea
     """Where the file was before the operation (absolute)."""
 
     path: AbsolutePath
     """Where the file is after the operation (absolute)."""
 
-    file_type: Annotated[
-        DiffFileType | None, Field(alias="fileType"), OMIT_ON_ERROR
-    ] = None
+    file_type: _A_DiffFileType_None_fileType_OMIT_71270e = None
     """What kind of file this is; unknown when omitted or `null`."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DiffCopyChange(AcpModel):
@@ -3315,9 +3909,13 @@ class DiffCopyChange(AcpModel):
         mime_type: Media type of the file contents; unknown when omitted or `null`.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("file_type", "meta", "mime_type", "old_path")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_file_type_meta_mime_7b5849
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("operation", "operation", "copy"),
@@ -3330,23 +3928,19 @@ class DiffCopyChange(AcpModel):
     else:
         operation: Literal["copy"]
 
-    old_path: Annotated[AbsolutePath, Field(alias="oldPath")]
+    old_path: _A_AbsolutePath_oldPath_0e82ea
     """Where the file was before the operation (absolute)."""
 
     path: AbsolutePath
     """Where the file is after the operation (absolute)."""
 
-    file_type: Annotated[
-        DiffFileType | None, Field(alias="fileType"), OMIT_ON_ERROR
-    ] = None
+    file_type: _A_DiffFileType_None_fileType_OMIT_71270e = None
     """What kind of file this is; unknown when omitted or `null`."""
 
-    mime_type: Annotated[MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR] = (
-        None
-    )
+    mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the file contents; unknown when omitted or `null`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 DiffChange = TypeAliasType(
@@ -3407,7 +4001,11 @@ class Diff(AcpModel):
         patch: Patch text a client can render; omitted or `null` when there is none.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "diff"),)
 
@@ -3426,11 +4024,17 @@ class Diff(AcpModel):
     patch: Annotated[DiffPatch | None, OMIT_ON_ERROR] = None
     """Patch text a client can render; omitted or `null` when there is none."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ProviderId = TypeAliasType("ProviderId", str)
 """Identifier of a model provider configuration of the agent."""
+
+
+_A_str_WireKey_meta_provider_id_8b6061 = dict[
+    Annotated[str, WireKey("meta", "provider_id")], Any
+]
+_A_ProviderId_providerId_1c86a0 = Annotated[ProviderId, Field(alias="providerId")]
 
 
 class DisableProviderRequest(AcpModel):
@@ -3441,22 +4045,28 @@ class DisableProviderRequest(AcpModel):
         provider_id: The provider this concerns.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "provider_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisableProviderResponse(AcpModel):
     """Result of `providers/disable`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisconnectMcpRequest(AcpModel):
@@ -3467,22 +4077,28 @@ class DisconnectMcpRequest(AcpModel):
         connection_id: The ACP-carried MCP connection.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class DisconnectMcpResponse(AcpModel):
     """Result of `mcp/disconnect`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationRequestScope(AcpModel):
@@ -3493,11 +4109,15 @@ class ElicitationRequestScope(AcpModel):
         request_id: The request the elicitation belongs to.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("request_id")], Any]
 
-    request_id: Annotated[RequestId, Field(alias="requestId")]
+    request_id: _A_RequestId_requestId_a73c71
     """The request the elicitation belongs to."""
 
 
@@ -3510,16 +4130,20 @@ class ElicitationSessionScope(AcpModel):
         tool_call_id: The tool call within that session the elicitation belongs to, if any.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("session_id", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("session_id", "tool_call_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the elicitation belongs to."""
 
-    tool_call_id: Annotated[
-        ToolCallId | None, Field(alias="toolCallId"), OMIT_ON_ERROR
-    ] = None
+    tool_call_id: _A_ToolCallId_None_toolCallId_OMIT_321f3a = None
     """The tool call within that session the elicitation belongs to, if any."""
 
 
@@ -3560,7 +4184,11 @@ class HttpHeader(AcpModel):
         value: Header value.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Header name."""
@@ -3568,7 +4196,7 @@ class HttpHeader(AcpModel):
     value: str
     """Header value."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerHttp(AcpModel):
@@ -3582,7 +4210,11 @@ class McpServerHttp(AcpModel):
         headers: HTTP headers to send; omitted and empty are equivalent.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "http"),)
 
@@ -3603,7 +4235,7 @@ class McpServerHttp(AcpModel):
     headers: Annotated[list[HttpHeader] | None, NOT_NULL] = None
     """HTTP headers to send; omitted and empty are equivalent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerStdio(AcpModel):
@@ -3618,7 +4250,11 @@ class McpServerStdio(AcpModel):
         env: Environment variables for the server process; omitted and empty are equivalent.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "stdio"),)
 
@@ -3644,7 +4280,7 @@ class McpServerStdio(AcpModel):
     Environment variables for the server process; omitted and empty are equivalent.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class McpServerAcp(AcpModel):
@@ -3656,9 +4292,11 @@ class McpServerAcp(AcpModel):
         server_id: Identifier of the ACP-carried MCP server.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "acp"),)
 
@@ -3672,10 +4310,10 @@ class McpServerAcp(AcpModel):
     name: str
     """Human-readable name of the server."""
 
-    server_id: Annotated[McpServerAcpId, Field(alias="serverId")]
+    server_id: _A_McpServerAcpId_serverId_a091d5
     """Identifier of the ACP-carried MCP server."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpServer = TypeAliasType(
@@ -3704,6 +4342,20 @@ How to reach one MCP server, tagged by transport. Tags starting with `_` are imp
 """
 
 
+_A_list_OnErrorOmit_AbsolutePath_No_c6b28b = Annotated[
+    list[OnErrorOmit[AbsolutePath]] | None,
+    Field(alias="additionalDirectories"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
+    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+    Field(alias="mcpServers"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+
+
 class ForkSessionRequest(AcpModel):
     """
     Params of `session/fork`: start a new session that begins with a copy of an existing one's history.
@@ -3715,36 +4367,45 @@ class ForkSessionRequest(AcpModel):
         mcp_servers: MCP servers the new session connects to.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+            ],
+            Any,
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
 
     cwd: AbsolutePath
     """Absolute working directory of the new session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[AbsolutePath]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_SessionConfigOp_cf2d1e = Annotated[
+    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+    Field(alias="configOptions"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
 
 
 class ForkSessionResponse(AcpModel):
@@ -3756,22 +4417,23 @@ class ForkSessionResponse(AcpModel):
         config_options: The new session's configuration options.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
     """The new session's configuration options."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 StopReason = TypeAliasType(
@@ -3804,21 +4466,39 @@ class Usage(AcpModel):
         cached_write_tokens: Input tokens written to a cache.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "cached_read_tokens",
-                "cached_write_tokens",
-                "input_tokens",
-                "meta",
-                "output_tokens",
-                "thought_tokens",
-                "total_tokens",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ]
 
     total_tokens: Annotated[
         int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
@@ -3856,7 +4536,12 @@ class Usage(AcpModel):
     ] = None
     """Input tokens written to a cache."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_state_update_sessionUpda_068b80 = Annotated[
+    Literal["state_update"], Field(alias="sessionUpdate")
+]
 
 
 class IdleStateUpdate(AcpModel):
@@ -3868,9 +4553,15 @@ class IdleStateUpdate(AcpModel):
         usage: Tokens spent by the turn, if the agent reports them.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "stop_reason")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "stop_reason")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "stop_reason")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "state_update"),
@@ -3884,7 +4575,7 @@ class IdleStateUpdate(AcpModel):
             Literal["state_update"], Field(alias="sessionUpdate")
         ] = "state_update"
     else:
-        session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
+        session_update: _A_Literal_state_update_sessionUpda_068b80
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -3903,7 +4594,7 @@ class IdleStateUpdate(AcpModel):
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Implementation(AcpModel):
@@ -3916,12 +4607,16 @@ class Implementation(AcpModel):
         version: Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     name: str
     """Stable programmatic name; shown to users when no title is given."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-friendly display name."""
 
     version: str
@@ -3929,7 +4624,7 @@ class Implementation(AcpModel):
     Version string of the implementation, for display and diagnostics (for example "1.4.2").
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ProtocolVersion = TypeAliasType(
@@ -3938,6 +4633,11 @@ ProtocolVersion = TypeAliasType(
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
 """
+
+
+_A_ProtocolVersion_protocolVersion_a6b454 = Annotated[
+    ProtocolVersion, Field(alias="protocolVersion")
+]
 
 
 class InitializeRequest(AcpModel):
@@ -3950,11 +4650,17 @@ class InitializeRequest(AcpModel):
         capabilities: What the client supports; omitted or null fields mean unsupported.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "protocol_version")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "protocol_version")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "protocol_version")], Any
+        ]
 
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """Newest protocol version the client supports."""
 
     info: Implementation
@@ -3963,7 +4669,7 @@ class InitializeRequest(AcpModel):
     capabilities: Annotated[ClientCapabilities | None, NOT_NULL, OMIT_ON_ERROR] = None
     """What the client supports; omitted or null fields mean unsupported."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class InitializeResponse(AcpModel):
@@ -3977,11 +4683,17 @@ class InitializeResponse(AcpModel):
         auth_methods: Ways the client may authenticate. A non-empty list also promises `auth/login` and `auth/logout`; omitted or empty means neither may be called.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("auth_methods", "meta", "protocol_version")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("auth_methods", "meta", "protocol_version")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("auth_methods", "meta", "protocol_version")], Any
+        ]
 
-    protocol_version: Annotated[ProtocolVersion, Field(alias="protocolVersion")]
+    protocol_version: _A_ProtocolVersion_protocolVersion_a6b454
     """
     The client's version if the agent supports it, otherwise the newest version the agent supports.
     """
@@ -4002,7 +4714,7 @@ class InitializeResponse(AcpModel):
     Ways the client may authenticate. A non-empty list also promises `auth/login` and `auth/logout`; omitted or empty means neither may be called.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListProvidersRequest(AcpModel):
@@ -4010,9 +4722,13 @@ class ListProvidersRequest(AcpModel):
     Params of `providers/list`: ask which model providers the agent can use.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 LlmProtocol = TypeAliasType(
@@ -4027,6 +4743,10 @@ The API dialect a model provider speaks; values outside the list name other dial
 """
 
 
+_A_LlmProtocol_apiType_3ea141 = Annotated[LlmProtocol, Field(alias="apiType")]
+_A_str_baseUrl_73d5f2 = Annotated[str, Field(alias="baseUrl")]
+
+
 class ProviderCurrentConfig(AcpModel):
     """
     How a provider is set up right now.
@@ -4036,17 +4756,23 @@ class ProviderCurrentConfig(AcpModel):
         base_url: The endpoint URL of the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta")], Any
+        ]
 
-    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
 
-    base_url: Annotated[str, Field(alias="baseUrl")]
+    base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ProviderInfo(AcpModel):
@@ -4060,11 +4786,13 @@ class ProviderInfo(AcpModel):
         current: How the provider is set up now; null when it is not configured.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "provider_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_provider_id_8b6061
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
     supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
@@ -4076,7 +4804,7 @@ class ProviderInfo(AcpModel):
     current: ProviderCurrentConfig | None = None
     """How the provider is set up now; null when it is not configured."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListProvidersResponse(AcpModel):
@@ -4087,12 +4815,16 @@ class ListProvidersResponse(AcpModel):
         providers: The providers of the agent.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     providers: list[ProviderInfo]
     """The providers of the agent."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionListCursor = TypeAliasType("SessionListCursor", str)
@@ -4123,7 +4855,11 @@ class ListSessionsRequest(AcpModel):
         archived: Archive-state filter; omitted or null means `exclude`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     cwd: AbsolutePath | None = None
     """Only list sessions with this working directory."""
@@ -4134,7 +4870,12 @@ class ListSessionsRequest(AcpModel):
     archived: SessionArchivedFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = Annotated[
+    str | None, Field(alias="updatedAt"), OMIT_ON_ERROR
+]
 
 
 class SessionInfo(AcpModel):
@@ -4150,41 +4891,47 @@ class SessionInfo(AcpModel):
         archived: Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("additional_directories", "meta", "session_id", "updated_at")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("additional_directories", "meta", "session_id", "updated_at"),
+            ],
+            Any,
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Id of the session."""
 
     cwd: AbsolutePath
     """Working directory of the session."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[AbsolutePath]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable session title."""
 
-    updated_at: Annotated[str | None, Field(alias="updatedAt"), OMIT_ON_ERROR] = None
+    updated_at: _A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = None
     """Time of the last activity in the session (ISO 8601)."""
 
-    archived: Annotated[bool | None, OMIT_ON_ERROR] = None
+    archived: _A_bool_None_OMIT_ON_ERROR_b3494b = None
     """
     Whether the session is archived; omitted or null says nothing. Agents advertising archive support always send a boolean.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ListSessionsResponse(AcpModel):
@@ -4196,9 +4943,13 @@ class ListSessionsResponse(AcpModel):
         next_cursor: Cursor for the next page; absent on the last page.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "next_cursor")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
     sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
     """Sessions matching the request; empty when none match."""
@@ -4208,7 +4959,7 @@ class ListSessionsResponse(AcpModel):
     ] = None
     """Cursor for the next page; absent on the last page."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LoginAuthRequest(AcpModel):
@@ -4219,14 +4970,16 @@ class LoginAuthRequest(AcpModel):
         method_id: Id of the chosen method from `authMethods`.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "method_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_method_id_da096e
 
-    method_id: Annotated[AuthMethodId, Field(alias="methodId")]
+    method_id: _A_AuthMethodId_methodId_09e95d
     """Id of the chosen method from `authMethods`."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LoginAuthResponse(AcpModel):
@@ -4234,17 +4987,25 @@ class LoginAuthResponse(AcpModel):
     Result of `auth/login`: an empty object once the client is authenticated.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LogoutAuthRequest(AcpModel):
     """Parameters of `auth/logout`: end the current authenticated state."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class LogoutAuthResponse(AcpModel):
@@ -4252,9 +5013,13 @@ class LogoutAuthResponse(AcpModel):
     Result of `auth/logout`: an empty object once the client is logged out.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpNotification(AcpModel):
@@ -4267,11 +5032,13 @@ class MessageMcpNotification(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
     method: str
@@ -4280,7 +5047,7 @@ class MessageMcpNotification(AcpModel):
     params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpRequest(AcpModel):
@@ -4293,11 +5060,13 @@ class MessageMcpRequest(AcpModel):
         params: The MCP params, passed on unchanged.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("connection_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
 
-    connection_id: Annotated[McpConnectionId, Field(alias="connectionId")]
+    connection_id: _A_McpConnectionId_connectionId_1a83eb
     """The ACP-carried MCP connection."""
 
     method: str
@@ -4306,7 +5075,7 @@ class MessageMcpRequest(AcpModel):
     params: dict[str, Any] | None = None
     """The MCP params, passed on unchanged."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
@@ -4336,7 +5105,11 @@ class NesDiagnostic(AcpModel):
         message: Text of the diagnostic.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4350,7 +5123,7 @@ class NesDiagnostic(AcpModel):
     message: str
     """Text of the diagnostic."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -4362,7 +5135,11 @@ class NesEditHistoryEntry(AcpModel):
         diff: The edit, as a diff.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4370,7 +5147,7 @@ class NesEditHistoryEntry(AcpModel):
     diff: str
     """The edit, as a diff."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesTextEdit(AcpModel):
@@ -4382,9 +5159,13 @@ class NesTextEdit(AcpModel):
         new_text: The text that replaces the range.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any]
 
     range: Range
     """The range to replace."""
@@ -4392,7 +5173,7 @@ class NesTextEdit(AcpModel):
     new_text: Annotated[str, Field(alias="newText")]
     """The text that replaces the range."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesEditSuggestion(AcpModel):
@@ -4406,9 +5187,15 @@ class NesEditSuggestion(AcpModel):
         cursor_position: Where the cursor goes after the edits, if anywhere in particular.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "edit"),)
 
@@ -4419,7 +5206,7 @@ class NesEditSuggestion(AcpModel):
     else:
         kind: Literal["edit"]
 
-    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
     """Identifier of the suggestion."""
 
     uri: str
@@ -4433,7 +5220,7 @@ class NesEditSuggestion(AcpModel):
     ] = None
     """Where the cursor goes after the edits, if anywhere in particular."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesExcerpt(AcpModel):
@@ -4446,9 +5233,15 @@ class NesExcerpt(AcpModel):
         text: The text of those lines.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
+        ]
 
     start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
     """First line of the excerpt (zero-based)."""
@@ -4459,7 +5252,7 @@ class NesExcerpt(AcpModel):
     text: str
     """The text of those lines."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesJumpSuggestion(AcpModel):
@@ -4472,9 +5265,13 @@ class NesJumpSuggestion(AcpModel):
         position: Where to move the cursor.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "suggestion_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "suggestion_id")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("kind", "kind", "jump"),)
 
@@ -4485,7 +5282,7 @@ class NesJumpSuggestion(AcpModel):
     else:
         kind: Literal["jump"]
 
-    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
     """Identifier of the suggestion."""
 
     uri: str
@@ -4494,7 +5291,7 @@ class NesJumpSuggestion(AcpModel):
     position: Position
     """Where to move the cursor."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesOpenFile(AcpModel):
@@ -4508,17 +5305,26 @@ class NesOpenFile(AcpModel):
         last_focused_ms: When the file last had focus, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
+            ],
+            Any,
+        ]
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     visible_range: Annotated[
@@ -4533,7 +5339,7 @@ class NesOpenFile(AcpModel):
     ] = None
     """When the file last had focus, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRecentFile(AcpModel):
@@ -4546,20 +5352,24 @@ class NesRecentFile(AcpModel):
         text: The text of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("language_id", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any]
 
     uri: str
     """URI of the document."""
 
-    language_id: Annotated[str, Field(alias="languageId")]
+    language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
     text: str
     """The text of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NesRejectReason = TypeAliasType(
@@ -4581,7 +5391,11 @@ class NesRelatedSnippet(AcpModel):
         excerpts: The related parts of the file.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the document."""
@@ -4589,7 +5403,7 @@ class NesRelatedSnippet(AcpModel):
     excerpts: list[NesExcerpt]
     """The related parts of the file."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRenameSuggestion(AcpModel):
@@ -4603,9 +5417,15 @@ class NesRenameSuggestion(AcpModel):
         new_name: The new name of the symbol.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "rename"),
@@ -4618,7 +5438,7 @@ class NesRenameSuggestion(AcpModel):
     else:
         kind: Literal["rename"]
 
-    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
     """Identifier of the suggestion."""
 
     uri: str
@@ -4630,7 +5450,7 @@ class NesRenameSuggestion(AcpModel):
     new_name: Annotated[str, Field(alias="newName")]
     """The new name of the symbol."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesRepository(AcpModel):
@@ -4643,9 +5463,13 @@ class NesRepository(AcpModel):
         remote_url: URL of the repository's remote.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any]
 
     name: str
     """Name of the repository."""
@@ -4656,7 +5480,7 @@ class NesRepository(AcpModel):
     remote_url: Annotated[str, Field(alias="remoteUrl")]
     """URL of the repository's remote."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSearchAndReplaceSuggestion(AcpModel):
@@ -4671,9 +5495,15 @@ class NesSearchAndReplaceSuggestion(AcpModel):
         is_regex: Whether `search` is a regular expression rather than plain text.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("kind", "kind", "searchAndReplace"),
@@ -4686,7 +5516,7 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     else:
         kind: Literal["searchAndReplace"]
 
-    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
     """Identifier of the suggestion."""
 
     uri: str
@@ -4701,7 +5531,7 @@ class NesSearchAndReplaceSuggestion(AcpModel):
     is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
     """Whether `search` is a regular expression rather than plain text."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesUserAction(AcpModel):
@@ -4715,9 +5545,13 @@ class NesUserAction(AcpModel):
         timestamp_ms: When it happened, in milliseconds since the Unix epoch.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "timestamp_ms")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any]
 
     action: str
     """What the user did, e.g. `insertChar` or `cursorMovement`."""
@@ -4733,7 +5567,7 @@ class NesUserAction(AcpModel):
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class NesSuggestContext(AcpModel):
@@ -4749,20 +5583,13 @@ class NesSuggestContext(AcpModel):
         diagnostics: Diagnostics of the workspace.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "edit_history",
-                "meta",
-                "open_files",
-                "recent_files",
-                "related_snippets",
-                "user_actions",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
     recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
         None
@@ -4790,7 +5617,7 @@ class NesSuggestContext(AcpModel):
     diagnostics: list[NesDiagnostic] | None = None
     """Diagnostics of the workspace."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NesSuggestion = TypeAliasType(
@@ -4839,34 +5666,40 @@ class NewSessionRequest(AcpModel):
         mcp_servers: MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Any,
+        ]
 
     cwd: AbsolutePath
     """Working directory of the session; relative paths resolve against it."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[AbsolutePath]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
+    list[OnErrorOmit[AvailableCommand]] | None,
+    Field(alias="availableCommands"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
 
 
 class NewSessionResponse(AcpModel):
@@ -4879,35 +5712,36 @@ class NewSessionResponse(AcpModel):
         available_commands: Initial slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str, WireKey("available_commands", "config_options", "meta", "session_id")
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("available_commands", "config_options", "meta", "session_id"),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey("available_commands", "config_options", "meta", "session_id"),
+            ],
+            Any,
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
     """Initial config options of the session."""
 
-    available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]] | None,
-        Field(alias="availableCommands"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
     """
     Initial slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 NoticeSeverity = TypeAliasType(
@@ -4920,6 +5754,11 @@ NoticeSeverity = TypeAliasType(
 """How prominently a notice should be shown."""
 
 
+_A_str_WireKey_meta_session_update_ed86c1 = dict[
+    Annotated[str, WireKey("meta", "session_update")], Any
+]
+
+
 class Notice(AcpModel):
     """
     Branch `notice`: a message for the user that is not part of the conversation (a warning, an outage, ...).
@@ -4930,9 +5769,13 @@ class Notice(AcpModel):
         description: Further detail, as Markdown.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "notice"),
@@ -4953,10 +5796,10 @@ class Notice(AcpModel):
     title: Annotated[str, Field(min_length=1)]
     """Short heading of the notice."""
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Further detail, as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PermissionOptionId = TypeAliasType("PermissionOptionId", str)
@@ -4975,6 +5818,14 @@ PermissionOptionKind = TypeAliasType(
 """The meaning of a permission option."""
 
 
+_A_str_WireKey_meta_option_id_c362f6 = dict[
+    Annotated[str, WireKey("meta", "option_id")], Any
+]
+_A_PermissionOptionId_optionId_ea676c = Annotated[
+    PermissionOptionId, Field(alias="optionId")
+]
+
+
 class PermissionOption(AcpModel):
     """
     A choice offered to the user in a permission request.
@@ -4985,11 +5836,13 @@ class PermissionOption(AcpModel):
         kind: What choosing it means, so a client can style it.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "option_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
-    option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
+    option_id: _A_PermissionOptionId_optionId_ea676c
     """Identifier of the choice."""
 
     name: str
@@ -4998,7 +5851,7 @@ class PermissionOption(AcpModel):
     kind: PermissionOptionKind
     """What choosing it means, so a client can style it."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanEntryPriority = TypeAliasType(
@@ -5030,7 +5883,11 @@ class PlanEntry(AcpModel):
         status: Where the task stands.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     content: str
     """What the task is meant to achieve, in plain words."""
@@ -5041,13 +5898,19 @@ class PlanEntry(AcpModel):
     status: PlanEntryStatus
     """Where the task stands."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanId = TypeAliasType("PlanId", str)
 """
 Identifier of a plan within a session; one session may hold several plans.
 """
+
+
+_A_str_WireKey_meta_plan_id_f2f99a = dict[
+    Annotated[str, WireKey("meta", "plan_id")], Any
+]
+_A_PlanId_planId_209aea = Annotated[PlanId, Field(alias="planId")]
 
 
 class PlanFile(AcpModel):
@@ -5059,9 +5922,11 @@ class PlanFile(AcpModel):
         uri: URI of the file that holds the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "file"),)
 
@@ -5072,13 +5937,13 @@ class PlanFile(AcpModel):
     else:
         type: Literal["file"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
     uri: str
     """URI of the file that holds the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanItems(AcpModel):
@@ -5090,9 +5955,11 @@ class PlanItems(AcpModel):
         entries: Every task of the plan with its current status.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "items"),)
 
@@ -5103,13 +5970,13 @@ class PlanItems(AcpModel):
     else:
         type: Literal["items"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan to replace."""
 
     entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
     """Every task of the plan with its current status."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanMarkdown(AcpModel):
@@ -5121,9 +5988,11 @@ class PlanMarkdown(AcpModel):
         content: The plan as Markdown.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "plan_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_plan_id_f2f99a
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "markdown"),
@@ -5136,13 +6005,13 @@ class PlanMarkdown(AcpModel):
     else:
         type: Literal["markdown"]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
     content: str
     """The plan as Markdown."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PlanRemoved(AcpModel):
@@ -5153,9 +6022,15 @@ class PlanRemoved(AcpModel):
         plan_id: The plan this concerns.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "plan_id", "session_update")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_removed"),
@@ -5170,10 +6045,10 @@ class PlanRemoved(AcpModel):
     else:
         session_update: Annotated[Literal["plan_removed"], Field(alias="sessionUpdate")]
 
-    plan_id: Annotated[PlanId, Field(alias="planId")]
+    plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 PlanUpdateContent = TypeAliasType(
@@ -5211,9 +6086,13 @@ class PlanUpdate(AcpModel):
         plan: The new content of the plan.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "plan_update"),
@@ -5231,7 +6110,7 @@ class PlanUpdate(AcpModel):
     plan: Annotated[PlanUpdateContent, FAST_UNION]
     """The new content of the plan."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptRequest(AcpModel):
@@ -5243,11 +6122,13 @@ class PromptRequest(AcpModel):
         prompt: The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
     prompt: list[Annotated[ContentBlock, FAST_UNION]]
@@ -5255,7 +6136,7 @@ class PromptRequest(AcpModel):
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class PromptResponse(AcpModel):
@@ -5263,9 +6144,13 @@ class PromptResponse(AcpModel):
     Result of `session/prompt`: the agent accepted the prompt. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RejectNesNotification(AcpModel):
@@ -5278,20 +6163,24 @@ class RejectNesNotification(AcpModel):
         reason: Why the suggestion was not taken.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "suggestion_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
-    suggestion_id: Annotated[NesSuggestionId, Field(alias="suggestionId")]
+    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
     """Identifier of the suggestion."""
 
     reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
     """Why the suggestion was not taken."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ReplayFromStart(AcpModel):
@@ -5302,7 +6191,11 @@ class ReplayFromStart(AcpModel):
         type: Cursor type tag.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "start"),)
 
@@ -5314,7 +6207,7 @@ class ReplayFromStart(AcpModel):
     else:
         type: Literal["start"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ReplayFrom = TypeAliasType(
@@ -5345,9 +6238,11 @@ class SelectedPermissionOutcome(AcpModel):
         option_id: The option the user picked.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "option_id")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_option_id_c362f6
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("outcome", "outcome", "selected"),
@@ -5360,10 +6255,10 @@ class SelectedPermissionOutcome(AcpModel):
     else:
         outcome: Literal["selected"]
 
-    option_id: Annotated[PermissionOptionId, Field(alias="optionId")]
+    option_id: _A_PermissionOptionId_optionId_ea676c
     """The option the user picked."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestPermissionOutcome = TypeAliasType(
@@ -5429,6 +6324,9 @@ ToolCallStatus = TypeAliasType(
 """Where a tool call is in its lifecycle."""
 
 
+_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
+
+
 class Terminal(AcpModel):
     """
     Tool call content of type `terminal`: shows a terminal, referenced by its ID.
@@ -5437,9 +6335,13 @@ class Terminal(AcpModel):
         terminal_id: The terminal to show.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "terminal_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "terminal"),
@@ -5450,12 +6352,12 @@ class Terminal(AcpModel):
     if TYPE_CHECKING:
         type: Literal["terminal"] = "terminal"
     else:
-        type: Literal["terminal"]
+        type: _A_Literal_terminal_384a30
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to show."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 ToolCallContent = TypeAliasType(
@@ -5493,7 +6395,11 @@ class ToolCallLocation(AcpModel):
         line: Line within the file, if relevant.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     path: AbsolutePath
     """Absolute path of the file."""
@@ -5501,7 +6407,26 @@ class ToolCallLocation(AcpModel):
     line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
     """Line within the file, if relevant."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+_A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR]
+_A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
+    ToolCallStatus | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
+    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+]
+_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
+    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+]
+_A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
+    Any, Field(alias="rawInput"), OMIT_ON_ERROR
+]
+_A_rawOutput_OMIT_ON_ERROR_cf1339 = Annotated[
+    Any, Field(alias="rawOutput"), OMIT_ON_ERROR
+]
 
 
 class ToolCallUpdate(AcpModel):
@@ -5520,42 +6445,46 @@ class ToolCallUpdate(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "raw_input", "raw_output", "tool_call_id")],
+            Any,
+        ]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable title of what the tool does."""
 
-    kind: Annotated[ToolKind | None, OMIT_ON_ERROR] = None
+    kind: _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = None
     """The category of the tool."""
 
-    status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
+    status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
-        None
-    )
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
     """The files the tool call touches, replacing the previous list."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ToolCallPermissionSubject(AcpModel):
@@ -5566,9 +6495,13 @@ class ToolCallPermissionSubject(AcpModel):
         tool_call: The tool call awaiting approval.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any] = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "tool_call"),
@@ -5620,11 +6553,13 @@ class RequestPermissionRequest(AcpModel):
         options: The choices offered to the user; at least one.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the request belongs to."""
 
     title: str
@@ -5632,7 +6567,7 @@ class RequestPermissionRequest(AcpModel):
     Title of the permission prompt. It belongs to the prompt only and renames no tool call.
     """
 
-    description: Annotated[str | None, OMIT_ON_ERROR] = None
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Why permission is needed, for the prompt only; omitted and `null` both mean none.
     """
@@ -5645,7 +6580,7 @@ class RequestPermissionRequest(AcpModel):
     options: Annotated[list[PermissionOption], Field(min_length=1)]
     """The choices offered to the user; at least one."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RequestPermissionResponse(AcpModel):
@@ -5656,12 +6591,16 @@ class RequestPermissionResponse(AcpModel):
         outcome: The decision.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
     """The decision."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RequiresActionStateUpdate(AcpModel):
@@ -5669,9 +6608,13 @@ class RequiresActionStateUpdate(AcpModel):
     State `requires_action`: foreground work waits for the user, for example on a permission request.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "state_update"),
@@ -5685,7 +6628,7 @@ class RequiresActionStateUpdate(AcpModel):
             Literal["state_update"], Field(alias="sessionUpdate")
         ] = "state_update"
     else:
-        session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
+        session_update: _A_Literal_state_update_sessionUpda_068b80
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -5694,7 +6637,7 @@ class RequiresActionStateUpdate(AcpModel):
     else:
         state: Literal["requires_action"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResumeSessionRequest(AcpModel):
@@ -5709,42 +6652,48 @@ class ResumeSessionRequest(AcpModel):
         replay_from: Where history replay starts; omitted or null means no replay.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "additional_directories",
-                "mcp_servers",
-                "meta",
-                "replay_from",
-                "session_id",
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "replay_from",
+                    "session_id",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "replay_from",
+                    "session_id",
+                ),
+            ],
+            Any,
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
 
     cwd: AbsolutePath
     """Working directory of the session; must match the session's own."""
 
-    additional_directories: Annotated[
-        list[OnErrorOmit[AbsolutePath]] | None,
-        Field(alias="additionalDirectories"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none. Stored roots are not restored implicitly.
     """
 
-    mcp_servers: Annotated[
-        list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
-        Field(alias="mcpServers"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
@@ -5756,7 +6705,7 @@ class ResumeSessionRequest(AcpModel):
     ] = None
     """Where history replay starts; omitted or null means no replay."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResumeSessionResponse(AcpModel):
@@ -5768,37 +6717,37 @@ class ResumeSessionResponse(AcpModel):
         available_commands: Current slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
+        ]
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
-        Field(alias="configOptions"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
     """Current config options of the session."""
 
-    available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]] | None,
-        Field(alias="availableCommands"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
     """
     Current slash commands; omitted or empty means none. Never null on the wire.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class RunningStateUpdate(AcpModel):
     """State `running`: foreground work is under way."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "state_update"),
@@ -5812,7 +6761,7 @@ class RunningStateUpdate(AcpModel):
             Literal["state_update"], Field(alias="sessionUpdate")
         ] = "state_update"
     else:
-        session_update: Annotated[Literal["state_update"], Field(alias="sessionUpdate")]
+        session_update: _A_Literal_state_update_sessionUpda_068b80
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
     # type checkers see the default.
@@ -5821,7 +6770,7 @@ class RunningStateUpdate(AcpModel):
     else:
         state: Literal["running"]
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SessionInfoUpdate(AcpModel):
@@ -5834,9 +6783,15 @@ class SessionInfoUpdate(AcpModel):
         archived: The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "updated_at")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "session_info_update"),
@@ -5853,10 +6808,10 @@ class SessionInfoUpdate(AcpModel):
             Literal["session_info_update"], Field(alias="sessionUpdate")
         ]
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """New human-readable title; `null` clears it."""
 
-    updated_at: Annotated[str | None, Field(alias="updatedAt"), OMIT_ON_ERROR] = None
+    updated_at: _A_str_None_updatedAt_OMIT_ON_ERROR_c0f76d = None
     """New RFC 3339 time of the last activity; `null` clears it."""
 
     archived: bool | None = None
@@ -5864,7 +6819,7 @@ class SessionInfoUpdate(AcpModel):
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UserMessageChunk(AcpModel):
@@ -5876,9 +6831,13 @@ class UserMessageChunk(AcpModel):
         content: The content to append to the message.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message_chunk"),
@@ -5895,15 +6854,15 @@ class UserMessageChunk(AcpModel):
             Literal["user_message_chunk"], Field(alias="sessionUpdate")
         ]
 
-    message_id: Annotated[MessageId, Field(alias="messageId")]
+    message_id: _A_MessageId_messageId_0611cc
     """
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: Annotated[ContentBlock, FAST_UNION]
+    content: _A_ContentBlock_FAST_UNION_516dd6
     """The content to append to the message."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UserMessage(AcpModel):
@@ -5915,9 +6874,13 @@ class UserMessage(AcpModel):
         content: The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("message_id", "meta", "session_update")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "user_message"),
@@ -5932,17 +6895,15 @@ class UserMessage(AcpModel):
     else:
         session_update: Annotated[Literal["user_message"], Field(alias="sessionUpdate")]
 
-    message_id: Annotated[MessageId, Field(alias="messageId")]
+    message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 StateUpdate = TypeAliasType(
@@ -5980,9 +6941,15 @@ class ToolCallContentChunk(AcpModel):
         content: The item to append.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "tool_call_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "tool_call_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_content_chunk"),
@@ -5999,13 +6966,13 @@ class ToolCallContentChunk(AcpModel):
             Literal["tool_call_content_chunk"], Field(alias="sessionUpdate")
         ]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call the item belongs to."""
 
     content: Annotated[ToolCallContent, FAST_UNION]
     """The item to append."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ToolCallProgress(AcpModel):
@@ -6024,15 +6991,27 @@ class ToolCallProgress(AcpModel):
         name: Name of the tool being called, if it changed or is given now.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[
-            str,
-            WireKey(
-                "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
-            ),
-        ],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "meta", "raw_input", "raw_output", "session_update", "tool_call_id"
+                ),
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "tool_call_update"),
@@ -6049,38 +7028,34 @@ class ToolCallProgress(AcpModel):
             Literal["tool_call_update"], Field(alias="sessionUpdate")
         ]
 
-    tool_call_id: Annotated[ToolCallId, Field(alias="toolCallId")]
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call this update is about."""
 
-    title: Annotated[str | None, OMIT_ON_ERROR] = None
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Human-readable title of what the tool does."""
 
-    kind: Annotated[ToolKind | None, OMIT_ON_ERROR] = None
+    kind: _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = None
     """The category of the tool."""
 
-    status: Annotated[ToolCallStatus | None, OMIT_ON_ERROR] = None
+    status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: Annotated[list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR] = (
-        None
-    )
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
     """The files the tool call touches, replacing the previous list."""
 
-    raw_input: Annotated[Any, Field(alias="rawInput"), OMIT_ON_ERROR] = None
+    raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
     """The raw input passed to the tool."""
 
-    raw_output: Annotated[Any, Field(alias="rawOutput"), OMIT_ON_ERROR] = None
+    raw_output: _A_rawOutput_OMIT_ON_ERROR_cf1339 = None
     """The raw output the tool returned."""
 
-    name: Annotated[str | None, OMIT_ON_ERROR] = None
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalOutput(AcpModel):
@@ -6091,12 +7066,16 @@ class TerminalOutput(AcpModel):
         data: All output bytes, base64-encoded.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     data: str
     """All output bytes, base64-encoded."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalExitStatus(AcpModel):
@@ -6108,21 +7087,25 @@ class TerminalExitStatus(AcpModel):
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = Field(
-        init=False
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any] = (
+            Field(init=False)
+        )
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any]
 
     exit_code: Annotated[
         int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
     ] = None
     """The exit code, if known."""
 
-    signal: Annotated[str | None, OMIT_ON_ERROR] = None
+    signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalUpdate(AcpModel):
@@ -6137,10 +7120,21 @@ class TerminalUpdate(AcpModel):
         exit_status: How the command ended; a value marks the terminal as exited.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("exit_status", "meta", "session_update", "terminal_id")],
-        Any,
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("exit_status", "meta", "session_update", "terminal_id")
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str, WireKey("exit_status", "meta", "session_update", "terminal_id")
+            ],
+            Any,
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "terminal_update"),
@@ -6157,10 +7151,10 @@ class TerminalUpdate(AcpModel):
             Literal["terminal_update"], Field(alias="sessionUpdate")
         ]
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal to create or update."""
 
-    command: Annotated[str | None, OMIT_ON_ERROR] = None
+    command: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """The command the terminal runs."""
 
     cwd: Annotated[AbsolutePath | None, OMIT_ON_ERROR] = None
@@ -6174,7 +7168,7 @@ class TerminalUpdate(AcpModel):
     ] = None
     """How the command ended; a value marks the terminal as exited."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class TerminalOutputChunk(AcpModel):
@@ -6186,9 +7180,15 @@ class TerminalOutputChunk(AcpModel):
         data: The bytes, base64-encoded.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_update", "terminal_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "terminal_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_update", "terminal_id")], Any
+        ]
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "terminal_output_chunk"),
@@ -6205,13 +7205,18 @@ class TerminalOutputChunk(AcpModel):
             Literal["terminal_output_chunk"], Field(alias="sessionUpdate")
         ]
 
-    terminal_id: Annotated[TerminalId, Field(alias="terminalId")]
+    terminal_id: _A_TerminalId_terminalId_69d43a
     """The terminal the bytes belong to."""
 
     data: str
     """The bytes, base64-encoded."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
+    int, Field(ge=0, le=18446744073709551615)
+]
 
 
 class UsageUpdate(AcpModel):
@@ -6224,9 +7229,13 @@ class UsageUpdate(AcpModel):
         cost: Total cost of the session so far, if known.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_update")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("session_update", "sessionUpdate", "usage_update"),
@@ -6241,16 +7250,16 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: Annotated[int, Field(ge=0, le=18446744073709551615)]
+    used: _A_int_ge_0_le_18446744073709551615_2edf88
     """Tokens currently in the context window."""
 
-    size: Annotated[int, Field(ge=0, le=18446744073709551615)]
+    size: _A_int_ge_0_le_18446744073709551615_2edf88
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
     """Total cost of the session so far, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SessionUpdate = TypeAliasType(
@@ -6330,31 +7339,46 @@ class SetProviderRequest(AcpModel):
         headers: HTTP headers to send to the provider.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("api_type", "base_url", "meta", "provider_id")], Any
+        ]
 
-    provider_id: Annotated[ProviderId, Field(alias="providerId")]
+    provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    api_type: Annotated[LlmProtocol, Field(alias="apiType")]
+    api_type: _A_LlmProtocol_apiType_3ea141
     """The API dialect of the provider."""
 
-    base_url: Annotated[str, Field(alias="baseUrl")]
+    base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
     headers: Annotated[dict[str, str] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetProviderResponse(AcpModel):
     """Result of `providers/set`: empty on success."""
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_config_id_meta_sessi_bd5cb4 = dict[
+    Annotated[str, WireKey("config_id", "meta", "session_id")], Any
+]
 
 
 class SetSessionConfigOptionBooleanRequest(AcpModel):
@@ -6367,18 +7391,22 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
         value: The new state of the option.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (
         ("type", "type", "boolean"),
     )
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """The option to change."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -6386,12 +7414,12 @@ class SetSessionConfigOptionBooleanRequest(AcpModel):
     if TYPE_CHECKING:
         type: Literal["boolean"] = "boolean"
     else:
-        type: Literal["boolean"]
+        type: _A_Literal_boolean_d16f93
 
     value: bool
     """The new state of the option."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SetSessionConfigOptionValueIdRequest(AcpModel):
@@ -6404,16 +7432,20 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
         value: The value to select; one of the option's listed values.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("config_id", "meta", "session_id")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_config_id_meta_sessi_bd5cb4
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = (("type", "type", "id"),)
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session whose option changes."""
 
-    config_id: Annotated[SessionConfigId, Field(alias="configId")]
+    config_id: _A_SessionConfigId_configId_2ed75c
     """The option to change."""
 
     # Required on the wire; the constructor fills it in (AcpModel.__init__), so
@@ -6426,7 +7458,7 @@ class SetSessionConfigOptionValueIdRequest(AcpModel):
     value: SessionConfigValueId
     """The value to select; one of the option's listed values."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 SetSessionConfigOptionRequest = TypeAliasType(
@@ -6463,18 +7495,18 @@ class SetSessionConfigOptionResponse(AcpModel):
         config_options: The complete, updated list of options; one change may affect others.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("config_options", "meta")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any]
 
-    config_options: Annotated[
-        list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
-        Field(alias="configOptions"),
-        DEFAULT_ON_ERROR,
-    ]
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """The complete, updated list of options; one change may affect others."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class WorkspaceFolder(AcpModel):
@@ -6486,7 +7518,11 @@ class WorkspaceFolder(AcpModel):
         name: Display name of the folder.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     uri: str
     """URI of the folder."""
@@ -6494,7 +7530,7 @@ class WorkspaceFolder(AcpModel):
     name: str
     """Display name of the folder."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StartNesRequest(AcpModel):
@@ -6507,9 +7543,15 @@ class StartNesRequest(AcpModel):
         repository: The repository the workspace belongs to, if known.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
+        ]
 
     workspace_uri: Annotated[str | None, Field(alias="workspaceUri"), OMIT_ON_ERROR] = (
         None
@@ -6524,7 +7566,7 @@ class StartNesRequest(AcpModel):
     repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
     """The repository the workspace belongs to, if known."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class StartNesResponse(AcpModel):
@@ -6535,14 +7577,16 @@ class StartNesResponse(AcpModel):
         session_id: Identifier of the new suggestion session.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new suggestion session."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SuggestNesRequest(AcpModel):
@@ -6559,11 +7603,17 @@ class SuggestNesRequest(AcpModel):
         context: Context for the suggestion, limited to what the agent asked for.
     """
 
-    __pydantic_extra__: dict[
-        Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-    ] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
+        ]
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The suggestion session this concerns."""
 
     uri: str
@@ -6575,7 +7625,7 @@ class SuggestNesRequest(AcpModel):
     position: Position
     """Where the cursor is."""
 
-    selection: Range | None = None
+    selection: _A_Range_None_58b819 = None
     """The selected range, if any."""
 
     trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
@@ -6584,7 +7634,7 @@ class SuggestNesRequest(AcpModel):
     context: NesSuggestContext | None = None
     """Context for the suggestion, limited to what the agent asked for."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class SuggestNesResponse(AcpModel):
@@ -6595,12 +7645,16 @@ class SuggestNesResponse(AcpModel):
         suggestions: The suggestions, best first.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
     """The suggestions, best first."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnarchiveSessionRequest(AcpModel):
@@ -6611,14 +7665,16 @@ class UnarchiveSessionRequest(AcpModel):
         session_id: The session to unarchive.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session to unarchive."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UnarchiveSessionResponse(AcpModel):
@@ -6626,9 +7682,13 @@ class UnarchiveSessionResponse(AcpModel):
     Result of `session/unarchive`: an empty object once the session is no longer archived (also when it was not).
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta")], Any] = Field(init=False)
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class UpdateSessionNotification(AcpModel):
@@ -6640,14 +7700,16 @@ class UpdateSessionNotification(AcpModel):
         update: The update itself.
     """
 
-    __pydantic_extra__: dict[Annotated[str, WireKey("meta", "session_id")], Any] = (
-        Field(init=False)
-    )
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
-    session_id: Annotated[SessionId, Field(alias="sessionId")]
+    session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
     update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
 
-    meta: Annotated[Meta | None, Field(alias="_meta"), OMIT_ON_ERROR] = None
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None

@@ -1,0 +1,82 @@
+"""What keeps ``import acp_types.<version>`` cheap, pinned (timing is ``make bench``'s business).
+
+The import's own cost is pydantic creating 200-odd classes per version.
+These tests pin the choices that cut it: AcpModel leaves pydantic no
+annotation of its own to walk again for every subclass, and a version
+module loads only what the version needs. The shared annotations of the
+models have their own tests (tests/test_shared_annotations.py).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, VERSIONS, api
+
+from acp_types._runtime import AcpModel
+
+
+def test_acp_model_leaves_pydantic_no_annotation_to_walk_per_subclass() -> None:
+    assert AcpModel.__dict__.get("__annotations__", {}) == {}
+    # what the dropped annotation said, pydantic still knows
+    assert "_acp_tags" in AcpModel.__class_vars__
+    assert AcpModel._acp_tags == ()
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_tag_tables_stay_class_variables(version: str) -> None:
+    models = api(version).models
+    classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, AcpModel)]
+    tagged = [c for c in classes if "_acp_tags" in c.__dict__]
+    assert len(classes) > 150 and len(tagged) > 30
+    for cls in classes:
+        assert "_acp_tags" in cls.__class_vars__, cls
+        assert "_acp_tags" not in cls.__private_attributes__, cls
+        assert isinstance(cls._acp_tags, tuple), cls
+    chunk = models.AgentMessageChunk
+    assert chunk._acp_tags == (("session_update", "sessionUpdate", "agent_message_chunk"),)
+    content = models.TextContent(text="hi")
+    kwargs = {"message_id": "m1"} if version == "v2" else {}
+    assert json.loads(chunk(content=content, **kwargs).to_json())["sessionUpdate"] == "agent_message_chunk"
+
+
+_LOADED = """
+import json, sys
+import acp_types.{version}
+print(json.dumps(sorted(sys.modules)))
+"""
+
+# Not needed to import a version: the other versions, the connection layer,
+# pydoc, asyncio, and the plugin lookup that pydantic makes when it builds a validator.
+_NOT_AT_IMPORT = ("acp_types.connection", "pydoc", "asyncio", "importlib.metadata", "pydantic.plugin._loader")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_version_imports_only_what_it_needs(version: str) -> None:
+    out = subprocess.run([sys.executable, "-c", _LOADED.format(version=version)], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT / "generated", check=False)
+    assert out.returncode == 0, out.stderr
+    loaded = set(json.loads(out.stdout))
+    assert f"acp_types.{version}.models" in loaded
+    others = {m for m in loaded if m.startswith("acp_types.v") and not m.startswith(f"acp_types.{version}")}
+    assert not others
+    assert not loaded & set(_NOT_AT_IMPORT), sorted(loaded & set(_NOT_AT_IMPORT))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_extras_field_is_an_annotation_only_at_runtime(version: str) -> None:
+    """``__pydantic_extra__ = Field(init=False)`` is written for type checkers only: no FieldInfo per class."""
+    models = api(version).models
+    classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, AcpModel)]
+    checked = [c for c in classes if "__pydantic_extra__" in c.__dict__.get("__annotations__", {})]
+    assert len(checked) > 150
+    for cls in checked:
+        assert "__pydantic_extra__" not in cls.__dict__, cls
+    # unknown keys are still kept, checked and written back
+    content = models.TextContent.model_validate({"type": "text", "text": "x", "zz": 1})
+    assert content.model_extra == {"zz": 1}
+    assert json.loads(content.to_json()) == {"type": "text", "text": "x", "zz": 1}
+    assert "__pydantic_extra__" not in vars(content)
