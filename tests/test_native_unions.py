@@ -168,6 +168,19 @@ BAD_CONTENT = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chun
 ])
 def test_a_rejected_message_gets_the_precise_errors_through_every_entry_point(data: dict[str, Any],
                                                                              loc: tuple[Any, ...]) -> None:
+    assert_precise_everywhere(data, loc)
+
+
+def test_a_forced_rebuild_keeps_the_precise_errors_everywhere() -> None:
+    # pydantic's forced rebuild of a complete class does not call __pydantic_on_complete__:
+    # the validator it builds must still be the one every entry point reads, precise errors and all
+    model = api("v2").UpdateSessionNotification
+    model.model_rebuild()
+    model.model_rebuild(force=True)
+    assert_precise_everywhere(BAD_CHUNK, ("update", "agent_message_chunk", "messageId"))
+
+
+def assert_precise_everywhere(data: dict[str, Any], loc: tuple[Any, ...]) -> None:
     v2 = api("v2")
     model = v2.UpdateSessionNotification
     text = json.dumps(data)

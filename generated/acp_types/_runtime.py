@@ -257,24 +257,13 @@ class AcpModel(BaseModel):
             )
         finally:
             # a forced rebuild of a complete class does not call __pydantic_on_complete__:
-            # the entry points then read the class's new validator, never the one before
-            validator = cls.__dict__.get("__pydantic_validator__")
-            if type(validator) is _ModelValidator:
-                _FAST_VALIDATORS[cls] = validator.fast
-            else:
-                _FAST_VALIDATORS.pop(cls, None)
+            # its new validator is adopted here, so no entry point reads the one before
+            _adopt_validator(cls)
 
     @classmethod
     def __pydantic_on_complete__(cls) -> None:
         super().__pydantic_on_complete__()
-        # Every other entry point (construction, TypeAdapter(Model)) reads
-        # __pydantic_validator__: the same fast validator, precise errors.
-        validator = cls.__dict__.get("__pydantic_validator__")
-        if isinstance(validator, SchemaValidator):
-            type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
-            _FAST_VALIDATORS[cls] = validator
-        else:
-            _FAST_VALIDATORS.pop(cls, None)
+        _adopt_validator(cls)
 
     _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
     """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
@@ -313,6 +302,24 @@ class AcpModel(BaseModel):
 # subclass's annotations (about 3% of a version's import, by valgrind's
 # instruction count). Type checkers read the annotation above.
 del AcpModel.__annotations__["_acp_tags"]
+
+
+def _adopt_validator(cls: type[BaseModel]) -> None:
+    """Make the class's newly built validator the one every entry point uses.
+
+    ``model_validate*`` read the fast validator from ``_FAST_VALIDATORS``;
+    every other entry point (construction, ``TypeAdapter(Model)``) reads
+    ``__pydantic_validator__``, which becomes a :class:`_ModelValidator`: the
+    same fast validator, with the precise form's errors on a rejection.
+    """
+    validator = cls.__dict__.get("__pydantic_validator__")
+    if type(validator) is _ModelValidator:
+        _FAST_VALIDATORS[cls] = validator.fast
+    elif isinstance(validator, SchemaValidator):
+        type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
+        _FAST_VALIDATORS[cls] = validator
+    else:
+        _FAST_VALIDATORS.pop(cls, None)
 
 
 def _unset_attribute_spellings(data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
