@@ -69,4 +69,4 @@ bench: $(STAMP) $(BENCH_STAMP)
 	PYTHONPATH=. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-bench build generated/*.egg-info
+	rm -rf $(VENV) .venv-bench .venv-floor build generated/*.egg-info
