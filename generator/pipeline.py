@@ -19,6 +19,7 @@ from typing import Any
 import black
 
 from generator import __version__
+from generator.core_schemas import store_outputs
 from generator.crossversion import CrossMap, build_crossmap, entry_problems
 from generator.diff import report as diff_report
 from generator.diff.compare import pair_names
@@ -156,6 +157,9 @@ def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | Non
     leaves out generated/docs/: the tree is then partial (for tests that need
     one version's code only), and must not be written over generated/.
 
+    Each version's stored core schemas (``generator/core_schemas.py``) are
+    recorded last, by importing the rendered package in a subprocess.
+
     Each version's models (datamodel-code-generator plus black, most of the
     time) render in a process of their own while this one renders the rest;
     ``ACP_TYPES_JOBS=1`` keeps everything in one process. The bytes do not
@@ -169,6 +173,8 @@ def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | Non
         if docs:
             out.update(_render_docs(inputs))
         out.update(future.result() for future in models)
+    # each version's stored core schemas, recorded by importing the package just rendered
+    out.update(store_outputs(out, [proto.version for proto in chosen], header))
     return dict(sorted(out.items()))
 
 
