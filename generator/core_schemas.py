@@ -79,7 +79,7 @@ def store_outputs(files: Mapping[str, str], versions: Iterable[str], header: Cal
                 target = Path(tmp, path)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, "utf-8")
-        env = {**os.environ, "PYTHONPATH": tmp, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        env = {**os.environ, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
         root = Path(__file__).resolve().parents[1]
         procs = {
             version: subprocess.Popen(
@@ -158,8 +158,8 @@ def record_version(version: str) -> dict[str, Any]:
     return {"pydantic": pydantic.VERSION, "pydantic_core": pydantic_core.__version__, "shards": shards}
 
 
-def entry(schema: Any, payload: bool) -> tuple[Any, Any, list[Any]]:
-    """The entry of a class of core schema ``schema`` (see the module's docstring), checked against the runtime."""
+def entry(schema: Any, payload: bool) -> tuple[Any, Any]:
+    """``(schema, bounded)`` of a class of core schema ``schema`` (see the module's docstring), checked against the runtime."""
     from acp_types._runtime import model_nodes
     from acp_types._validators import _bound, _copy_containers
 
@@ -175,7 +175,7 @@ def entry(schema: Any, payload: bool) -> tuple[Any, Any, list[Any]]:
             if node["cls"] not in classes:
                 classes.append(node["cls"])
         bounded = (copy, classes)
-    return schema, bounded, list(model_nodes(schema))
+    return schema, bounded
 
 
 def shared_bound(node: Any) -> Any:
@@ -241,8 +241,8 @@ class Refs:
         return self._ID.sub(stand_in, ref)
 
 
-def encode(value: tuple[Any, ...], functions: Mapping[int, tuple[str, ...]], refs: Refs) -> bytes:
-    """The stored form of an entry ``value``: marshal data of ``(*value, holes)``, checked by loading it again.
+def encode(value: tuple[Any, Any], functions: Mapping[int, tuple[str, ...]], refs: Refs) -> bytes:
+    """The stored form of ``(schema, bounded)``: marshal data of ``(schema, bounded, nodes, holes)``, checked by loading it.
 
     Everything that is not data (a class, a function, a bound method, a
     ``functools.partial``, a key check) is left out of the data (``None``) and
@@ -252,6 +252,8 @@ def encode(value: tuple[Any, ...], functions: Mapping[int, tuple[str, ...]], ref
     """
     holes: list[tuple[Any, Any, tuple[Any, ...]]] = []
     data = _canonical(value, functions, holes, refs)
+    from acp_types._runtime import model_nodes
+
     places: dict[tuple[Any, ...], list[Any]] = {}
     for container, key, ref in holes:
         places.setdefault(ref, []).extend((container, key))
@@ -260,18 +262,25 @@ def encode(value: tuple[Any, ...], functions: Mapping[int, tuple[str, ...]], ref
     from acp_types._build import _fill
 
     _fill(loaded[-1])
-    if not same(tuple(loaded[:-1]), value, {}):
+    schema, bounded, nodes = loaded[:-1]
+    if not same((schema, bounded), value, {}) or [id(n) for n in nodes] != [id(n) for n in model_nodes(schema)]:
         raise StoreBug("a stored schema, loaded again, differs from the schema it was made from")
     return blob
 
 
 def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list[Any], refs: Refs) -> Any:
-    """``value`` with every container rebuilt (shared ones stay shared), every equal string one object, holes listed.
+    """``(schema, bounded, nodes)`` for storing, from ``(schema, bounded)``: equal strings one object, holes listed.
 
-    Schema refs get their stable stand-ins (:class:`Refs`).
+    The schema is copied as a tree: which of its nodes pydantic shares
+    differs between interpreters (3.10 shares others than 3.11), and that
+    would show in the bytes. The bounded copy is walked beside it and reuses
+    the schema's copy of every subtree it leaves as it is, by position; the
+    model nodes are those of the copy. So what is shared depends only on the
+    schema's value. Schema refs get their stable stand-ins (:class:`Refs`).
     """
+    from acp_types._runtime import model_nodes
+
     strings: dict[str, str] = {}
-    memo: dict[int, tuple[Any, Any]] = {}
 
     def leaf(v: Any) -> Any:
         t = type(v)
@@ -283,41 +292,48 @@ def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list
             raise StoreBug("a core schema holds a set, whose order would depend on the hash seed")
         return _Hole(reference(v, functions))
 
-    def canon(v: Any) -> Any:
+    def item(container: Any, key: Any, v: Any) -> Any:
+        if isinstance(v, _Hole):
+            holes.append((container, key, v.reference))
+            return None
+        return v
+
+    def tree(v: Any, original: Any = None, copy: Any = None) -> Any:
+        """A copy of ``v``; where ``v`` is ``original`` (a subtree of the schema), ``copy`` (the schema's copy of it)."""
+        if original is not None and v is original and type(v) in (dict, list):
+            return copy
         t = type(v)
-        if t not in (dict, list, tuple):
-            return leaf(v)
-        done = memo.get(id(v))
-        if done is not None:
-            return done[1]
         out: Any
         if t is dict:
             out = {}
             for k, x in v.items():
-                key = canon(k)
+                key = leaf(k)
                 if isinstance(key, _Hole):
                     raise StoreBug(f"a core schema has a key that is not data: {k!r}")
-                item = canon(refs(x) if key in _REF_KEYS and type(x) is str else x)
-                if isinstance(item, _Hole):
-                    holes.append((out, key, item.reference))
-                    item = None
-                out[key] = item
-        elif t is list:
+                inner = (original[k], copy[key]) if type(original) is dict and k in original else (None, None)
+                out[key] = item(out, key, tree(refs(x) if k in _REF_KEYS and type(x) is str else x, *inner))
+            return out
+        if t is list:
             out = []
             for i, x in enumerate(v):
-                item = canon(x)
-                if isinstance(item, _Hole):
-                    holes.append((out, i, item.reference))
-                    item = None
-                out.append(item)
-        else:
-            out = tuple(canon(x) for x in v)
-            if any(isinstance(x, _Hole) for x in out):
+                same_place = type(original) is list and i < len(original)
+                inner = (original[i], copy[i]) if same_place else (None, None)
+                out.append(item(out, i, tree(x, *inner)))
+            return out
+        if t is tuple:
+            items = tuple(tree(x) for x in v)
+            if any(isinstance(x, _Hole) for x in items):
                 raise StoreBug(f"a core schema has a tuple holding something that is not data: {v!r}")
-        memo[id(v)] = (v, out)
-        return out
+            return items
+        return leaf(v)
 
-    return canon(value)
+    schema, bounded = value
+    schema_copy = tree(schema)
+    bounded_copy = None
+    if bounded is not None:
+        copy, classes = bounded
+        bounded_copy = (tree(copy, schema, schema_copy), tree(classes))
+    return schema_copy, bounded_copy, list(model_nodes(schema_copy))
 
 
 class _Hole:
@@ -384,7 +400,9 @@ class _Marshal:
         while stack:
             x = stack.pop()
             t = type(x)
-            if t is str or t in (dict, list, tuple):
+            if t is tuple:  # never shared: whether two equal tuples are one object differs between interpreters
+                stack.extend(x)
+            elif t is str or t in (dict, list):
                 key = self._key(x)
                 self.seen[key] = self.seen.get(key, 0) + 1
                 if self.seen[key] > 1 or t is str:
@@ -403,6 +421,9 @@ class _Marshal:
 
     def _start(self, code: bytes, v: Any) -> bool:
         """Write ``v``'s type code; ``False`` when a back-reference was written instead."""
+        if type(v) is tuple:
+            self.out += code
+            return True
         key = self._key(v)
         if key in self.index:
             self.out += b"r" + struct.pack("<i", self.index[key])

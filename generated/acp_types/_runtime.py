@@ -441,7 +441,9 @@ class _ModelValidator:
             fast = make()
             self.fast = fast
             return fast
-        if name in _ModelValidator.__slots__:
+        if name in _ModelValidator.__slots__ or (name.startswith("__") and name.endswith("__")):
+            # no dunder of its own: pydantic-core asks for ``__pydantic_schema_validator__`` while
+            # building any validator that holds this class, which must not build this one
             raise AttributeError(name)
         return getattr(self.fast, name)
 
