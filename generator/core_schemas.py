@@ -34,7 +34,6 @@ are the versions recorded here; otherwise it generates the schema as before.
 
 from __future__ import annotations
 
-import base64
 import json
 import marshal
 import os
@@ -101,7 +100,12 @@ def store_outputs(files: Mapping[str, str], versions: Iterable[str], header: Cal
 
 
 def module_text(record: Mapping[str, Any], entries: Iterable[tuple[str, str]], header: str) -> str:
-    """One store module of a version from what the subprocess recorded: base64 of each entry."""
+    """One store module of a version from what the subprocess recorded.
+
+    Each entry's bytes are a ``str`` of the same code points (latin-1): its
+    literal is shorter than a ``bytes`` one (code points 0xa1-0xff need no
+    escape), and in the compiled module it is the bytes themselves.
+    """
     lines = [
         header,
         '"""Core schemas of model classes, recorded by the generator (see ``acp_types._build.stored``)."""',
@@ -154,7 +158,7 @@ def record_version(version: str) -> dict[str, Any]:
         entries.append((f"model:{cls.__name__}", encode(entry(schema, cls in payloads), functions, refs)))
     shards: list[list[tuple[str, str]]] = [[] for _ in range(_build.SHARDS)]
     for key, data in entries:
-        shards[_build.shard_of(key)].append((key, base64.b64encode(data).decode("ascii")))
+        shards[_build.shard_of(key)].append((key, data.decode("latin-1")))
     return {"pydantic": pydantic.VERSION, "pydantic_core": pydantic_core.__version__, "shards": shards}
 
 
@@ -269,70 +273,90 @@ def encode(value: tuple[Any, Any], functions: Mapping[int, tuple[str, ...]], ref
 
 
 def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list[Any], refs: Refs) -> Any:
-    """``(schema, bounded, nodes)`` for storing, from ``(schema, bounded)``: equal strings one object, holes listed.
+    """``(schema, bounded, nodes)`` for storing, from ``(schema, bounded)``: equal values one object, holes listed.
 
-    The schema is copied as a tree: which of its nodes pydantic shares
-    differs between interpreters (3.10 shares others than 3.11), and that
-    would show in the bytes. The bounded copy is walked beside it and reuses
-    the schema's copy of every subtree it leaves as it is, by position; the
-    model nodes are those of the copy. So what is shared depends only on the
-    schema's value. Schema refs get their stable stand-ins (:class:`Refs`).
+    Which nodes pydantic shares differs between interpreters (3.10 shares
+    others than 3.11), and that would show in the bytes, so the schema is
+    rebuilt by value: every equal string, and every equal dict or list (equal
+    keys in the same order, equal values, the same references), is one
+    object. That halves the containers the runtime builds on loading an entry
+    (pydantic-core only reads a schema; pydantic itself shares nodes). The
+    bounded copy is walked beside the schema and reuses the schema's copy of
+    every subtree it leaves as it is; the model nodes are those of the copy.
+    Schema refs get their stable stand-ins (:class:`Refs`).
     """
     from acp_types._runtime import model_nodes
 
     strings: dict[str, str] = {}
+    interned: dict[Any, Any] = {}
+    keys: dict[int, Any] = {}  # id of an interned container -> its key
 
-    def leaf(v: Any) -> Any:
+    def leaf(v: Any) -> tuple[Any, Any]:
         t = type(v)
         if t is str:
-            return strings.setdefault(v, v)
+            v = strings.setdefault(v, v)
+            return v, ("s", v)
         if v is None or t in (bool, int, float):
-            return v
+            return v, (t.__name__, v)
         if t in (set, frozenset):
             raise StoreBug("a core schema holds a set, whose order would depend on the hash seed")
-        return _Hole(reference(v, functions))
+        hole = _Hole(reference(v, functions))
+        return hole, ("h", hole.reference)
 
-    def item(container: Any, key: Any, v: Any) -> Any:
+    def intern(out: Any, key: Any, mark: int) -> tuple[Any, Any]:
+        found = interned.get(key)
+        if found is not None:
+            del holes[mark:]  # its own holes: everything under an equal container is interned already
+            return found, key
+        interned[key] = out
+        keys[id(out)] = key
+        return out, key
+
+    def item(container: Any, where: Any, v: Any) -> Any:
         if isinstance(v, _Hole):
-            holes.append((container, key, v.reference))
+            holes.append((container, where, v.reference))
             return None
         return v
 
-    def tree(v: Any, original: Any = None, copy: Any = None) -> Any:
-        """A copy of ``v``; where ``v`` is ``original`` (a subtree of the schema), ``copy`` (the schema's copy of it)."""
-        if original is not None and v is original and type(v) in (dict, list):
-            return copy
+    def tree(v: Any, original: Any = None, copy: Any = None) -> tuple[Any, Any]:
+        """The stored copy of ``v`` and its key; where ``v`` is ``original`` (a node of the schema), ``copy`` (its copy)."""
         t = type(v)
+        if original is not None and v is original and t in (dict, list):
+            return copy, keys[id(copy)]
+        mark = len(holes)
         out: Any
         if t is dict:
-            out = {}
+            out, parts = {}, []
             for k, x in v.items():
-                key = leaf(k)
+                key, key_key = leaf(k)
                 if isinstance(key, _Hole):
                     raise StoreBug(f"a core schema has a key that is not data: {k!r}")
                 inner = (original[k], copy[key]) if type(original) is dict and k in original else (None, None)
-                out[key] = item(out, key, tree(refs(x) if k in _REF_KEYS and type(x) is str else x, *inner))
-            return out
+                child, child_key = tree(refs(x) if k in _REF_KEYS and type(x) is str else x, *inner)
+                out[key] = item(out, key, child)
+                parts.append((key_key, child_key))
+            return intern(out, ("d", tuple(parts)), mark)
         if t is list:
-            out = []
+            out, parts = [], []
             for i, x in enumerate(v):
-                same_place = type(original) is list and i < len(original)
-                inner = (original[i], copy[i]) if same_place else (None, None)
-                out.append(item(out, i, tree(x, *inner)))
-            return out
+                inner = (original[i], copy[i]) if type(original) is list and i < len(original) else (None, None)
+                child, child_key = tree(x, *inner)
+                out.append(item(out, i, child))
+                parts.append(child_key)
+            return intern(out, ("l", tuple(parts)), mark)
         if t is tuple:
-            items = tuple(tree(x) for x in v)
-            if any(isinstance(x, _Hole) for x in items):
+            pairs = [tree(x) for x in v]
+            if any(isinstance(x, _Hole) for x, _ in pairs):
                 raise StoreBug(f"a core schema has a tuple holding something that is not data: {v!r}")
-            return items
+            return tuple(x for x, _ in pairs), ("t", tuple(k for _, k in pairs))
         return leaf(v)
 
     schema, bounded = value
-    schema_copy = tree(schema)
+    schema_copy, _ = tree(schema)
     bounded_copy = None
     if bounded is not None:
         copy, classes = bounded
-        bounded_copy = (tree(copy, schema, schema_copy), tree(classes))
+        bounded_copy = (tree(copy, schema, schema_copy)[0], tree(classes)[0])
     return schema_copy, bounded_copy, list(model_nodes(schema_copy))
 
 

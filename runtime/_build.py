@@ -33,7 +33,6 @@ from __future__ import annotations
 import marshal
 import sys
 import threading
-from binascii import a2b_base64
 from functools import partial
 from typing import Any
 
@@ -62,18 +61,24 @@ def complete(cls: Any) -> bool:
     validation (a value written back needs none). On ``False`` nothing about
     ``cls`` has changed.
     """
+    return _complete(cls)[0]
+
+
+def _complete(cls: Any) -> tuple[bool, Any]:
+    """:func:`complete`, and the stored bounded schema of ``cls`` when it was completed from its entry here."""
     try:
         from pydantic._internal._config import ConfigWrapper
         from pydantic._internal._model_construction import unpack_lenient_weakvaluedict
         from pydantic._internal._signature import generate_pydantic_signature
         from pydantic._internal._utils import LazyClassAttribute
     except ImportError:  # a pydantic whose internals moved: use its own model_rebuild
-        return False
+        return False, None
     with _LOCK:
         if cls.__pydantic_complete__:
-            return True
+            return True, None
         if not _completable(cls):
-            return False
+            return False, None
+        bounded = None
         try:
             config = ConfigWrapper(cls.model_config, check=False)
             schema = _FOUND.pop(cls, None)
@@ -83,16 +88,13 @@ def complete(cls: Any) -> bool:
                 entry = _entry_of(cls)
                 if entry is not None:
                     schema, bounded, nodes = entry
-                    if bounded is not None:
-                        _BOUNDED[cls] = bounded
             if schema is None:
                 parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
                 schema = generate_schema(cls, config, parent)
             core_config = config.core_config(title=cls.__name__)
             serializer = SchemaSerializer(schema, core_config)
         except Exception:  # pydantic's own path raises the error the user should see
-            _BOUNDED.pop(cls, None)
-            return False
+            return False, None
         cls.__pydantic_core_schema__ = schema
         cls.__pydantic_validator__ = _ModelValidator(None, cls, partial(SchemaValidator, schema, core_config))
         cls.__pydantic_serializer__ = serializer
@@ -113,7 +115,7 @@ def complete(cls: Any) -> bool:
         hook = getattr(cls, "__pydantic_on_complete__", None)
         if hook is not None:
             hook()
-        return True
+        return True, bounded
 
 
 def _completable(cls: Any) -> bool:
@@ -167,9 +169,6 @@ STORE_MODULE = "_core_schemas"
 SHARDS = 8
 """How many modules a version's store is split into, so that a first message loads an eighth of it."""
 
-_BOUNDED: dict[Any, Any] = {}
-"""The entry points' bounded schema of a class completed from its stored entry, until they build their validator."""
-
 _NO_STORE: dict[str, str] = {}
 _STORES: dict[str, dict[str, str]] = {}
 
@@ -218,7 +217,7 @@ def stored(package: str, kind: str, name: str) -> Any:
     if text is None:
         return None
     try:
-        *entry, holes = marshal.loads(a2b_base64(text))
+        *entry, holes = marshal.loads(text.encode("latin-1"))
         _fill(holes)
     except Exception:  # a store that does not fit this runtime: generate as before
         return None
@@ -230,8 +229,9 @@ def _fill(holes: Any) -> None:
     memo: dict[Any, Any] = {}
     for ref, places in holes:
         found = _resolve(ref, memo)
-        for i in range(0, len(places), 2):
-            places[i][places[i + 1]] = found
+        it = iter(places)
+        for container, key in zip(it, it, strict=True):
+            container[key] = found
 
 
 def _resolve(ref: Any, memo: dict[Any, Any]) -> Any:
@@ -287,14 +287,31 @@ def _entry_of(cls: Any) -> Any:
     return entry if root.get("cls") is cls else None
 
 
-def bounded_of(cls: Any) -> Any:
-    """The stored bounded schema of the payload class ``cls`` for the entry points, or ``None``."""
+def bounded_validator(cls: Any) -> Any:
+    """The entry points' validator of the payload class ``cls`` from its stored bounded schema, or ``None``.
+
+    ``None`` when there is no such entry (then the caller bounds the class's
+    schema itself, as before). A class completed here hands over the bounded
+    copy loaded with its schema, which shares the nodes it leaves as they are
+    with the class's own schema, and the validator is built at once, before
+    anything else can see that schema; a class completed before loads its
+    entry again.
+    """
+    from ._runtime import own_validator
+
     with _LOCK:
-        bounded = _BOUNDED.pop(cls, None)
-        if bounded is None and cls.__pydantic_complete__:
+        bounded = None
+        if not cls.__pydantic_complete__:
+            done, bounded = _complete(cls)
+            if not done:
+                return None
+        if bounded is None:
             entry = _entry_of(cls)
             bounded = None if entry is None else entry[1]
-        return bounded
+        if bounded is None:
+            return None
+        schema, classes = bounded
+        return own_validator(schema, classes)
 
 
 def _alias_discriminator(module: str, alias: str) -> Any:

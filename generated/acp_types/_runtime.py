@@ -354,9 +354,10 @@ def own_validator(schema: Any, classes: Iterable[Any] | None = None) -> SchemaVa
     already (a stored schema lists them), instead of walking the schema.
     """
     classes = _model_classes(schema) if classes is None else set(classes)
-    complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
+    # only the classes that read as complete need hiding (on a first message, the message's own class alone)
+    complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes if cls.__pydantic_complete__}
     try:
-        for cls in classes:
+        for cls in complete:
             type.__setattr__(cls, "__pydantic_complete__", False)
         return SchemaValidator(schema)
     finally:

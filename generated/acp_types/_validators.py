@@ -35,20 +35,19 @@ def bounded_validator(tp: Any, precise: bool = False) -> Callable[..., Any]:
     ``precise``: every native union in its precise form (``acp_types._runtime.precise_schema``),
     the validator whose errors a rejected payload gets.
     """
-    from ._runtime import core_schema_of, own_validator, precise_schema
+    from ._runtime import core_schema_of, precise_schema
 
+    if not precise and isinstance(tp, type):
+        # a payload class with a stored entry: its bounded copy was stored beside its schema
+        from ._build import bounded_validator as stored
+
+        validator = stored(tp)
+        if validator is not None:
+            return validator.validate_python  # type: ignore[no-any-return]
     schema: Any = core_schema_of(tp)
     if precise:
         # precise_schema copies every node it changes or passes (metadata aside, which _bound skips)
         return _bounded(precise_schema(schema))
-    if isinstance(tp, type):
-        # a payload class completed from its stored entry: its bounded copy was stored beside it
-        from ._build import bounded_of
-
-        stored = bounded_of(tp)
-        if stored is not None:
-            bounded, classes = stored
-            return own_validator(bounded, classes).validate_python
     return bounded_schema_validator(schema)
 
 
