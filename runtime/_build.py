@@ -38,7 +38,7 @@ from typing import Any
 
 from pydantic_core import SchemaSerializer, SchemaValidator
 
-from ._runtime import _ModelValidator, model_nodes
+from ._runtime import _key_check, _ModelValidator, model_nodes
 
 _LOCK = threading.RLock()
 
@@ -166,8 +166,8 @@ def _note_contained(schema: Any, nodes: Any = None) -> None:
 STORE_MODULE = "_core_schemas"
 """The generated modules of each version package holding its stored core schemas (``acp_types.v1._core_schemas_0``, ...)."""
 
-SHARDS = 8
-"""How many modules a version's store is split into, so that a first message loads an eighth of it."""
+SHARDS = 16
+"""How many modules a version's store is split into, so that a first message loads a sixteenth of it."""
 
 _NO_STORE: dict[str, str] = {}
 _STORES: dict[str, dict[str, str]] = {}
@@ -240,17 +240,21 @@ def _resolve(ref: Any, memo: dict[Any, Any]) -> Any:
     if found is not memo:
         return found
     kind = ref[0]
-    if kind == "g":  # a module-level class or function, by module and qualified name
+    if kind == "m":  # a bound method (the commonest: every model's JSON schema hook)
+        found = getattr(_resolve(ref[1], memo), ref[2])
+    elif kind == "g":  # a module-level class or function, by module and qualified name
         module = sys.modules.get(ref[1])
         if module is None:
             from importlib import import_module
 
             module = import_module(ref[1])
-        found = module
-        for part in ref[2].split("."):
-            found = getattr(found, part)
-    elif kind == "m":  # a bound method
-        found = getattr(_resolve(ref[1], memo), ref[2])
+        name = ref[2]
+        if "." in name:
+            found = module
+            for part in name.split("."):
+                found = getattr(found, part)
+        else:
+            found = getattr(module, name)
     elif kind == "p":  # a functools.partial
         found = partial(
             _resolve(ref[1], memo),
@@ -260,8 +264,6 @@ def _resolve(ref: Any, memo: dict[Any, Any]) -> Any:
     elif kind == "d":  # plain data, as an argument of a partial
         return ref[1]
     elif kind == "k":  # WireKey's check of unknown keys
-        from ._runtime import _key_check
-
         found = _key_check(*ref[1:])
     elif kind == "a":  # the discriminator of a union alias
         found = _alias_discriminator(ref[1], ref[2])

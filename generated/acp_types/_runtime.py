@@ -76,6 +76,10 @@ class _KeyCheck:
 
     __slots__ = ("names",)
 
+    # pydantic-core names a function validator by its function's ``__name__``
+    # (else its repr): the same name as the closure it replaces
+    __name__ = "check"
+
     def __init__(self, names: frozenset[str]) -> None:
         self.names = names
 
