@@ -62,41 +62,76 @@ class StoreBug(Exception):
 # --------------------------------------------------------------------------- in the generator's process
 
 
-def store_outputs(files: Mapping[str, str], versions: Iterable[str], header: Callable[[str], str]) -> dict[str, str]:
-    """``{path: text}`` of the store module of each version, from the rendered package ``files``.
+class Recording:
+    """One version's store being recorded: a subprocess that imports the rendered package and records it.
 
-    The package's files are written to a temporary folder and each version is
-    imported there by a subprocess of this interpreter (one per version, run
-    side by side); nothing else is touched.
+    Started as soon as the version's package is rendered (its models
+    included), so that it runs while the other version's models still render;
+    :meth:`result` waits for it. ``files`` are written to a temporary folder
+    of its own; nothing else is touched. :meth:`close` stops it and removes
+    the folder (:meth:`result` does both too).
     """
-    chosen = list(versions)
-    if not chosen:
-        return {}
-    with tempfile.TemporaryDirectory(prefix="acp-types-store-") as tmp:
-        for path, text in files.items():
-            if path.startswith(f"{PACKAGE}/") and path.endswith(".py"):
-                target = Path(tmp, path)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_text(text, "utf-8")
-        env = {**os.environ, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
-        root = Path(__file__).resolve().parents[1]
-        procs = {
-            version: subprocess.Popen(
+
+    def __init__(self, files: Mapping[str, str], version: str, header: Callable[[str], str]) -> None:
+        self.version = version
+        self.header = header
+        self._tmp = tempfile.TemporaryDirectory(prefix="acp-types-store-")
+        try:
+            tmp = self._tmp.name
+            for path, text in files.items():
+                if path.startswith(f"{PACKAGE}/") and path.endswith(".py"):
+                    target = Path(tmp, path)
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(text, "utf-8")
+            env = {**os.environ, "PYTHONPATH": tmp, "PYTHONDONTWRITEBYTECODE": "1"}
+            self._proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 [sys.executable, "-m", "generator.core_schemas", tmp, version],
-                cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                cwd=Path(__file__).resolve().parents[1], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             )
-            for version in chosen
-        }
-        results = {version: proc.communicate() for version, proc in procs.items()}
-    out: dict[str, str] = {}
-    for version, (stdout, stderr) in results.items():
-        if procs[version].returncode != 0:
-            raise StoreBug(f"recording the core schemas of {version} failed:\n{stderr.decode(errors='replace')[-3000:]}")
+        except BaseException:
+            self._tmp.cleanup()
+            raise
+
+    def result(self) -> dict[str, str]:
+        """``{path: text}`` of the version's store modules."""
+        assert self._proc is not None, "result() after close()"
+        try:
+            stdout, stderr = self._proc.communicate()
+            failed = self._proc.returncode != 0
+        finally:
+            self.close()
+        if failed:
+            raise StoreBug(f"recording the core schemas of {self.version} failed:\n"
+                           f"{stderr.decode(errors='replace')[-3000:]}")
         record = json.loads(stdout)
+        out: dict[str, str] = {}
         for shard, entries in enumerate(record["shards"]):
-            name = f"{PACKAGE}/{version}/{STORE_MODULE}_{shard}.py"
-            out[name] = module_text(record, entries, header(f"the models of {PACKAGE}.{version}"))
-    return out
+            name = f"{PACKAGE}/{self.version}/{STORE_MODULE}_{shard}.py"
+            out[name] = module_text(record, entries, self.header(f"the models of {PACKAGE}.{self.version}"))
+        return out
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.communicate()
+            self._proc = None
+        self._tmp.cleanup()
+
+
+def store_outputs(files: Mapping[str, str], versions: Iterable[str], header: Callable[[str], str]) -> dict[str, str]:
+    """``{path: text}`` of the store modules of each version, from the rendered package ``files`` (side by side)."""
+    recordings: list[Recording] = []
+    try:
+        for version in versions:
+            recordings.append(Recording(files, version, header))
+        out: dict[str, str] = {}
+        for recording in recordings:
+            out.update(recording.result())
+        return out
+    finally:
+        for recording in recordings:
+            recording.close()
 
 
 def module_text(record: Mapping[str, Any], entries: Iterable[tuple[str, str]], header: str) -> str:

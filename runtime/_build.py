@@ -24,6 +24,19 @@ complete), :func:`complete` returns ``False`` and the caller falls back to
 pydantic's own ``model_rebuild``, so the worst case is the old speed, never
 a different result.
 
+The core schema itself is not generated at run time when it can be helped:
+the generator records every model class's schema on a fresh import of the
+package it has just rendered (``generator/core_schemas.py``) into
+``acp_types.<version>._core_schemas_<n>``, and :func:`complete` takes it from
+there (:func:`stored`) when the installed pydantic and pydantic-core are the
+versions recorded, loading only the one module that holds the class's entry.
+So a first message generates no schema: it loads one entry, builds the
+serializer of its class and the entry point's bounded validator, and nothing
+else; the class's own validator is built on its first validation (writing a
+value back needs none). Otherwise the schema is generated as before, with the
+same result (tests/test_core_schemas.py compares every entry with pydantic's
+schema of the class).
+
 Hand-written: the source is runtime/_build.py, which the generator copies into
 the package unchanged.
 """
@@ -203,10 +216,11 @@ def stored(package: str, kind: str, name: str) -> Any:
 
     An entry is what the generator recorded on a fresh import of the package
     with the pydantic it pins (``generator/core_schemas.py``): for ``kind``
-    ``"model"``, a tuple ``(schema, bounded, nodes)`` of the class's core
-    schema, the entry points' bounded copy of it (``acp_types._validators``)
-    with the model classes in it (``None`` for a class that is no method's
-    payload), and the model nodes inside the schema. ``None`` when there is
+    ``"model"`` and ``name`` a class name, a tuple ``(schema, bounded,
+    nodes)``: the class's core schema; ``(copy, classes)``, the entry points'
+    bounded copy of it (``acp_types._validators``) and the model classes in
+    it, or ``None`` for a class that is no method's payload; and the model
+    nodes inside the schema. ``None`` when there is
     no such entry or the installed pydantic or pydantic-core is not the one
     the store was made with: the caller then generates the schema as before.
     Each call builds the entry afresh, so the caller owns what it gets.
