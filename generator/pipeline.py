@@ -11,7 +11,7 @@ import multiprocessing
 import os
 import re
 from collections.abc import Iterable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import black
 
 from generator import __version__
+from generator.core_schemas import Recording
 from generator.crossversion import CrossMap, build_crossmap, entry_problems
 from generator.diff import report as diff_report
 from generator.diff.compare import pair_names
@@ -156,6 +157,10 @@ def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | Non
     leaves out generated/docs/: the tree is then partial (for tests that need
     one version's code only), and must not be written over generated/.
 
+    Each version's stored core schemas (``generator/core_schemas.py``) are
+    recorded by importing the rendered package in a subprocess, started as
+    soon as that version's models are rendered.
+
     Each version's models (datamodel-code-generator plus black, most of the
     time) render in a process of their own while this one renders the rest;
     ``ACP_TYPES_JOBS=1`` keeps everything in one process. The bytes do not
@@ -164,11 +169,23 @@ def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | Non
     inputs = inputs or load_inputs()
     chosen = [inputs.protocols[v] for v in (versions if versions is not None else inputs.protocols)]
     with _model_workers(len(chosen)) as workers:
-        models = [workers.submit(_models_of, proto) for proto in chosen]
+        models = {workers.submit(_models_of, proto): proto.version for proto in chosen}
         out = _render_package(inputs, chosen)
         if docs:
             out.update(_render_docs(inputs))
-        out.update(future.result() for future in models)
+        recordings: list[Recording] = []
+        try:
+            for future in as_completed(models):
+                path, text = future.result()
+                out[path] = text
+                # the version's stored core schemas, recorded by importing its package just rendered
+                # (while the other version's models may still render)
+                recordings.append(Recording(out, models[future], header))
+            for recording in recordings:
+                out.update(recording.result())
+        finally:
+            for recording in recordings:
+                recording.close()
     return dict(sorted(out.items()))
 
 

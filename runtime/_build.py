@@ -24,19 +24,34 @@ complete), :func:`complete` returns ``False`` and the caller falls back to
 pydantic's own ``model_rebuild``, so the worst case is the old speed, never
 a different result.
 
+The core schema itself is not generated at run time when it can be helped:
+the generator records every model class's schema on a fresh import of the
+package it has just rendered (``generator/core_schemas.py``) into
+``acp_types.<version>._core_schemas_<n>``, and :func:`complete` takes it from
+there (:func:`stored`) when the installed pydantic and pydantic-core are the
+versions recorded, loading only the one module that holds the class's entry.
+So a first message generates no schema: it loads one entry, builds the
+serializer of its class and the entry point's bounded validator, and nothing
+else; the class's own validator is built on its first validation (writing a
+value back needs none). Otherwise the schema is generated as before, with the
+same result (tests/test_core_schemas.py compares every entry with pydantic's
+schema of the class).
+
 Hand-written: the source is runtime/_build.py, which the generator copies into
 the package unchanged.
 """
 
 from __future__ import annotations
 
+import marshal
+import sys
 import threading
 from functools import partial
 from typing import Any
 
 from pydantic_core import SchemaSerializer, SchemaValidator
 
-from ._runtime import model_nodes
+from ._runtime import _key_check, _ModelValidator, model_nodes
 
 _LOCK = threading.RLock()
 
@@ -52,41 +67,49 @@ classes completed too, and their schemas are already here.
 def complete(cls: Any) -> bool:
     """Complete the model class ``cls`` without pydantic's plugin lookup; ``False`` when it cannot here.
 
-    On ``False`` nothing about ``cls`` has changed.
+    The core schema is, in this order: the one pydantic already generated for
+    ``cls`` inside a completed class (:data:`_FOUND`), the one stored at
+    generation time (:func:`stored`), or pydantic's schema generation run now.
+    The serializer is built at once; the class's own validator on its first
+    validation (a value written back needs none). On ``False`` nothing about
+    ``cls`` has changed.
     """
+    return _complete(cls)[0]
+
+
+def _complete(cls: Any) -> tuple[bool, Any]:
+    """:func:`complete`, and the stored bounded schema of ``cls`` when it was completed from its entry here."""
     try:
         from pydantic._internal._config import ConfigWrapper
-        from pydantic._internal._generate_schema import GenerateSchema
         from pydantic._internal._model_construction import unpack_lenient_weakvaluedict
-        from pydantic._internal._namespace_utils import NsResolver
         from pydantic._internal._signature import generate_pydantic_signature
         from pydantic._internal._utils import LazyClassAttribute
     except ImportError:  # a pydantic whose internals moved: use its own model_rebuild
-        return False
+        return False, None
     with _LOCK:
         if cls.__pydantic_complete__:
-            return True
-        if (
-            not cls.__pydantic_fields_complete__
-            or cls.__pydantic_decorators__.computed_fields
-            or cls.__pydantic_generic_metadata__["origin"] is not None
-            or any(f.deprecated is not None for f in cls.__pydantic_fields__.values())
-        ):
-            return False
+            return True, None
+        if not _completable(cls):
+            return False, None
+        bounded = None
         try:
             config = ConfigWrapper(cls.model_config, check=False)
-            parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
             schema = _FOUND.pop(cls, None)
+            found = schema is not None
+            nodes = None
             if schema is None:
-                generate = GenerateSchema(config, NsResolver(parent_namespace=parent))
-                schema = generate.clean_schema(generate.generate_schema(cls))
+                entry = _entry_of(cls)
+                if entry is not None:
+                    schema, bounded, nodes = entry
+            if schema is None:
+                parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
+                schema = generate_schema(cls, config, parent)
             core_config = config.core_config(title=cls.__name__)
-            validator = SchemaValidator(schema, core_config)
             serializer = SchemaSerializer(schema, core_config)
         except Exception:  # pydantic's own path raises the error the user should see
-            return False
+            return False, None
         cls.__pydantic_core_schema__ = schema
-        cls.__pydantic_validator__ = validator
+        cls.__pydantic_validator__ = _ModelValidator(None, cls, partial(SchemaValidator, schema, core_config))
         cls.__pydantic_serializer__ = serializer
         cls.__signature__ = LazyClassAttribute(
             "__signature__",
@@ -99,17 +122,48 @@ def complete(cls: Any) -> bool:
             ),
         )
         cls.__pydantic_complete__ = True
-        _note_contained(schema)
+        if not found:
+            # a schema from _FOUND lies inside one noted already: every class in it is noted or complete
+            _note_contained(schema, nodes)
         hook = getattr(cls, "__pydantic_on_complete__", None)
         if hook is not None:
             hook()
-        return True
+        return True, bounded
 
 
-def _note_contained(schema: Any) -> None:
-    """Keep the schema of each incomplete model class inside ``schema`` for when that class completes."""
+def _completable(cls: Any) -> bool:
+    """Whether :func:`complete` may complete ``cls`` (else pydantic's own ``model_rebuild`` does)."""
+    return bool(
+        cls.__pydantic_fields_complete__
+        and not cls.__pydantic_decorators__.computed_fields
+        and cls.__pydantic_generic_metadata__["origin"] is None
+        and all(f.deprecated is None for f in cls.__pydantic_fields__.values())
+    )
+
+
+def generate_schema(cls: Any, config: Any = None, parent: Any = None) -> Any:
+    """The core schema of ``cls`` as pydantic generates it (what ``model_rebuild`` would make).
+
+    The generator calls it too (``generator/core_schemas.py``), on a fresh
+    import of the package, to store each class's schema.
+    """
+    from pydantic._internal._config import ConfigWrapper
+    from pydantic._internal._generate_schema import GenerateSchema
+    from pydantic._internal._namespace_utils import NsResolver
+
+    if config is None:
+        config = ConfigWrapper(cls.model_config, check=False)
+    generate = GenerateSchema(config, NsResolver(parent_namespace=parent or {}))
+    return generate.clean_schema(generate.generate_schema(cls))
+
+
+def _note_contained(schema: Any, nodes: Any = None) -> None:
+    """Keep the schema of each incomplete model class inside ``schema`` for when that class completes.
+
+    ``nodes``: the model nodes of ``schema`` when known already (a stored schema lists them).
+    """
     definitions = schema.get("definitions") if schema.get("type") == "definitions" else None
-    for node in model_nodes(schema):
+    for node in model_nodes(schema) if nodes is None else nodes:
         contained = node["cls"]
         if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
             # a definition-ref inside it points into the outer schema's definitions
@@ -118,3 +172,174 @@ def _note_contained(schema: Any) -> None:
                 if definitions is None
                 else {"type": "definitions", "schema": node, "definitions": definitions}
             )
+
+
+# --------------------------------------------------------------------------- the stored schemas
+
+STORE_MODULE = "_core_schemas"
+"""The generated modules of each version package holding its stored core schemas (``acp_types.v1._core_schemas_0``, ...)."""
+
+SHARDS = 16
+"""How many modules a version's store is split into, so that a first message loads a sixteenth of it."""
+
+_NO_STORE: dict[str, str] = {}
+_STORES: dict[str, dict[str, str]] = {}
+
+
+def shard_of(key: str) -> int:
+    """The store module that holds the entry ``key``: the same on every run and interpreter."""
+    return sum(key.encode()) % SHARDS
+
+
+def _store(module_name: str) -> dict[str, str] | None:
+    """The ``SCHEMAS`` of one store module, or ``None``: missing, or made with another pydantic."""
+    table = _STORES.get(module_name)
+    if table is None:
+        table = _NO_STORE
+        try:
+            from importlib import import_module
+
+            import pydantic
+            import pydantic_core
+
+            module = import_module(module_name)
+            if (module.PYDANTIC, module.PYDANTIC_CORE) == (pydantic.VERSION, pydantic_core.__version__):
+                table = module.SCHEMAS
+        except Exception:  # no store (a partial tree), or a damaged one: generate as before
+            pass
+        _STORES[module_name] = table
+    return None if table is _NO_STORE else table
+
+
+def stored(package: str, kind: str, name: str) -> Any:
+    """The stored entry ``kind:name`` of the version package ``package`` (``"acp_types.v1"``), or ``None``.
+
+    An entry is what the generator recorded on a fresh import of the package
+    with the pydantic it pins (``generator/core_schemas.py``): for ``kind``
+    ``"model"`` and ``name`` a class name, a tuple ``(schema, bounded,
+    nodes)``: the class's core schema; ``(copy, classes)``, the entry points'
+    bounded copy of it (``acp_types._validators``) and the model classes in
+    it, or ``None`` for a class that is no method's payload; and the model
+    nodes inside the schema. ``None`` when there is
+    no such entry or the installed pydantic or pydantic-core is not the one
+    the store was made with: the caller then generates the schema as before.
+    Each call builds the entry afresh, so the caller owns what it gets.
+    """
+    key = f"{kind}:{name}"
+    table = _store(f"{package}.{STORE_MODULE}_{shard_of(key)}")
+    text = None if table is None else table.get(key)
+    if text is None:
+        return None
+    try:
+        *entry, holes = marshal.loads(text.encode("latin-1"))
+        _fill(holes)
+    except Exception:  # a store that does not fit this runtime: generate as before
+        return None
+    return tuple(entry)
+
+
+def _fill(holes: Any) -> None:
+    """Put back what a stored entry holds besides data: ``(reference, (container, key, container, key, ...))`` each."""
+    memo: dict[Any, Any] = {}
+    for ref, places in holes:
+        found = _resolve(ref, memo)
+        it = iter(places)
+        for container, key in zip(it, it, strict=True):
+            container[key] = found
+
+
+def _resolve(ref: Any, memo: dict[Any, Any]) -> Any:
+    """The object a stored reference names (written by ``generator/core_schemas.py``'s ``reference``)."""
+    found = memo.get(ref, memo)
+    if found is not memo:
+        return found
+    kind = ref[0]
+    if kind == "m":  # a bound method (the commonest: every model's JSON schema hook)
+        found = getattr(_resolve(ref[1], memo), ref[2])
+    elif kind == "g":  # a module-level class or function, by module and qualified name
+        module = sys.modules.get(ref[1])
+        if module is None:
+            from importlib import import_module
+
+            module = import_module(ref[1])
+        name = ref[2]
+        if "." in name:
+            found = module
+            for part in name.split("."):
+                found = getattr(found, part)
+        else:
+            found = getattr(module, name)
+    elif kind == "p":  # a functools.partial
+        found = partial(
+            _resolve(ref[1], memo),
+            *[_resolve(arg, memo) for arg in ref[2]],
+            **{key: _resolve(value, memo) for key, value in ref[3]},
+        )
+    elif kind == "d":  # plain data, as an argument of a partial
+        return ref[1]
+    elif kind == "k":  # WireKey's check of unknown keys
+        found = _key_check(*ref[1:])
+    elif kind == "a":  # the discriminator of a union alias
+        found = _alias_discriminator(ref[1], ref[2])
+    elif kind == "v":  # a class's model validator
+        found = _class_validator(ref[1], ref[2], ref[3])
+    else:
+        raise ValueError(f"unknown reference {ref!r}")
+    memo[ref] = found
+    return found
+
+
+def _entry_of(cls: Any) -> Any:
+    module = cls.__module__
+    package, _, last = module.rpartition(".")
+    if last != "models" or cls.__qualname__ != cls.__name__:
+        return None
+    entry = stored(package, "model", cls.__name__)
+    if entry is None:
+        return None
+    schema = entry[0]
+    root = schema["schema"] if schema.get("type") == "definitions" else schema
+    # the entry of another class of that name (a stale store): not this one's
+    return entry if root.get("cls") is cls else None
+
+
+def bounded_validator(cls: Any) -> Any:
+    """The entry points' validator of the payload class ``cls`` from its stored bounded schema, or ``None``.
+
+    ``None`` when there is no such entry (then the caller bounds the class's
+    schema itself, as before). A class completed here hands over the bounded
+    copy loaded with its schema, which shares the nodes it leaves as they are
+    with the class's own schema, and the validator is built at once, before
+    anything else can see that schema; a class completed before loads its
+    entry again.
+    """
+    from ._runtime import own_validator
+
+    with _LOCK:
+        bounded = None
+        if not cls.__pydantic_complete__:
+            done, bounded = _complete(cls)
+            if not done:
+                return None
+        if bounded is None:
+            entry = _entry_of(cls)
+            bounded = None if entry is None else entry[1]
+        if bounded is None:
+            return None
+        schema, classes = bounded
+        return own_validator(schema, classes)
+
+
+def _alias_discriminator(module: str, alias: str) -> Any:
+    """The discriminator function of the union alias ``alias`` of ``module`` (for stored schemas)."""
+    from pydantic import Discriminator
+
+    value = getattr(sys.modules[module], alias).__value__
+    (found,) = [m.discriminator for m in getattr(value, "__metadata__", ()) if isinstance(m, Discriminator)]
+    return found
+
+
+def _class_validator(module: str, name: str, attribute: str) -> Any:
+    """The function of the model validator ``attribute`` of the class ``name`` of ``module`` (for stored schemas)."""
+    cls = getattr(sys.modules[module], name)
+    return cls.__pydantic_decorators__.model_validators[attribute].func

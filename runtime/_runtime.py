@@ -12,7 +12,7 @@ into the package unchanged.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
@@ -77,14 +77,47 @@ class WireKey:
     def __get_pydantic_core_schema__(
         self, source: Any, handler: GetCoreSchemaHandler
     ) -> CoreSchema:
-        names = self.names
+        return core_schema.no_info_after_validator_function(_KeyCheck(self.names), handler(source))
 
-        def check(key: str) -> str:
-            if key in names:
-                _SLOW.needed = True
-            return key
 
-        return core_schema.no_info_after_validator_function(check, handler(source))
+class _KeyCheck:
+    """The check :class:`WireKey` puts on unknown keys: flags a key of ``names`` for the slow path.
+
+    A small callable object rather than a closure, so that a core schema holding
+    it can be stored at generation time and rebuilt (``acp_types._build``), and
+    two checks of the same names compare equal.
+    """
+
+    __slots__ = ("names",)
+
+    # pydantic-core names a function validator by its function's ``__name__``
+    # (else its repr): the same name as the closure it replaces
+    __name__ = "check"
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+
+    def __call__(self, key: str) -> str:
+        if key in self.names:
+            _SLOW.needed = True
+        return key
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is _KeyCheck and other.names == self.names
+
+    def __hash__(self) -> int:
+        return hash(self.names)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # sorted: a frozenset pickles in hash order, which changes from run to run
+        return (_key_check, tuple(sorted(self.names)))
+
+    def __repr__(self) -> str:
+        return f"_KeyCheck({sorted(self.names)!r})"
+
+
+def _key_check(*names: str) -> _KeyCheck:
+    return _KeyCheck(frozenset(names))
 
 
 class _OmitOnError:
@@ -377,18 +410,20 @@ def slow_validator(tp: Any) -> SchemaValidator:
     return own_validator(_slow_schema(schema))
 
 
-def own_validator(schema: Any) -> SchemaValidator:
+def own_validator(schema: Any, classes: Iterable[Any] | None = None) -> SchemaValidator:
     """A validator of ``schema`` that uses it all, nested models included.
 
     pydantic-core reuses a complete model class's own validator for a nested
     model schema; a changed copy of a schema (the slow path, the entry points'
     bounded reports) needs its own, so the classes read as incomplete while
-    it is built.
+    it is built. ``classes``: those of the schema's model nodes, when known
+    already (a stored schema lists them), instead of walking the schema.
     """
-    classes = _model_classes(schema)
-    complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes}
+    classes = _model_classes(schema) if classes is None else set(classes)
+    # only the classes that read as complete need hiding (on a first message, the message's own class alone)
+    complete = {cls: cls.__dict__.get("__pydantic_complete__") for cls in classes if cls.__pydantic_complete__}
     try:
-        for cls in classes:
+        for cls in complete:
             type.__setattr__(cls, "__pydantic_complete__", False)
         return SchemaValidator(schema)
     finally:
@@ -432,11 +467,19 @@ class _ModelValidator:
     (:data:`FAST_UNION`) would report every alternative they tried.
     """
 
-    __slots__ = ("cls", "fast")
+    __slots__ = ("cls", "fast", "_make")
 
-    def __init__(self, fast: SchemaValidator, cls: type[BaseModel]) -> None:
-        self.fast = fast
+    def __init__(
+        self,
+        fast: SchemaValidator | None,
+        cls: type[BaseModel],
+        make: Callable[[], SchemaValidator] | None = None,
+    ) -> None:
+        """``fast``, or ``make`` to build it on first use (``acp_types._build``: writing a value back needs none)."""
+        if fast is not None:
+            self.fast = fast
         self.cls = cls
+        self._make = make
 
     def validate_python(self, input: Any, **kwargs: Any) -> Any:
         try:
@@ -457,6 +500,18 @@ class _ModelValidator:
             return precise_validator(self.cls).validate_strings(input, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
+        # reached only for what the slots do not hold: ``fast`` before it is built, or the validator's own attributes
+        if name == "fast":
+            make = object.__getattribute__(self, "_make")
+            if make is None:
+                raise AttributeError(name)
+            fast = make()
+            self.fast = fast
+            return fast
+        if name in _ModelValidator.__slots__ or (name.startswith("__") and name.endswith("__")):
+            # no dunder of its own: pydantic-core asks for ``__pydantic_schema_validator__`` while
+            # building any validator that holds this class, which must not build this one
+            raise AttributeError(name)
         return getattr(self.fast, name)
 
 

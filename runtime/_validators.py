@@ -37,6 +37,13 @@ def bounded_validator(tp: Any, precise: bool = False) -> Callable[..., Any]:
     """
     from ._runtime import core_schema_of, precise_schema
 
+    if not precise and isinstance(tp, type):
+        # a payload class with a stored entry: its bounded copy was stored beside its schema
+        from ._build import bounded_validator as stored
+
+        validator = stored(tp)
+        if validator is not None:
+            return validator.validate_python  # type: ignore[no-any-return]
     schema: Any = core_schema_of(tp)
     if precise:
         # precise_schema copies every node it changes or passes (metadata aside, which _bound skips)

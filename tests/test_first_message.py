@@ -69,9 +69,18 @@ def test_completed_models_are_what_pydantic_completes(version: str) -> None:
 
     ours = observe()
     assert "sessionId" in str(ours[0]) and ours[1] == update
-    # pydantic's own completion of the same class (forced), observed the same way
-    BaseModel.model_rebuild.__func__(cls, force=True)  # type: ignore[attr-defined]
-    assert observe() == ours
+    # pydantic's own completion of the same class (forced), observed the same way; the class is
+    # shared by the whole test session, so what the forced rebuild replaces is put back afterwards
+    kept = {name: cls.__dict__[name] for name in _COMPLETED if name in cls.__dict__}
+    try:
+        BaseModel.model_rebuild.__func__(cls, force=True)  # type: ignore[attr-defined]
+        assert observe() == ours
+    finally:
+        for name, value in kept.items():
+            type.__setattr__(cls, name, value)
+
+
+_COMPLETED = ("__pydantic_core_schema__", "__pydantic_validator__", "__pydantic_serializer__", "__signature__")
 
 
 def test_falls_back_to_pydantic_when_its_internals_are_missing() -> None:
