@@ -196,9 +196,8 @@ class AcpModel(BaseModel):
         by_name: bool | None = None,
     ) -> Self:
         fast = _FAST_VALIDATORS.get(cls)
-        if fast is None:  # not completed yet (deferred), or completed without our hook
-            validator: Any = cls.__pydantic_validator__
-            fast = validator.fast if type(validator) is _ModelValidator else validator
+        if fast is None:  # not completed or not validated with yet, or completed without our hook
+            fast = _fast(cls)
         try:
             if strict is None and extra is None and from_attributes is None and context is None and by_alias is None:
                 # the common call, kept to the one option pydantic-core is given (each costs)
@@ -239,9 +238,8 @@ class AcpModel(BaseModel):
         by_name: bool | None = None,
     ) -> Self:
         fast = _FAST_VALIDATORS.get(cls)
-        if fast is None:  # not completed yet (deferred), or completed without our hook
-            validator: Any = cls.__pydantic_validator__
-            fast = validator.fast if type(validator) is _ModelValidator else validator
+        if fast is None:  # not completed or not validated with yet, or completed without our hook
+            fast = _fast(cls)
         try:
             if strict is None and extra is None and context is None and by_alias is None:
                 model = fast.validate_json(json_data, by_name=by_name)
@@ -347,7 +345,11 @@ def _adopt_validator(cls: type[BaseModel]) -> None:
     """
     validator = cls.__dict__.get("__pydantic_validator__")
     if type(validator) is _ModelValidator:
-        _FAST_VALIDATORS[cls] = validator.fast
+        try:
+            _FAST_VALIDATORS[cls] = object.__getattribute__(validator, "fast")
+        except AttributeError:
+            # not built yet (acp_types._build builds it on first use): _fast records it then
+            _FAST_VALIDATORS.pop(cls, None)
     elif isinstance(validator, SchemaValidator):
         type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
         _FAST_VALIDATORS[cls] = validator
@@ -453,9 +455,21 @@ def _model_classes(schema: Any) -> set[Any]:
 
 
 def _fast(cls: type[BaseModel]) -> Any:
-    """The fast validator of ``cls`` (its own, or the one inside :class:`_ModelValidator`)."""
+    """The fast validator of ``cls`` (its own, or the one inside :class:`_ModelValidator`).
+
+    A deferred class is completed first; the validator inside a :class:`_ModelValidator` is built on its first use
+    (``acp_types._build``), and from then on the entry points find it in
+    ``_FAST_VALIDATORS`` without the class attribute read.
+    """
+    if not cls.__pydantic_complete__:
+        cls.model_rebuild()  # what the deferred class's placeholder validator would do on its first use
     validator: Any = cls.__pydantic_validator__
-    return validator.fast if type(validator) is _ModelValidator else validator
+    if type(validator) is not _ModelValidator:
+        return validator
+    fast = validator.fast
+    if cls.__dict__.get("__pydantic_validator__") is validator:
+        _FAST_VALIDATORS[cls] = fast
+    return fast
 
 
 class _ModelValidator:
