@@ -22,6 +22,7 @@ from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator, core
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 from typing_extensions import Self, TypeAliasType, TypeVar
 
+from acp_types import _wire
 from acp_types._protocol import FeatureSide, Kind, Side, Stability
 
 UNKNOWN_TAG = "__acp_unknown__"
@@ -1120,29 +1121,14 @@ def _integral_floats_as_ints(data: Any, exc: ValidationError) -> Any:
     return None if fixed is data else fixed
 
 
-_WIRE: Any = None
-
-
-def _load_wire() -> Any:
-    global _WIRE
-    from . import _wire
-
-    _WIRE = _wire
-    return _wire
-
-
 def wire_payload(value: Any, tp: Any) -> Any:
     """``value`` read as JSON within the parser's limits (integral floats as ints); else a ValidationError.
 
     ``tp`` names the type in the error. The input is never changed.
     """
-    # imported on first use, and kept: an import statement here cost more than the check of a small payload
-    wire = _WIRE or _load_wire()
     try:
-        return wire.check_value(value, 1)
-    except wire.JsonLimitError as exc:
-        from pydantic_core import PydanticCustomError
-
+        return _wire.check_value(value, 1)
+    except _wire.JsonLimitError as exc:
         title = tp if isinstance(tp, str) else getattr(tp, "__name__", None) or str(tp)
         raise ValidationError.from_exception_data(
             title,
@@ -1202,3 +1188,8 @@ def advertised(message: Any, path: tuple[str, ...]) -> bool:
             return False
         value = value.get(segment)
     return value is not None and value is not False
+
+
+# Every first message needs these (the store, the bounded validators): loaded
+# with the models, they are no part of its cost. Last, as they import from here.
+from . import _build, _validators  # noqa: E402, F401
