@@ -670,18 +670,27 @@ def _envelope_validator(
     general path. The writer is the envelope's own serializer: wire names,
     unset fields left out.
     """
-    from pydantic import TypeAdapter  # noqa: PLC0415
+    from pydantic_core import SchemaSerializer  # noqa: PLC0415
 
+    from ._build import type_schema  # noqa: PLC0415
     from ._validators import bounded_schema_validator  # noqa: PLC0415
 
-    adapter = TypeAdapter(tp)
-    from_python = bounded_schema_validator(adapter.core_schema)
+    made = type_schema(tp)
+    if made is None:  # pydantic's internals moved: its TypeAdapter makes the same schema, slower
+        from pydantic import TypeAdapter  # noqa: PLC0415
+
+        adapter = TypeAdapter(tp)
+        schema, serializer = adapter.core_schema, adapter.serializer
+    else:
+        schema, core_config = made
+        serializer = SchemaSerializer(schema, core_config)
+    from_python = bounded_schema_validator(schema)
     # a bound validate_python: its validator reads JSON text as well
     from_text = getattr(getattr(from_python, "__self__", None), "validate_json", None)
     return (
         partial(from_python, strict=True, by_name=False),
         None if from_text is None else partial(from_text, strict=True, by_name=False),
-        partial(adapter.serializer.to_json, by_alias=True, exclude_unset=True),
+        partial(serializer.to_json, by_alias=True, exclude_unset=True),
     )
 
 

@@ -6,6 +6,7 @@ the models completed this way behave as pydantic's own completion makes them.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 import subprocess
@@ -23,6 +24,8 @@ update = {update}
 note = m.parse_params("session/update", update)
 assert json.loads(note.to_json()) == update, note.to_json()
 assert json.loads(spec.params.model_validate_json(json.dumps(update), by_name=False).to_json()) == update
+line = json.dumps({{"jsonrpc": "2.0", "method": "session/update", "params": update}})
+assert m.parse_message(line).to_json() == line.replace(", ", ",").replace(": ", ":")
 print(json.dumps(sorted(name for name in sys.modules if name.startswith(("importlib.metadata", "pydantic.plugin")))))
 """
 
@@ -142,3 +145,22 @@ def test_contained_classes_complete_from_the_schema_already_generated(version: s
                          cwd=ROOT / "generated", check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["ok"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_envelope_schemas_are_what_a_type_adapter_makes(version: str) -> None:
+    # parse_message's first line of a method builds its envelope's schema itself
+    # (acp_types._build.type_schema: no plugin lookup, the payload class completed
+    # from the store first); it must be the schema pydantic's TypeAdapter makes
+    from pydantic import TypeAdapter
+
+    from acp_types import _build
+    from generator.core_schemas import same  # equal schemas, partials compared by what they hold
+
+    envelopes = importlib.import_module(f"acp_types.{version}.envelopes")
+    types = [*envelopes.CALLS.values(), *envelopes.RESULTS.values(), envelopes.ERROR]
+    assert len(types) > 20
+    for tp in types:
+        made = _build.type_schema(tp)
+        assert made is not None, tp
+        assert same(made[0], TypeAdapter(tp).core_schema), tp.__name__

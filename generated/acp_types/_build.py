@@ -157,6 +157,37 @@ def generate_schema(cls: Any, config: Any = None, parent: Any = None) -> Any:
     return generate.clean_schema(generate.generate_schema(cls))
 
 
+def type_schema(tp: Any) -> tuple[Any, Any] | None:
+    """The core schema and core config of the type ``tp`` (an envelope ``TypedDict``), as ``TypeAdapter(tp)`` makes them.
+
+    The model classes it holds are completed first (from the store), so
+    pydantic reuses their schemas instead of generating them again, and
+    nothing looks up pydantic's plugins. ``None`` when pydantic's internals
+    are not the ones this uses: the caller then uses ``TypeAdapter``.
+    """
+    try:
+        from pydantic._internal._config import ConfigWrapper
+    except ImportError:
+        return None
+    from typing import get_type_hints
+
+    from ._runtime import AcpModel
+
+    try:
+        hints = get_type_hints(tp)
+    except Exception:  # an annotation that does not resolve: TypeAdapter says why
+        return None
+    for hint in hints.values():
+        if isinstance(hint, type) and issubclass(hint, AcpModel) and not hint.__pydantic_complete__:
+            hint.model_rebuild()
+    config = ConfigWrapper(None)
+    try:
+        schema = generate_schema(tp, config, {})
+    except Exception:
+        return None
+    return schema, config.core_config(None)
+
+
 def _note_contained(schema: Any, nodes: Any = None) -> None:
     """Keep the schema of each incomplete model class inside ``schema`` for when that class completes.
 
