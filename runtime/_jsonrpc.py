@@ -660,7 +660,7 @@ class FastPath:
 
 def _envelope_validator(
     tp: Any,
-) -> tuple[Callable[[Any], Any], Callable[[Any], Any] | None, Callable[[Any], bytes]]:
+) -> tuple[Callable[[Any], Any], Callable[[Any], Any], Callable[[Any], bytes]]:
     """The strict, wire-names-only validators of an envelope type (error reports bounded), and its writer.
 
     The first validates a decoded value, the second JSON text (``str`` or
@@ -684,12 +684,10 @@ def _envelope_validator(
     else:
         schema, core_config = made
         serializer = SchemaSerializer(schema, core_config)
-    from_python = bounded_schema_validator(schema)
-    # a bound validate_python: its validator reads JSON text as well
-    from_text = getattr(getattr(from_python, "__self__", None), "validate_json", None)
+    validator = bounded_schema_validator(schema)
     return (
-        partial(from_python, strict=True, by_name=False),
-        None if from_text is None else partial(from_text, strict=True, by_name=False),
+        partial(validator.validate_python, strict=True, by_name=False),
+        partial(validator.validate_json, strict=True, by_name=False),
         partial(serializer.to_json, by_alias=True, exclude_unset=True),
     )
 
@@ -749,30 +747,45 @@ def _fast_one(
         return None
     if slow.needed:
         return None
-    if name is not None:
-        if rid is _NO_ID:
-            return _make(  # type: ignore[no-any-return]
-                Notification,
-                {"method": name, "params": env["params"], "extra": _EMPTY, "has_params": True,
-                 "_written": (write, env)},
-            )
-        return _make(  # type: ignore[no-any-return]
-            Request,
-            {"id": rid, "method": name, "params": env["params"], "extra": _EMPTY, "has_params": True,
-             "_written": (write, env)},
-        )
-    answered = pending.pop(rid) if pending is not None else None
-    resolved = method if method is not None else answered
-    if which is fast.results:
-        return _make(  # type: ignore[no-any-return]
-            Response,
-            {"id": rid, "result": env["result"], "method": resolved, "extra": _EMPTY,
-             "_written": (write, env)},
-        )
-    return _make(  # type: ignore[no-any-return]
-        ErrorResponse,
-        {"id": rid, "error": env["error"], "method": resolved, "extra": _EMPTY, "_written": (write, env)},
-    )
+    return _message(fast, which, name, rid, env, write, method, pending, None)
+
+
+def _message(
+    fast: FastPath,
+    which: dict[Any, Any],
+    name: str | None,
+    rid: Any,
+    env: Any,
+    write: Callable[[Any], bytes],
+    method: str | None,
+    pending: PendingRequests | None,
+    line: bytes | None,
+) -> Message:
+    """The message a fast path read with one validation of its envelope ``env`` (a call when ``which`` is ``fast.calls``).
+
+    ``line``: the envelope written back, when it was read from text; its
+    payload then stays in ``env`` until first reached (``_Envelope.__getattr__``)
+    and ``to_json`` returns the line until then. A response's id stops being
+    pending here, the last step, once the message is certain.
+    """
+    members: dict[str, Any]
+    if which is fast.calls:
+        members = {"method": name, "extra": _EMPTY, "has_params": True, "_written": (write, env)}
+        cls: type = Notification
+        if rid is not _NO_ID:
+            members["id"] = rid
+            cls = Request
+        payload = "params"
+    else:
+        answered = pending.pop(rid) if pending is not None else None
+        members = {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
+                   "_written": (write, env)}
+        cls, payload = (Response, "result") if which is fast.results else (ErrorResponse, "error")
+    if line is None:
+        members[payload] = env[payload]
+    else:
+        members["_line"] = line
+    return _make(cls, members)  # type: ignore[no-any-return]
 
 
 _TRIED = object()
@@ -849,7 +862,7 @@ def _fast_text(
     triple = which.get(key, _NO_ID)
     if triple is _NO_ID:
         triple = fast.validator(which, key)
-    if triple is None or triple[1] is None:
+    if triple is None:
         return None
     slow = _SLOW
     slow.needed = False
@@ -863,7 +876,7 @@ def _fast_text(
         triple = which.get(None, _NO_ID)
         if triple is _NO_ID:
             triple = fast.validator(which, None)
-        if triple is None or triple[1] is None:
+        if triple is None:
             return _TRIED
         slow.needed = False
         try:
@@ -878,33 +891,12 @@ def _fast_text(
         return None
     if which is fast.calls:
         rid = env.get("id", _NO_ID)
-        if rid is _NO_ID:
-            return _make(
-                Notification,
-                {"method": key, "extra": _EMPTY, "has_params": True, "_written": (write, env), "_line": out},
-            )
-        return _make(
-            Request,
-            {"id": rid, "method": key, "extra": _EMPTY, "has_params": True, "_written": (write, env),
-             "_line": out},
-        )
-    rid = env["id"]
-    if which is fast.results:
-        if peeked is not _NO_ID and (type(rid) is not type(peeked) or rid != peeked):
+    else:
+        rid = env["id"]
+        if which is fast.results and peeked is not _NO_ID and (type(rid) is not type(peeked) or rid != peeked):
             # the method came from another id than the response's own
             return None
-        answered = pending.pop(rid) if pending is not None else None
-        return _make(
-            Response,
-            {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
-             "_written": (write, env), "_line": out},
-        )
-    answered = pending.pop(rid) if pending is not None else None
-    return _make(
-        ErrorResponse,
-        {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
-         "_written": (write, env), "_line": out},
-    )
+    return _message(fast, which, key, rid, env, write, method, pending, out)
 
 
 def parse_message(

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from functools import cache, partial
 from typing import Any
 
+from pydantic_core import SchemaValidator
+
 _COLLECTIONS = frozenset({"list", "dict", "set", "frozenset", "tuple"})
 
 
@@ -47,20 +49,20 @@ def bounded_validator(tp: Any, precise: bool = False) -> Callable[..., Any]:
     schema: Any = core_schema_of(tp)
     if precise:
         # precise_schema copies every node it changes or passes (metadata aside, which _bound skips)
-        return _bounded(precise_schema(schema))
-    return bounded_schema_validator(schema)
+        return _bounded(precise_schema(schema)).validate_python
+    return bounded_schema_validator(schema).validate_python
 
 
-def bounded_schema_validator(schema: Any) -> Callable[..., Any]:
-    """``validate_python`` of a core schema, with bounded error reports; ``schema`` itself is left as it is."""
+def bounded_schema_validator(schema: Any) -> SchemaValidator:
+    """The validator of a core schema with bounded error reports (Python and JSON input); ``schema`` is left as it is."""
     return _bounded(_copy_containers(schema))
 
 
-def _bounded(schema: Any) -> Callable[..., Any]:
+def _bounded(schema: Any) -> SchemaValidator:
     from ._runtime import own_validator
 
     _bound(schema)
-    return own_validator(schema).validate_python
+    return own_validator(schema)
 
 
 def _copy_containers(node: Any) -> Any:
