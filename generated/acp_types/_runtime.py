@@ -209,21 +209,15 @@ class AcpModel(BaseModel):
                     context=context, by_alias=by_alias, by_name=by_name,
                 )
         except ValidationError:
-            _SLOW.needed = False
             # the native unions' errors name every alternative: the precise form's say what is wrong
-            try:
-                model = precise_validator(cls).validate_python(
-                    obj, strict=strict, extra=extra, from_attributes=from_attributes,
-                    context=context, by_alias=by_alias, by_name=by_name,
-                )
-            except ValidationError:
-                _SLOW.needed = False
-                raise
+            return _again(  # type: ignore[no-any-return]
+                precise_validator(cls).validate_python, obj, strict=strict, extra=extra,
+                from_attributes=from_attributes, context=context, by_alias=by_alias, by_name=by_name,
+            )
         if _SLOW.needed:
-            _SLOW.needed = False
-            model = slow_validator(cls).validate_python(
-                obj, strict=strict, extra=extra, from_attributes=from_attributes,
-                context=context, by_alias=by_alias, by_name=by_name,
+            return _again(  # type: ignore[no-any-return]
+                slow_validator(cls).validate_python, obj, strict=strict, extra=extra,
+                from_attributes=from_attributes, context=context, by_alias=by_alias, by_name=by_name,
             )
         return model  # type: ignore[no-any-return]
 
@@ -249,18 +243,14 @@ class AcpModel(BaseModel):
                     json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
                 )
         except ValidationError:
-            _SLOW.needed = False
-            try:
-                model = precise_validator(cls).validate_json(
-                    json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
-                )
-            except ValidationError:
-                _SLOW.needed = False
-                raise
+            return _again(  # type: ignore[no-any-return]
+                precise_validator(cls).validate_json, json_data,
+                strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name,
+            )
         if _SLOW.needed:
-            _SLOW.needed = False
-            model = slow_validator(cls).validate_json(
-                json_data, strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name
+            return _again(  # type: ignore[no-any-return]
+                slow_validator(cls).validate_json, json_data,
+                strict=strict, extra=extra, context=context, by_alias=by_alias, by_name=by_name,
             )
         return model  # type: ignore[no-any-return]
 
@@ -1031,8 +1021,7 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
             slow.needed = False
             return _validate_json_numbers(partial(_payload, bounded, tp), data)
         if slow.needed:
-            slow.needed = False
-            value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
+            return _again(slow_validator(tp).validate_python, data, strict=True, by_name=False)
         return value
 
     return validate
@@ -1043,18 +1032,26 @@ def _payload(bounded: Callable[[Any], Any], tp: Any, data: Any) -> Any:
     try:
         value = bounded(data)
     except ValidationError:
-        _SLOW.needed = False
         from ._validators import bind
 
-        try:
-            value = bind(tp, precise=True)(data)
-        except ValidationError:
-            _SLOW.needed = False
-            raise
+        return _again(bind(tp, precise=True), data)
     if _SLOW.needed:
-        _SLOW.needed = False
-        value = slow_validator(tp).validate_python(data, strict=True, by_name=False)
+        return _again(slow_validator(tp).validate_python, data, strict=True, by_name=False)
     return value
+
+
+def _again(validate: Callable[..., Any], data: Any, **options: Any) -> Any:
+    """An entry point's cold path: ``data`` validated again (the precise form after a rejection, or the slow path).
+
+    The slow-path flag a first validation set is cleared first, and whatever
+    this validation sets is cleared too, error or not, so no flag outlives
+    the entry point.
+    """
+    _SLOW.needed = False
+    try:
+        return validate(data, **options)
+    finally:
+        _SLOW.needed = False
 
 
 def _validate_json_numbers(base: Callable[[Any], Any], data: Any) -> Any:
