@@ -119,21 +119,6 @@ class Recording:
         self._tmp.cleanup()
 
 
-def store_outputs(files: Mapping[str, str], versions: Iterable[str], header: Callable[[str], str]) -> dict[str, str]:
-    """``{path: text}`` of the store modules of each version, from the rendered package ``files`` (side by side)."""
-    recordings: list[Recording] = []
-    try:
-        for version in versions:
-            recordings.append(Recording(files, version, header))
-        out: dict[str, str] = {}
-        for recording in recordings:
-            out.update(recording.result())
-        return out
-    finally:
-        for recording in recordings:
-            recording.close()
-
-
 def module_text(record: Mapping[str, Any], entries: Iterable[tuple[str, str]], header: str) -> str:
     """One store module of a version from what the subprocess recorded.
 
