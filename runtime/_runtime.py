@@ -265,9 +265,7 @@ class AcpModel(BaseModel):
     ) -> bool | None:
         """Complete the class (validator, serializer) on first use, without pydantic's plugin lookup (see ``_build``)."""
         if not force and _types_namespace is None and not cls.__pydantic_complete__:
-            from ._build import complete
-
-            if complete(cls):
+            if _build.complete(cls):
                 return True
         try:
             return super().model_rebuild(
@@ -1008,9 +1006,7 @@ def _validator(tp: Any) -> Callable[[Any], Any]:
     # After it, the slow path of a key spelled like an attribute (see WireKey).
     # A rejected payload is validated again by the precise form (see
     # FAST_UNION), whose errors are raised.
-    from ._validators import bind
-
-    bounded = bind(tp)
+    bounded = _validators.bind(tp)
     slow = _SLOW
 
     def validate(data: Any) -> Any:
@@ -1032,9 +1028,7 @@ def _payload(bounded: Callable[[Any], Any], tp: Any, data: Any) -> Any:
     try:
         value = bounded(data)
     except ValidationError:
-        from ._validators import bind
-
-        return _again(bind(tp, precise=True), data)
+        return _again(_validators.bind(tp, precise=True), data)
     if _SLOW.needed:
         return _again(slow_validator(tp).validate_python, data, strict=True, by_name=False)
     return value
@@ -1187,6 +1181,6 @@ def advertised(message: Any, path: tuple[str, ...]) -> bool:
     return value is not None and value is not False
 
 
-# Every first message needs these (the store, the bounded validators): loaded
+# The store and the bounded validators, which every first message needs: loaded
 # with the models, they are no part of its cost. Last, as they import from here.
-from . import _build, _validators  # noqa: E402, F401
+from . import _build, _validators  # noqa: E402
