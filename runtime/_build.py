@@ -51,7 +51,7 @@ from typing import Any
 
 from pydantic_core import SchemaSerializer, SchemaValidator
 
-from ._runtime import _key_check, _ModelValidator, model_nodes
+from ._runtime import _key_check, _ModelValidator, model_nodes, own_schemas
 
 _LOCK = threading.RLock()
 
@@ -154,7 +154,8 @@ def generate_schema(cls: Any, config: Any = None, parent: Any = None) -> Any:
     if config is None:
         config = ConfigWrapper(cls.model_config, check=False)
     generate = GenerateSchema(config, NsResolver(parent_namespace=parent or {}))
-    return generate.clean_schema(generate.generate_schema(cls))
+    with own_schemas():
+        return generate.clean_schema(generate.generate_schema(cls))
 
 
 def type_schema(tp: Any) -> tuple[Any, Any] | None:

@@ -14,6 +14,7 @@ goes through the precise lookup (``tag_discriminator``). Checked here:
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,7 @@ from functools import partial
 from typing import Annotated, Any
 
 import pytest
-from conftest import VERSIONS, api, fixture_files, load_fixture, payload_of
+from conftest import GENERATED, VERSIONS, api, fixture_files, load_fixture, payload_of
 from pydantic import TypeAdapter, ValidationError
 
 from acp_types._runtime import (
@@ -196,3 +197,61 @@ def assert_precise_everywhere(data: dict[str, Any], loc: tuple[Any, ...]) -> Non
         with pytest.raises(ValidationError) as info:
             call()
         assert [e["loc"] for e in info.value.errors()] == [loc]
+
+
+_ADAPTER_FIRST = """
+import json
+from pydantic import TypeAdapter, ValidationError
+import acp_types.v2 as v2
+model = v2.UpdateSessionNotification
+data = json.loads({data!r})
+out = {{}}
+def locs(call):
+    try:
+        call()
+    except ValidationError as exc:
+        return [list(e["loc"]) for e in exc.errors()]
+    return None
+# no entry point has completed the class yet: each adapter is made from scratch
+assert not model.__pydantic_complete__
+out["python"] = locs(lambda: TypeAdapter(model).validate_python(data))
+out["json"] = locs(lambda: TypeAdapter(model).validate_json(json.dumps(data)))
+out["list"] = locs(lambda: TypeAdapter(list[model]).validate_python([data]))
+good = dict(data, update=dict(data["update"], messageId="m", content={{"type": "text", "text": "hi"}}, extra=1))
+value = TypeAdapter(model).validate_python(good)
+out["good"] = [value.to_json(), model.model_validate(good).to_json()]
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("data, loc", [
+    (BAD_CHUNK, ["update", "agent_message_chunk", "messageId"]),
+    (BAD_CONTENT, ["update", "agent_message_chunk", "content", "text", "text"]),
+])
+def test_an_adapter_made_before_the_class_is_used_gives_the_precise_errors(data: dict[str, Any],
+                                                                           loc: list[Any]) -> None:
+    # pydantic builds the validator of a TypeAdapter of a class not completed
+    # yet itself, from the class's schema; without AcpModel's schema hook that
+    # validator reported every alternative of the native union, so the errors
+    # depended on whether anything had used the class before (a fresh process)
+    code = _ADAPTER_FIRST.format(data=json.dumps(data))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=GENERATED, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["python"] == out["json"] == [loc]
+    assert out["list"] == [[0, *loc]]
+    ours, theirs = out["good"]
+    assert ours == theirs and '"extra":1' in ours
+
+
+def test_acp_types_own_schemas_carry_no_precise_hook() -> None:
+    # the hook is for a user's adapter only: a class's own schema, the store's
+    # and the envelopes' are pydantic's, with no Python call added
+    from acp_types import _build
+
+    v2 = api("v2")
+    model = v2.UpdateSessionNotification
+    model.model_rebuild()
+    for schema in (model.__pydantic_core_schema__, _build.generate_schema(model)):
+        assert "_precise_on_rejection" not in repr(schema)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
-from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator, core_schema
+from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator, core_schema, to_json
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 from typing_extensions import Self, TypeAliasType, TypeVar
 
@@ -50,6 +51,30 @@ class _SlowPath(threading.local):
 
 
 _SLOW = _SlowPath()
+
+
+class _OwnSchemas(threading.local):
+    """How deep this thread is in acp_types' own schema generation (see :func:`own_schemas`)."""
+
+    depth = 0
+
+
+_OWN = _OwnSchemas()
+
+
+@contextmanager
+def own_schemas() -> Iterator[None]:
+    """Mark schema generation run by acp_types itself (completing a class, an envelope's schema).
+
+    Inside it, :meth:`AcpModel.__get_pydantic_core_schema__` gives pydantic's
+    own schema: the precise errors of a ``TypeAdapter`` are only for one made
+    by a user.
+    """
+    _OWN.depth += 1
+    try:
+        yield
+    finally:
+        _OWN.depth -= 1
 
 _FAST_VALIDATORS: dict[type, SchemaValidator] = {}
 """Each completed model class's own validator, set when it is completed (``__pydantic_on_complete__``).
@@ -268,17 +293,46 @@ class AcpModel(BaseModel):
             if _build.complete(cls):
                 return True
         try:
-            return super().model_rebuild(
-                force=force,
-                raise_errors=raise_errors,
-                # one frame more than pydantic counts: this override's own
-                _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
-                _types_namespace=_types_namespace,
-            )
+            with own_schemas():
+                return super().model_rebuild(
+                    force=force,
+                    raise_errors=raise_errors,
+                    # one frame more than pydantic counts: this override's own
+                    _parent_namespace_depth=_parent_namespace_depth + 1 if _parent_namespace_depth > 0 else 0,
+                    _types_namespace=_types_namespace,
+                )
         finally:
             # a forced rebuild of a complete class does not call __pydantic_on_complete__:
             # its new validator is adopted here, so no entry point reads the one before
             _adopt_validator(cls)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler, /) -> CoreSchema:
+        """pydantic's schema of the class; for a user's ``TypeAdapter`` of it, one that gives the precise errors.
+
+        ``TypeAdapter(Model)`` of a completed class takes the class's own
+        validator (:class:`_ModelValidator`), whose errors name only the
+        branch a union's tag chose. Of a class not completed yet, pydantic
+        makes the adapter's validator itself, from what this returns: the class
+        is completed first (from the store), and the fields, when rejected, are
+        validated again in the precise form (:func:`precise_validator`), so the
+        adapter reports the same errors whichever came first. The same holds
+        for a type that holds the class at its top (``TypeAdapter(list[Model])``).
+        Anywhere else, pydantic's own schema: acp_types' own schema generation
+        (:func:`own_schemas`), a class being created, and a model of yours that
+        holds this one (its rejected unions report every alternative they tried).
+        """
+        if source is not cls or _OWN.depth or "__pydantic_core_schema__" not in cls.__dict__ or not _at_top(handler):
+            return handler(source)
+        if not cls.__pydantic_complete__:
+            cls.model_rebuild(raise_errors=False)
+        schema = handler(source)
+        if not (cls.__pydantic_complete__ and schema.get("type") == "model" and schema.get("cls") is cls):
+            return schema
+        return {
+            **schema,
+            "schema": core_schema.with_info_wrap_validator_function(_precise_on_rejection(cls), schema["schema"]),
+        }  # type: ignore[return-value]
 
     @classmethod
     def __pydantic_on_complete__(cls) -> None:
@@ -322,6 +376,34 @@ class AcpModel(BaseModel):
 # subclass's annotations (about 3% of a version's import, by valgrind's
 # instruction count). Type checkers read the annotation above.
 del AcpModel.__annotations__["_acp_tags"]
+
+
+def _at_top(handler: GetCoreSchemaHandler) -> bool:
+    """Whether the schema being made is not inside a model or ``TypedDict`` (pydantic's own stack of them)."""
+    try:
+        return handler._generate_schema.model_type_stack.get() is None  # type: ignore[attr-defined, no-any-return]
+    except AttributeError:  # pydantic's internals moved: pydantic's own schema
+        return False
+
+
+def _precise_on_rejection(cls: type[BaseModel]) -> core_schema.WithInfoWrapValidatorFunction:
+    """A wrap validator of ``cls``'s fields whose rejection raises the precise form's errors instead."""
+
+    def validate(value: Any, handler: ValidatorFunctionWrapHandler, info: core_schema.ValidationInfo) -> Any:
+        try:
+            return handler(value)
+        except ValidationError as rejected:
+            precise = precise_validator(cls)
+            try:
+                if info.mode == "json":
+                    precise.validate_json(to_json(value), context=info.context)
+                else:
+                    precise.validate_python(value, context=info.context)
+            except ValidationError as exc:
+                raise exc from None
+            raise rejected from None  # the precise form accepts it (a caller's strictness): the first errors stand
+
+    return validate
 
 
 def _adopt_validator(cls: type[BaseModel]) -> None:
@@ -397,7 +479,8 @@ def slow_validator(tp: Any) -> SchemaValidator:
     else:
         from pydantic import TypeAdapter  # noqa: PLC0415
 
-        schema = TypeAdapter(tp).core_schema
+        with own_schemas():
+            schema = TypeAdapter(tp).core_schema
     return own_validator(_slow_schema(schema))
 
 
@@ -526,7 +609,8 @@ def core_schema_of(tp: Any) -> Any:
         return tp.__pydantic_core_schema__
     from pydantic import TypeAdapter  # noqa: PLC0415
 
-    return TypeAdapter(tp).core_schema
+    with own_schemas():
+        return TypeAdapter(tp).core_schema
 
 
 def precise_schema(node: Any, memo: dict[int, Any] | None = None) -> Any:
