@@ -332,7 +332,7 @@ class AcpModel(BaseModel):
         return {
             **schema,
             "schema": core_schema.with_info_wrap_validator_function(_precise_on_rejection(cls), schema["schema"]),
-        }  # type: ignore[return-value]
+        }
 
     @classmethod
     def __pydantic_on_complete__(cls) -> None:
@@ -381,7 +381,7 @@ del AcpModel.__annotations__["_acp_tags"]
 def _at_top(handler: GetCoreSchemaHandler) -> bool:
     """Whether the schema being made is not inside a model or ``TypedDict`` (pydantic's own stack of them)."""
     try:
-        return handler._generate_schema.model_type_stack.get() is None  # type: ignore[attr-defined, no-any-return]
+        return handler._generate_schema.model_type_stack.get() is None  # type: ignore[attr-defined]
     except AttributeError:  # pydantic's internals moved: pydantic's own schema
         return False
 
