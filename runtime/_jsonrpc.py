@@ -304,6 +304,8 @@ class _Envelope:
         getattr(self, self._payload)
         state = dict(self.__dict__)
         state.pop("_written", None)
+        if state.get("extra") is _EMPTY:  # the fast path's shared empty mapping, which pickle cannot write
+            state["extra"] = {}
         return state
 
 
