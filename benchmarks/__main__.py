@@ -545,6 +545,20 @@ def bench_memory(repeats: int) -> list[Figure]:
 # --------------------------------------------------------------------------- main
 
 
+def bench_lines_history(rounds: int) -> list[Figure]:
+    """Whole lines against the tree issue 11 was filed on (its "at least 2x today's" target)."""
+    from benchmarks import lines_history  # noqa: PLC0415
+
+    label = f"line {{}}: parse_message + to_json vs the tree issue 11 was filed on ({lines_history.FILED_ON})"
+    found = lines_history.run(rounds)
+    if isinstance(found, str):
+        return [Figure(label.format("(all)"), 0.0, None, "msg/s", ">= 2x", None, note=found)]
+    return [
+        Figure(label.format(name), 1 / after, 1 / before, "msg/s", ">= 2x", before / after >= 2)
+        for name, before, after in found
+    ]
+
+
 def bench_connection(repeats: int) -> list[Figure]:
     from benchmarks import connection  # noqa: PLC0415
 
@@ -591,7 +605,7 @@ def main(argv: list[str] | None = None) -> int:
         "check": lambda: bench_check(2 if q else 5),
         "import": lambda: bench_import(5 if q else 15),
         "throughput": lambda: bench_throughput(3 if q else 7, 0.1 if q else 0.25),
-        "lines": lambda: bench_lines(3 if q else 7, 0.1 if q else 0.25),
+        "lines": lambda: bench_lines(3 if q else 7, 0.1 if q else 0.25) + bench_lines_history(2 if q else 3),
         "memory": lambda: bench_memory(3 if q else 5),
         "connection": lambda: bench_connection(3 if q else 7),
     }
