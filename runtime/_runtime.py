@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from copy import copy
 from dataclasses import dataclass
 from functools import cache, partial
 from typing import Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
@@ -203,11 +204,25 @@ class AcpModel(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        # A tolerant field dropped on error is absent from the instance; the
-        # attribute then reads the class's default, as if it were omitted.
-        for name, info in cls.__pydantic_fields__.items():
+        own = cls.__dict__.get("__annotations__", {})
+        inherited = False
+        for name, info in list(cls.__pydantic_fields__.items()):
+            if name not in own:
+                # A subclass (yours) that does not declare a tolerant field
+                # again: pydantic collected it from the base's annotation and
+                # the class default set below, which loses the base's alias,
+                # so the base's own field is taken instead.
+                base = next((b.__pydantic_fields__[name] for b in cls.__mro__[1:]
+                             if name in b.__dict__.get("__pydantic_fields__", {})), None)
+                if base is not None and any(isinstance(m, _OmitOnError) for m in base.metadata):
+                    cls.__pydantic_fields__[name] = info = copy(base)
+                    inherited = True
+            # A tolerant field dropped on error is absent from the instance; the
+            # attribute then reads the class's default, as if it were omitted.
             if any(isinstance(m, _OmitOnError) for m in info.metadata):
                 type.__setattr__(cls, name, info.default)
+        if inherited and cls.__pydantic_complete__:  # built at creation (defer_build off): build it again
+            cls.model_rebuild(force=True)
 
     @classmethod
     def model_validate(
