@@ -212,7 +212,7 @@ class AcpModel(BaseModel):
                 # again: pydantic collected it from the base's annotation and
                 # the class default set below, which loses the base's alias,
                 # so the base's own field is taken instead.
-                base = next((b.__pydantic_fields__[name] for b in cls.__mro__[1:]
+                base = next((b.__dict__["__pydantic_fields__"][name] for b in cls.__mro__[1:]
                              if name in b.__dict__.get("__pydantic_fields__", {})), None)
                 if base is not None and any(isinstance(m, _OmitOnError) for m in base.metadata):
                     cls.__pydantic_fields__[name] = info = copy(base)
