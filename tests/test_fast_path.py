@@ -431,7 +431,7 @@ def test_a_line_as_the_writer_writes_it_is_taken_and_still_held_to_the_limits() 
     # a line equal to its own write-back, beyond the limits, is not
     for name in ("depth", "digits"):
         _, validate, write = messages("v1")._FAST.results["session/new"]
-        written = write(validate(CHANGED[name]))
+        written = write(validate(CHANGED[name], strict=True, by_name=False), by_alias=True, exclude_unset=True)
         assert not _taken(_by_text("v1", written, "session/new")), name
         assert not _taken(_by_text("v1", written + b"\n", "session/new")), name
         with pytest.raises(MessageError):
