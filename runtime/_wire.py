@@ -437,8 +437,9 @@ def whole_within_limits(text: bytes, out: bytes) -> bool:
     """
     kept = out.translate(None, _NOT_KEPT)
     written = kept.translate(None, b"{]0123456789")  # (kept holds nothing else: a short table is cheaper)
+    # (the text is the write-back, and perhaps a newline, when this writer
+    # wrote it: then no count is needed, only the limits)
     if not (len(text) - len(out) <= 1 and text.startswith(out)):
-        # (the text is the write-back, and perhaps a newline, when this writer wrote it)
         # One pass over the text keeps the counted bytes and those an escape
         # of printable ASCII begins with: such an escape is five bytes all
         # kept, so it is still there, whole, in what is kept (what else shows
