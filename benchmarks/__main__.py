@@ -453,10 +453,12 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
     before ``to_json`` (a message read from text writes its line once, while
     it is parsed, and ``to_json`` returns that line until the payload is
     reached; once it is, ``to_json`` writes again), and the line through the
-    general path alone, without the fast paths of the envelope. The "2x
+    general path alone, without the fast paths of the envelope; and the
+    bound, the payload alone validated from its own text and written by its
+    class (a line cannot cost less: it holds the payload). The "2x
     today's" target compares two versions of acp_types, which cannot share a
     process: ``python -m benchmarks.lines_compare`` (docs/PERFORMANCE.md).
-    Best of many short interleaved batches, all four functions in the same
+    Best of many short interleaved batches, all five functions in the same
     rounds (``_best_rates``), as the throughput figures: the median of long
     batches mixed disturbed batches into both sides on the shared
     machine.
@@ -498,16 +500,31 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
                 line, v1.METHODS, "v1", v1.Error, batches=False, method=method
             ).to_json()
 
+        # the bound: a line cannot cost less than its payload alone, validated
+        # from its text and written by its own class (no envelope, no limits shown)
+        payload_text = dumps(payload)
+        cls = type(getattr(v1.parse_message(line, method=method), part))
+        validate_json = cls.model_validate_json
+
+        def payload_alone(text: str = payload_text, validate_json: Any = validate_json) -> str:
+            return validate_json(text).to_json()  # type: ignore[no-any-return]
+
         assert loads(ours()) == envelope, name
         assert general() == ours() == reached(), name
+        assert loads(payload_alone()) == payload, name
         theirs()
-        r = _best_rates({"ours": ours, "theirs": theirs, "reached": reached, "general": general}, repeats, budget)
+        r = _best_rates({"ours": ours, "theirs": theirs, "reached": reached, "general": general,
+                         "payload": payload_alone}, repeats, budget)
         figures.append(Figure(f"line {name}: parse_message + to_json vs SDK line", r["ours"], r["theirs"], "msg/s",
                               ">= 1.75x", r["ours"] / r["theirs"] >= 1.75))
         figures.append(Figure("  same, the payload read before to_json (written twice), vs SDK line", r["reached"],
                               r["theirs"], "msg/s", "report", None))
         figures.append(Figure("  same, vs the general path alone (no envelope fast path)", r["ours"], r["general"],
                               "msg/s", "report", None))
+        figures.append(Figure("  bound: the payload alone (model_validate_json + to_json of the params/result text) "
+                              "vs SDK line", r["payload"], r["theirs"], "msg/s", "report", None))
+        figures.append(Figure("  same line vs the payload alone (what the envelope and its proof cost)", r["ours"],
+                              r["payload"], "msg/s", "report", None))
     return figures
 
 
