@@ -25,23 +25,24 @@ from benchmarks.import_bound import write_bound
 
 def test_acp_model_leaves_pydantic_no_annotation_to_walk_per_subclass() -> None:
     assert AcpModel.__dict__.get("__annotations__", {}) == {}
-    # what the dropped annotation said, pydantic still knows
-    assert "_acp_tags" in AcpModel.__class_vars__
-    assert AcpModel._acp_tags == ()
+    assert AcpModel.__acp_tags__ == ()
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_tag_tables_stay_class_variables(version: str) -> None:
+def test_tag_tables_leave_pydantic_nothing_to_do(version: str) -> None:
+    """A tagged class's ``__acp_tags__`` is a plain class attribute: no annotation, nothing pydantic records."""
     models = api(version).models
     classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, AcpModel)]
-    tagged = [c for c in classes if "_acp_tags" in c.__dict__]
+    tagged = [c for c in classes if "__acp_tags__" in c.__dict__]
     assert len(classes) > 150 and len(tagged) > 30
     for cls in classes:
-        assert "_acp_tags" in cls.__class_vars__, cls
-        assert "_acp_tags" not in cls.__private_attributes__, cls
-        assert isinstance(cls._acp_tags, tuple), cls
+        assert "__acp_tags__" not in cls.__dict__.get("__annotations__", {}), cls
+        assert "__acp_tags__" not in cls.__class_vars__, cls
+        assert "__acp_tags__" not in cls.__private_attributes__, cls
+        assert "__acp_tags__" not in cls.__pydantic_fields__, cls
+        assert isinstance(cls.__acp_tags__, tuple), cls
     chunk = models.AgentMessageChunk
-    assert chunk._acp_tags == (("session_update", "sessionUpdate", "agent_message_chunk"),)
+    assert chunk.__acp_tags__ == (("session_update", "sessionUpdate", "agent_message_chunk"),)
     content = models.TextContent(text="hi")
     kwargs = {"message_id": "m1"} if version == "v2" else {}
     assert json.loads(chunk(content=content, **kwargs).to_json())["sessionUpdate"] == "agent_message_chunk"
