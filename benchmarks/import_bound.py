@@ -7,7 +7,7 @@ annotations and defaults (so pydantic collects the same fields, with the same
 subclass whose only setting is ``defer_build=True`` (no schema is built at
 import, as in ours; without it pydantic would build every schema, as the SDK
 does), and nothing of ACP is left: no ``AcpModel`` config or hooks, no
-``__pydantic_extra__`` key check, no ``_acp_tags`` class variable, no model
+``__pydantic_extra__`` key check, no ``__acp_tags__`` tag table, no model
 validator. The names the annotations use from ``acp_types._runtime`` are inert
 stand-ins defined in the module itself, so importing it imports pydantic and
 the standard library only. The module-level aliases (unions, enums) are kept
@@ -81,7 +81,7 @@ def _is_acp_only(stmt: ast.stmt) -> bool:
     if isinstance(stmt, ast.If) and "__pydantic_extra__" in ast.unparse(stmt):
         return True
     targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else stmt.targets if isinstance(stmt, ast.Assign) else []
-    return any(isinstance(t, ast.Name) and t.id.startswith("_acp_") for t in targets)
+    return any(isinstance(t, ast.Name) and t.id.startswith(("_acp_", "__acp_")) for t in targets)
 
 
 def _runtime_branch(stmt: ast.stmt) -> list[ast.stmt]:
