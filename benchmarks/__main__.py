@@ -211,18 +211,20 @@ def _installed_matches_checkout() -> None:
 
 def bench_import(repeats: int) -> list[Figure]:
     ours, sdk, floor, first_ours, first_sdk, cpu_ours, first_pyd, bound = [], [], [], [], [], [], [], []
-    with import_bound.bound_import(ROOT / "generated" / "acp_types" / "v1" / "models.py") as import_the_bound:
-        for _ in range(repeats):  # interleaved, so noise hits all sides alike
-            t, f, c = _import_once("import acp_types.v1", _FIRST_OURS)
-            ours.append(t)
-            first_ours.append(f)
-            cpu_ours.append(c)
-            t, f, _c = _import_once("import acp, acp.schema", _FIRST_SDK)
-            sdk.append(t)
-            first_sdk.append(f)
-            floor.append(_import_once("from pydantic import BaseModel", None)[0])
-            first_pyd.append(_import_once("import acp_types.v1", _FIRST_OURS, _PYDANTIC_PATH)[1])
-            bound.append(_import_once(import_the_bound, None)[0])
+    bound_dir = tempfile.TemporaryDirectory(prefix="acp-import-bound-")
+    import_the_bound = import_bound.prepare(Path(bound_dir.name), ROOT / "generated" / "acp_types" / "v1" / "models.py")
+    for _ in range(repeats):  # interleaved, so noise hits all sides alike
+        t, f, c = _import_once("import acp_types.v1", _FIRST_OURS)
+        ours.append(t)
+        first_ours.append(f)
+        cpu_ours.append(c)
+        t, f, _c = _import_once("import acp, acp.schema", _FIRST_SDK)
+        sdk.append(t)
+        first_sdk.append(f)
+        floor.append(_import_once("from pydantic import BaseModel", None)[0])
+        first_pyd.append(_import_once("import acp_types.v1", _FIRST_OURS, _PYDANTIC_PATH)[1])
+        bound.append(_import_once(import_the_bound, None)[0])
+    bound_dir.cleanup()
     o, s, p, b = (statistics.median(x) for x in (ours, sdk, floor, bound))
     fo, fs, co, fp = (statistics.median(v for v in x if v is not None) for x in (first_ours, first_sdk, cpu_ours, first_pyd))
     return [

@@ -24,9 +24,6 @@ from __future__ import annotations
 
 import ast
 import py_compile
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 MODULE = "acp_import_bound"
@@ -120,13 +117,11 @@ def write_bound(folder: Path, models: Path) -> Path:
     return path
 
 
-@contextmanager
-def bound_import(models: Path) -> Iterator[str]:
-    """The bound of ``models`` in a temporary folder, byte-compiled as an installed module is; yields its import statement.
+def prepare(folder: Path, models: Path) -> str:
+    """The bound of ``models`` in ``folder``, byte-compiled as an installed module is; returns its import statement.
 
     The statement runs in ``bench_import``'s timing snippet, where ``sys`` is imported already.
     """
-    with tempfile.TemporaryDirectory(prefix="acp-import-bound-") as folder:
-        path = write_bound(Path(folder), models)
-        py_compile.compile(str(path), doraise=True)
-        yield f"sys.path.insert(0, {folder!r}); import {MODULE}"
+    path = write_bound(folder, models)
+    py_compile.compile(str(path), doraise=True)
+    return f"sys.path.insert(0, {str(folder)!r}); import {MODULE}"
