@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import import_bound
+
 ROOT = Path(__file__).resolve().parent.parent
 DEV_PY = ROOT / ".venv" / "bin" / "python"
 DEV_CODEGEN = ROOT / ".venv" / "bin" / "datamodel-codegen"
@@ -208,7 +210,9 @@ def _installed_matches_checkout() -> None:
 
 
 def bench_import(repeats: int) -> list[Figure]:
-    ours, sdk, floor, first_ours, first_sdk, cpu_ours, first_pyd = [], [], [], [], [], [], []
+    ours, sdk, floor, first_ours, first_sdk, cpu_ours, first_pyd, bound = [], [], [], [], [], [], [], []
+    bound_dir = tempfile.TemporaryDirectory(prefix="acp-import-bound-")
+    import_the_bound = import_bound.prepare(Path(bound_dir.name), ROOT / "generated" / "acp_types" / "v1" / "models.py")
     for _ in range(repeats):  # interleaved, so noise hits all sides alike
         t, f, c = _import_once("import acp_types.v1", _FIRST_OURS)
         ours.append(t)
@@ -219,11 +223,19 @@ def bench_import(repeats: int) -> list[Figure]:
         first_sdk.append(f)
         floor.append(_import_once("from pydantic import BaseModel", None)[0])
         first_pyd.append(_import_once("import acp_types.v1", _FIRST_OURS, _PYDANTIC_PATH)[1])
-    o, s, p = (statistics.median(x) for x in (ours, sdk, floor))
+        bound.append(_import_once(import_the_bound, None)[0])
+    bound_dir.cleanup()
+    o, s, p, b = (statistics.median(x) for x in (ours, sdk, floor, bound))
     fo, fs, co, fp = (statistics.median(v for v in x if v is not None) for x in (first_ours, first_sdk, cpu_ours, first_pyd))
     return [
         Figure("import acp_types.v1 vs import acp (SDK)", o, s, "s", "<= 0.25x", o / s <= 0.25),
         Figure("import acp_types.v1 vs pydantic BaseModel (floor)", o, p, "s", "report", None),
+        Figure(
+            "bound: the same classes as plain pydantic models (defer_build, no ACP config/validators) vs import acp",
+            b, s, "s", "report", None,
+            note="benchmarks/import_bound.py: v1's models.py rewritten, same fields and annotations",
+        ),
+        Figure("import acp_types.v1 vs that bound (what ACP adds)", o, b, "s", "report", None),
         Figure(
             "first message after import (agent_message_chunk), absolute; SDK beside it",
             fo, fs, "s", "<= 2 ms", fo <= 0.002,

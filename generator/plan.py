@@ -246,8 +246,6 @@ class _Planner:
 
     def plan_object(self, t: ObjectType) -> ClassPlan:
         fields = tuple(self.plan_field(t, f) for f in t.fields)
-        if any(f.tag_default is not None for f in fields):
-            self.need("typing", "ClassVar", "Any")
         spellings = tuple(sorted({f.py_name for f in t.fields if f.py_name != f.wire_name}))
         if spellings:
             self.need(RUNTIME, "WireKey")

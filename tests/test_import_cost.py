@@ -4,7 +4,9 @@ The import's own cost is pydantic creating 200-odd classes per version.
 These tests pin the choices that cut it: AcpModel leaves pydantic no
 annotation of its own to walk again for every subclass, and a version
 module loads only what the version needs. The shared annotations of the
-models have their own tests (tests/test_shared_annotations.py).
+models have their own tests (tests/test_shared_annotations.py). The last
+test holds ``make bench``'s import bound (benchmarks/import_bound.py) to
+what it claims to be: our classes as plain pydantic models.
 """
 
 from __future__ import annotations
@@ -12,32 +14,35 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
-from conftest import ROOT, VERSIONS, api
+from conftest import GENERATED, ROOT, VERSIONS, api
 
 from acp_types._runtime import AcpModel
+from benchmarks.import_bound import write_bound
 
 
 def test_acp_model_leaves_pydantic_no_annotation_to_walk_per_subclass() -> None:
     assert AcpModel.__dict__.get("__annotations__", {}) == {}
-    # what the dropped annotation said, pydantic still knows
-    assert "_acp_tags" in AcpModel.__class_vars__
-    assert AcpModel._acp_tags == ()
+    assert AcpModel.__acp_tags__ == ()
 
 
 @pytest.mark.parametrize("version", VERSIONS)
-def test_tag_tables_stay_class_variables(version: str) -> None:
+def test_tag_tables_leave_pydantic_nothing_to_do(version: str) -> None:
+    """A tagged class's ``__acp_tags__`` is a plain class attribute: no annotation, nothing pydantic records."""
     models = api(version).models
     classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, AcpModel)]
-    tagged = [c for c in classes if "_acp_tags" in c.__dict__]
+    tagged = [c for c in classes if "__acp_tags__" in c.__dict__]
     assert len(classes) > 150 and len(tagged) > 30
     for cls in classes:
-        assert "_acp_tags" in cls.__class_vars__, cls
-        assert "_acp_tags" not in cls.__private_attributes__, cls
-        assert isinstance(cls._acp_tags, tuple), cls
+        assert "__acp_tags__" not in cls.__dict__.get("__annotations__", {}), cls
+        assert "__acp_tags__" not in cls.__class_vars__, cls
+        assert "__acp_tags__" not in cls.__private_attributes__, cls
+        assert "__acp_tags__" not in cls.__pydantic_fields__, cls
+        assert isinstance(cls.__acp_tags__, tuple), cls
     chunk = models.AgentMessageChunk
-    assert chunk._acp_tags == (("session_update", "sessionUpdate", "agent_message_chunk"),)
+    assert chunk.__acp_tags__ == (("session_update", "sessionUpdate", "agent_message_chunk"),)
     content = models.TextContent(text="hi")
     kwargs = {"message_id": "m1"} if version == "v2" else {}
     assert json.loads(chunk(content=content, **kwargs).to_json())["sessionUpdate"] == "agent_message_chunk"
@@ -80,3 +85,53 @@ def test_the_extras_field_is_an_annotation_only_at_runtime(version: str) -> None
     assert content.model_extra == {"zz": 1}
     assert json.loads(content.to_json()) == {"type": "text", "text": "x", "zz": 1}
     assert "__pydantic_extra__" not in vars(content)
+
+
+_BOUND_CLASSES = """
+import json, sys
+sys.path.insert(0, {folder!r})
+import {module} as bound
+from pydantic import BaseModel
+classes = {{}}
+for name, cls in vars(bound).items():
+    if isinstance(cls, type) and issubclass(cls, BaseModel) and cls.__module__ == bound.__name__ and name[0] != "_":
+        classes[name] = {{
+            "config": dict(cls.model_config),
+            "fields": [[f, repr(i.annotation), i.alias, repr(i.default), len(i.metadata)] for f, i in cls.model_fields.items()],
+            "extra": cls.__pydantic_extra_info__ is not None,
+            "validators": len(cls.__pydantic_decorators__.model_validators),
+            "tags": "__acp_tags__" in vars(cls),
+        }}
+print(json.dumps({{"classes": classes, "acp": sorted(m for m in sys.modules if m.startswith("acp_types"))}}))
+"""
+
+
+def _plain(text: str, module: str) -> str:
+    return text.replace(f"{module}.", "")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_import_bound_is_our_classes_as_plain_pydantic_models(version: str, tmp_path: Path) -> None:
+    """``make bench``'s import bound (benchmarks/import_bound.py): our classes, fields and annotations, nothing of ACP."""
+    path = write_bound(tmp_path, GENERATED / "acp_types" / version / "models.py")
+    code = _BOUND_CLASSES.format(folder=str(tmp_path), module=path.stem)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                         check=False)
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["acp"] == []  # pydantic and the standard library only
+    bound = result["classes"]
+    models = api(version).models
+    ours = {name: c for name, c in vars(models).items()
+            if isinstance(c, type) and issubclass(c, AcpModel) and c.__module__ == models.__name__}
+    assert set(bound) == set(ours) | {"UnknownVariant"} and len(ours) > 150
+    validated = 0
+    for name, cls in ours.items():
+        plain = bound[name]
+        assert plain["config"] == {"defer_build": True}, name
+        assert not plain["extra"] and not plain["validators"] and not plain["tags"], name
+        validated += len(cls.__pydantic_decorators__.model_validators)
+        fields = [[f, _plain(repr(i.annotation), models.__name__), i.alias, repr(i.default), len(i.metadata)]
+                  for f, i in cls.model_fields.items()]
+        assert [[f[0], _plain(f[1], path.stem), *f[2:]] for f in plain["fields"]] == fields, name
+    assert validated > 0  # ours has model validators; the bound none

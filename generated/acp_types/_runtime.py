@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from copy import copy
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Generic, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler, ValidationError
 from pydantic_core import CoreSchema, PydanticCustomError, SchemaValidator, core_schema, to_json
@@ -354,14 +354,19 @@ class AcpModel(BaseModel):
         super().__pydantic_on_complete__()
         _adopt_validator(cls)
 
-    _acp_tags: ClassVar[tuple[tuple[str, str, Any], ...]] = ()
-    """(attribute, wire name, value) of each tag field: required on the wire, filled in by the constructor."""
+    # (attribute, wire name, value) of each tag field: required on the wire, filled in by the
+    # constructor. A dunder name, which pydantic leaves alone in a class body, so a tagged class
+    # assigns it with no annotation and pydantic has nothing to evaluate or record for it (about
+    # 5 M instructions of v1's import, by valgrind); the annotation is for type checkers.
+    if TYPE_CHECKING:
+        __acp_tags__: ClassVar[tuple[tuple[str, str, Any], ...]]
+    __acp_tags__ = ()
 
     def __init__(self, /, **data: Any) -> None:
         # A required single-value field (a union branch's tag) is filled in
         # when constructing in code, so it counts as set and to_wire writes it;
         # validation of wire data does not run this, so there it stays required.
-        for attr, wire, value in type(self)._acp_tags:
+        for attr, wire, value in type(self).__acp_tags__:
             if attr not in data and wire not in data:
                 data[attr] = value
         super().__init__(**data)
@@ -382,15 +387,6 @@ class AcpModel(BaseModel):
             self, by_alias=True, exclude_unset=True
         ).decode()
 
-
-# pydantic evaluates the annotations of every base class again for each new
-# subclass (200-odd per version at import). Once AcpModel exists, pydantic has
-# recorded _acp_tags as a class variable (``__class_vars__``, which subclasses
-# inherit), so the annotation is dropped from the runtime class: with no
-# annotation left, pydantic skips AcpModel altogether when it collects a
-# subclass's annotations (about 3% of a version's import, by valgrind's
-# instruction count). Type checkers read the annotation above.
-del AcpModel.__annotations__["_acp_tags"]
 
 
 def _at_top(handler: GetCoreSchemaHandler) -> bool:
@@ -728,15 +724,22 @@ def tag_discriminator(
     return discriminate
 
 
-@dataclass(frozen=True)
 class _TagUnion:
-    """What :func:`tag_discriminator` was made with, for the native form of its union."""
+    """What :func:`tag_discriminator` was made with, for the native form of its union.
 
-    wire: str
-    attr: str
-    known: frozenset[str]
-    open: bool
-    default: str | None
+    A plain record, not a dataclass: ``@dataclass`` compiles its methods while
+    the module loads (about 4 M instructions, half a percent of a version's
+    import, by valgrind), and nothing compares, hashes or prints these.
+    """
+
+    __slots__ = ("wire", "attr", "known", "open", "default")
+
+    def __init__(self, wire: str, attr: str, known: frozenset[str], open: bool, default: str | None) -> None:
+        self.wire = wire
+        self.attr = attr
+        self.known = known
+        self.open = open
+        self.default = default
 
 
 _TAG_UNIONS: dict[Callable[[Any], str | None], _TagUnion] = {}
