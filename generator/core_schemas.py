@@ -6,27 +6,35 @@ class tree. The generator therefore imports the package it has just rendered
 (in a subprocess, with the pydantic it pins), asks pydantic for the core
 schema of every model class as a fresh import would make it
 (``acp_types._build.generate_schema``) and writes them into the package as
-``acp_types/<version>/_core_schemas.py``: one pickled entry per class, loaded
-one at a time, only when that class is completed (``acp_types._build``).
+``acp_types/<version>/_core_schemas_<n>.py`` (16 modules a version): one
+marshalled entry per class, loaded one at a time, only when that class is
+completed (``acp_types._build``).
 
-An entry (key ``model:<ClassName>``) is the pickle of ``(schema, bounded,
-nodes)``:
+An entry (key ``model:<ClassName>``) is the marshal data of ``(schema,
+bounded, nodes, needs, holes)``:
 
 - ``schema``: the class's core schema, as pydantic made it;
 - ``bounded``: for a class that is the payload of a method, ``(copy,
   classes)``: the entry points' copy with error reports bounded
   (``acp_types._validators``), sharing every node it does not change, and the
   model classes in it; else ``None``;
-- ``nodes``: the model nodes inside ``schema`` (for ``_build._FOUND``).
+- ``nodes``: the model nodes inside ``schema`` (for ``_build._FOUND``);
+- ``needs``: which of the schema's definitions the class's serializer needs,
+  and for each node which ones that class's own schema and serializer need
+  (:func:`definition_needs`), so that pydantic-core is not handed definitions
+  nobody uses (it builds every one it is given);
+- ``holes``: what is not data (classes, functions, bound methods, partials,
+  key checks) as references looked up again at load, with the places they
+  go (:func:`encode`); the few closures in a schema are stored as the lookup
+  that finds them again (a union alias's discriminator, a class's model
+  validator).
 
-Classes and module-level functions are pickled by reference (module and name,
-looked up at load time); the few closures in a schema are pickled as the
-lookup that finds them again (a union alias's discriminator, a class's model
-validator). Every string is one object and every container is built afresh
-before pickling, so the bytes depend only on the schema's value and shape,
-never on the interpreter, its string interning or the hash seed. Each entry
-is checked at generation time: loaded again, it equals the schema it was
-made from (:func:`same`).
+Every string is one object and every equal container is one object
+(:func:`_canonical`), and the marshal bytes are written by a canonical writer
+(:class:`_Marshal`), so the bytes depend only on the schema's value and shape,
+never on the interpreter, its string interning or the hash seed. With
+``ACP_TYPES_CHECK_STORE=1`` each entry is loaded again at generation time and
+compared with the schema it was made from (:func:`same`).
 
 The runtime uses an entry only when the installed pydantic and pydantic-core
 are the versions recorded here; otherwise it generates the schema as before.
@@ -266,7 +274,7 @@ class Refs:
 
 
 def encode(value: tuple[Any, Any], functions: Mapping[int, tuple[str, ...]], refs: Refs) -> bytes:
-    """The stored form of ``(schema, bounded)``: marshal data of ``(schema, bounded, nodes, holes)``, checked by loading it.
+    """The stored form of ``(schema, bounded)``: marshal data of ``(schema, bounded, nodes, needs, holes)``, checked by loading it.
 
     Everything that is not data (a class, a function, a bound method, a
     ``functools.partial``, a key check) is left out of the data (``None``) and
@@ -287,7 +295,7 @@ def encode(value: tuple[Any, Any], functions: Mapping[int, tuple[str, ...]], ref
         from acp_types._build import _fill
 
         _fill(loaded[-1])
-        schema, bounded, nodes = loaded[:-1]
+        schema, bounded, nodes, _needs = loaded[:-1]
         if not same((schema, bounded), value, {}) or [id(n) for n in nodes] != [id(n) for n in model_nodes(schema)]:
             raise StoreBug("a stored schema, loaded again, differs from the schema it was made from")
     return blob
@@ -303,7 +311,7 @@ either way (:func:`reference`).
 
 
 def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list[Any], refs: Refs) -> Any:
-    """``(schema, bounded, nodes)`` for storing, from ``(schema, bounded)``: equal values one object, holes listed.
+    """``(schema, bounded, nodes, needs)`` for storing, from ``(schema, bounded)``: equal values one object, holes listed.
 
     Which nodes pydantic shares differs between interpreters (3.10 shares
     others than 3.11), and that would show in the bytes, so the schema is
@@ -387,7 +395,54 @@ def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list
     if bounded is not None:
         copy, classes = bounded
         bounded_copy = (tree(copy, schema, schema_copy)[0], tree(classes)[0])
-    return schema_copy, bounded_copy, list(model_nodes(schema_copy))
+    nodes = list(model_nodes(schema_copy))
+    return schema_copy, bounded_copy, nodes, definition_needs(schema_copy, nodes)
+
+
+def definition_needs(schema: Any, nodes: list[Any]) -> Any:
+    """Which of the definitions of ``schema`` each use of it needs: ``(root serializer, [(validator, serializer), ...])``.
+
+    pydantic-core builds every definition a schema lists, used or not. The
+    runtime therefore hands it only the ones a use reaches (indexes into
+    ``schema["definitions"]``, sorted): the class's serializer (the
+    root's), and, for each of ``nodes``, the class's own schema (validator)
+    and serializer when that class completes from the node
+    (``acp_types._build._FOUND``). A serializer reaches only what a node's
+    ``serialization`` holds when it has one (a union written back by the
+    value's own class is ``{"type": "any"}``), so it needs far fewer. ``None``
+    when ``schema`` has no definitions.
+    """
+    if schema.get("type") != "definitions":
+        return None
+    definitions = schema["definitions"]
+    index = {d["ref"]: i for i, d in enumerate(definitions)}
+
+    def reached(start: Any, serializer: bool) -> tuple[int, ...]:
+        found: set[int] = set()
+        stack = [start]
+        while stack:
+            n = stack.pop()
+            if type(n) is list:
+                stack.extend(n)
+                continue
+            if type(n) is not dict:
+                continue
+            kind = n.get("type")
+            if not isinstance(kind, str):  # a map of names to schemas
+                stack.extend(n.values())
+                continue
+            if kind == "definition-ref":
+                i = index.get(n.get("schema_ref"))
+                if i is not None and i not in found:
+                    found.add(i)
+                    stack.append(definitions[i])
+            if serializer and type(n.get("serialization")) is dict:
+                stack.append(n["serialization"])
+                continue
+            stack.extend(v for k, v in n.items() if k != "metadata")
+        return tuple(sorted(found))
+
+    return reached(schema["schema"], True), [(reached(n, False), reached(n, True)) for n in nodes]
 
 
 class _Hole:

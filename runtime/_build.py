@@ -60,7 +60,9 @@ _FOUND: dict[Any, Any] = {}
 
 pydantic generates the schema of every model a class contains; a value
 written back by its own class (``SerializeAsAny``) then needs each of those
-classes completed too, and their schemas are already here.
+classes completed too, and their schemas are already here. Each is kept as
+``(node, definitions, validator needs, serializer needs)`` (see
+:func:`_found_schemas`), made into schemas only when the class completes.
 """
 
 
@@ -94,18 +96,21 @@ def _complete(cls: Any) -> tuple[bool, Any]:
         bounded = None
         try:
             config = ConfigWrapper(cls.model_config, check=False)
-            schema = _FOUND.pop(cls, None)
-            found = schema is not None
-            nodes = None
-            if schema is None:
+            found = _FOUND.pop(cls, None)
+            nodes = needs = None
+            if found is not None:
+                schema, written = _found_schemas(*found)
+            else:
                 entry = _entry_of(cls)
                 if entry is not None:
-                    schema, bounded, nodes = entry
-            if schema is None:
-                parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
-                schema = generate_schema(cls, config, parent)
+                    schema, bounded, nodes, needs = entry
+                else:
+                    parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
+                    schema = generate_schema(cls, config, parent)
+                written = schema if needs is None else _with(schema["schema"], schema["definitions"], needs[0])
             core_config = config.core_config(title=cls.__name__)
-            serializer = SchemaSerializer(schema, core_config)
+            # the serializer gets only the definitions it reaches (pydantic-core builds every one it is given)
+            serializer = SchemaSerializer(written, core_config)
         except Exception:  # pydantic's own path raises the error the user should see
             return False, None
         cls.__pydantic_core_schema__ = schema
@@ -122,9 +127,9 @@ def _complete(cls: Any) -> tuple[bool, Any]:
             ),
         )
         cls.__pydantic_complete__ = True
-        if not found:
+        if found is None:
             # a schema from _FOUND lies inside one noted already: every class in it is noted or complete
-            _note_contained(schema, nodes)
+            _note_contained(schema, nodes, needs)
         hook = getattr(cls, "__pydantic_on_complete__", None)
         if hook is not None:
             hook()
@@ -188,21 +193,42 @@ def type_schema(tp: Any) -> tuple[Any, Any] | None:
     return schema, config.core_config(None)
 
 
-def _note_contained(schema: Any, nodes: Any = None) -> None:
+def _note_contained(schema: Any, nodes: Any = None, needs: Any = None) -> None:
     """Keep the schema of each incomplete model class inside ``schema`` for when that class completes.
 
-    ``nodes``: the model nodes of ``schema`` when known already (a stored schema lists them).
+    ``nodes``: the model nodes of ``schema`` when known already (a stored schema
+    lists them); ``needs``: the stored entry's definitions needed by each node
+    (``generator/core_schemas.py``'s ``definition_needs``), else every
+    definition of ``schema`` is kept for each.
     """
     definitions = schema.get("definitions") if schema.get("type") == "definitions" else None
-    for node in model_nodes(schema) if nodes is None else nodes:
+    if nodes is None:
+        nodes = model_nodes(schema)
+    each = needs[1] if needs is not None else None
+    for i, node in enumerate(nodes):
         contained = node["cls"]
         if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
             # a definition-ref inside it points into the outer schema's definitions
-            _FOUND[contained] = (
-                node
-                if definitions is None
-                else {"type": "definitions", "schema": node, "definitions": definitions}
-            )
+            wanted = (None, None) if each is None else each[i]
+            _FOUND[contained] = (node, definitions, *wanted)
+
+
+def _found_schemas(node: Any, definitions: Any, validator: Any, serializer: Any) -> tuple[Any, Any]:
+    """The class's own schema and its serializer's, from a node of :data:`_FOUND`."""
+    if definitions is None:
+        return node, node
+    if validator is None:  # not from the store: every definition of the outer schema
+        schema = {"type": "definitions", "schema": node, "definitions": definitions}
+        return schema, schema
+    schema = _with(node, definitions, validator)
+    return schema, schema if serializer == validator else _with(node, definitions, serializer)
+
+
+def _with(node: Any, definitions: list[Any], wanted: tuple[int, ...]) -> Any:
+    """``node`` with the definitions of indexes ``wanted`` (``node`` itself when it needs none)."""
+    if not wanted:
+        return node
+    return {"type": "definitions", "schema": node, "definitions": [definitions[i] for i in wanted]}
 
 
 # --------------------------------------------------------------------------- the stored schemas
@@ -248,10 +274,12 @@ def stored(package: str, kind: str, name: str) -> Any:
     An entry is what the generator recorded on a fresh import of the package
     with the pydantic it pins (``generator/core_schemas.py``): for ``kind``
     ``"model"`` and ``name`` a class name, a tuple ``(schema, bounded,
-    nodes)``: the class's core schema; ``(copy, classes)``, the entry points'
-    bounded copy of it (``acp_types._validators``) and the model classes in
-    it, or ``None`` for a class that is no method's payload; and the model
-    nodes inside the schema. ``None`` when there is
+    nodes, needs)``: the class's core schema; ``(copy, classes)``, the entry
+    points' bounded copy of it (``acp_types._validators``) and the model
+    classes in it, or ``None`` for a class that is no method's payload; the
+    model nodes inside the schema; and which of the schema's definitions the
+    class's serializer and each node's class need (``None`` for a schema
+    without definitions). ``None`` when there is
     no such entry or the installed pydantic or pydantic-core is not the one
     the store was made with: the caller then generates the schema as before.
     Each call builds the entry afresh, so the caller owns what it gets.
