@@ -278,18 +278,22 @@ def encode(value: tuple[Any, Any], functions: Mapping[int, tuple[str, ...]], ref
 
     Everything that is not data (a class, a function, a bound method, a
     ``functools.partial``, a key check) is left out of the data (``None``) and
-    listed in ``holes`` as ``(container, key, reference)``, the container being
-    the very dict or list of the data (a marshal back-reference), so that the
-    runtime fills each in with one assignment (``acp_types._build.stored``).
+    listed in ``holes`` as ``(references, places)``: each distinct reference
+    once, flat (:func:`flatten`), and ``container, key, index`` for each place,
+    the container being the very dict or list of the data (a marshal
+    back-reference), so that the runtime looks each reference up once, in a
+    loop, and fills each place in with one assignment (``acp_types._build._fill``).
     """
     holes: list[tuple[Any, Any, tuple[Any, ...]]] = []
     data = _canonical(value, functions, holes, refs)
     from acp_types._runtime import model_nodes
 
-    places: dict[tuple[Any, ...], list[Any]] = {}
+    program: list[tuple[Any, ...]] = []
+    index: dict[tuple[Any, ...], int] = {}
+    places: list[Any] = []
     for container, key, ref in holes:
-        places.setdefault(ref, []).extend((container, key))
-    blob = _Marshal().dumps((*data, [(ref, tuple(where)) for ref, where in places.items()]))
+        places.extend((container, key, flatten(ref, program, index)))
+    blob = _Marshal().dumps((*data, (program, places)))
     if CHECK_ENTRIES:
         loaded = marshal.loads(blob)
         from acp_types._build import _fill
@@ -445,6 +449,38 @@ def definition_needs(schema: Any, nodes: list[Any]) -> Any:
     return reached(schema["schema"], True), [(reached(n, False), reached(n, True)) for n in nodes]
 
 
+def flatten(ref: tuple[Any, ...], program: list[tuple[Any, ...]], index: dict[tuple[Any, ...], int]) -> int:
+    """The index of the nested reference ``ref`` (see :func:`reference`) in ``program``, added with its parts first.
+
+    A part of a bound method or partial (its object, function, arguments) is
+    named by its index; equal references are one entry.
+    """
+    found = index.get(ref)
+    if found is not None:
+        return found
+    kind = ref[0]
+    flat: tuple[Any, ...]
+    if kind == "m":
+        flat = ("m", flatten(ref[1], program, index), ref[2])
+    elif kind == "p":
+        flat = ("p", flatten(ref[1], program, index), tuple(flatten(a, program, index) for a in ref[2]),
+                tuple((k, flatten(v, program, index)) for k, v in ref[3]))
+    else:
+        flat = ref
+    index[ref] = len(program)
+    program.append(flat)
+    return index[ref]
+
+
+def resolve(ref: tuple[Any, ...]) -> Any:
+    """The object the nested reference ``ref`` names, found as the runtime finds it (``acp_types._build.references``)."""
+    from acp_types._build import references
+
+    program: list[tuple[Any, ...]] = []
+    i = flatten(ref, program, {})
+    return references(program)[i]
+
+
 class _Hole:
     __slots__ = ("reference",)
 
@@ -453,8 +489,7 @@ class _Hole:
 
 
 def reference(obj: Any, functions: Mapping[int, tuple[str, ...]]) -> tuple[Any, ...]:
-    """How the runtime finds ``obj`` again (``acp_types._build._resolve``); checked here to find the same object."""
-    from acp_types._build import _resolve
+    """How the runtime finds ``obj`` again, nested (:func:`flatten` makes it flat); checked here to find the same object."""
     from acp_types._runtime import _KeyCheck
 
     def data_or_reference(v: Any) -> tuple[Any, ...]:
@@ -480,7 +515,7 @@ def reference(obj: Any, functions: Mapping[int, tuple[str, ...]]) -> tuple[Any, 
         if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
             raise StoreBug(f"a core schema holds {obj!r}, which the store cannot find again")
         ref = ("g", module, qualname)
-    found_again = _resolve(ref, {})
+    found_again = resolve(ref)
     if not same(found_again, obj):
         raise StoreBug(f"the store's reference {ref!r} finds {found_again!r}, not {obj!r}")
     return ref

@@ -298,53 +298,55 @@ def stored(package: str, kind: str, name: str) -> Any:
 
 
 def _fill(holes: Any) -> None:
-    """Put back what a stored entry holds besides data: ``(reference, (container, key, container, key, ...))`` each."""
-    memo: dict[Any, Any] = {}
-    for ref, places in holes:
-        found = _resolve(ref, memo)
-        it = iter(places)
-        for container, key in zip(it, it, strict=True):
-            container[key] = found
+    """Put back what a stored entry holds besides data.
+
+    ``holes`` is ``(references, places)``: the references in an order where
+    each one's parts come before it, a part named by its index in that
+    order (:func:`references`); and ``places``, flat, ``container, key,
+    index`` for each place a reference goes to.
+    """
+    program, places = holes
+    found = references(program)
+    it = iter(places)
+    for container, key, i in zip(it, it, it, strict=True):
+        container[key] = found[i]
 
 
-def _resolve(ref: Any, memo: dict[Any, Any]) -> Any:
-    """The object a stored reference names (written by ``generator/core_schemas.py``'s ``reference``)."""
-    found = memo.get(ref, memo)
-    if found is not memo:
-        return found
-    kind = ref[0]
-    if kind == "m":  # a bound method (the commonest: every model's JSON schema hook)
-        found = getattr(_resolve(ref[1], memo), ref[2])
-    elif kind == "g":  # a module-level class or function, by module and qualified name
-        module = sys.modules.get(ref[1])
-        if module is None:
-            from importlib import import_module
+def references(program: Any) -> list[Any]:
+    """The objects the stored references ``program`` name (written by ``generator/core_schemas.py``'s ``reference``)."""
+    found: list[Any] = []
+    modules = sys.modules
+    for ref in program:
+        kind = ref[0]
+        obj: Any
+        if kind == "g":  # a module-level class or function, by module and qualified name
+            module = modules.get(ref[1])
+            if module is None:
+                from importlib import import_module
 
-            module = import_module(ref[1])
-        name = ref[2]
-        if "." in name:
-            found = module
-            for part in name.split("."):
-                found = getattr(found, part)
+                module = import_module(ref[1])
+            name = ref[2]
+            if "." in name:
+                obj = module
+                for part in name.split("."):
+                    obj = getattr(obj, part)
+            else:
+                obj = getattr(module, name)
+        elif kind == "m":  # a bound method (every model's JSON schema hook): of the object at index ref[1]
+            obj = getattr(found[ref[1]], ref[2])
+        elif kind == "k":  # WireKey's check of unknown keys
+            obj = _key_check(*ref[1:])
+        elif kind == "p":  # a functools.partial: function, arguments and keyword arguments by index
+            obj = partial(found[ref[1]], *[found[i] for i in ref[2]], **{key: found[i] for key, i in ref[3]})
+        elif kind == "d":  # plain data, as an argument of a partial
+            obj = ref[1]
+        elif kind == "a":  # the discriminator of a union alias
+            obj = _alias_discriminator(ref[1], ref[2])
+        elif kind == "v":  # a class's model validator
+            obj = _class_validator(ref[1], ref[2], ref[3])
         else:
-            found = getattr(module, name)
-    elif kind == "p":  # a functools.partial
-        found = partial(
-            _resolve(ref[1], memo),
-            *[_resolve(arg, memo) for arg in ref[2]],
-            **{key: _resolve(value, memo) for key, value in ref[3]},
-        )
-    elif kind == "d":  # plain data, as an argument of a partial
-        return ref[1]
-    elif kind == "k":  # WireKey's check of unknown keys
-        found = _key_check(*ref[1:])
-    elif kind == "a":  # the discriminator of a union alias
-        found = _alias_discriminator(ref[1], ref[2])
-    elif kind == "v":  # a class's model validator
-        found = _class_validator(ref[1], ref[2], ref[3])
-    else:
-        raise ValueError(f"unknown reference {ref!r}")
-    memo[ref] = found
+            raise ValueError(f"unknown reference {ref!r}")
+        found.append(obj)
     return found
 
 
