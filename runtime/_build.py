@@ -236,11 +236,16 @@ def _with(node: Any, definitions: list[Any], wanted: tuple[int, ...]) -> Any:
 STORE_MODULE = "_core_schemas"
 """The generated modules of each version package holding its stored core schemas (``acp_types.v1._core_schemas_0``, ...)."""
 
-SHARDS = 16
-"""How many modules a version's store is split into, so that a first message loads a sixteenth of it."""
+SHARDS = 64
+"""How many modules a version's store is split into, so that a first message loads a small part of it.
 
-_NO_STORE: dict[str, str] = {}
-_STORES: dict[str, dict[str, str]] = {}
+Importing a store module costs about 0.09 ms and 2 µs a KB of its compiled
+size; with 64, the first message's module is about a seventh of the version's
+store (v1), with 16 it was a third.
+"""
+
+_NO_STORE: dict[str, bytes] = {}
+_STORES: dict[str, dict[str, bytes]] = {}
 
 
 def shard_of(key: str) -> int:
@@ -248,7 +253,7 @@ def shard_of(key: str) -> int:
     return sum(key.encode()) % SHARDS
 
 
-def _store(module_name: str) -> dict[str, str] | None:
+def _store(module_name: str) -> dict[str, bytes] | None:
     """The ``SCHEMAS`` of one store module, or ``None``: missing, or made with another pydantic."""
     table = _STORES.get(module_name)
     if table is None:
@@ -290,7 +295,7 @@ def stored(package: str, kind: str, name: str) -> Any:
     if text is None:
         return None
     try:
-        *entry, holes = marshal.loads(text.encode("latin-1"))
+        *entry, holes = marshal.loads(text)
         _fill(holes)
     except Exception:  # a store that does not fit this runtime: generate as before
         return None
