@@ -404,24 +404,32 @@ def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list
         copy, classes = bounded
         bounded_copy = (tree(copy, schema, schema_copy)[0], tree(classes)[0])
     nodes = list(model_nodes(schema_copy))
-    return schema_copy, bounded_copy, nodes, definition_needs(schema_copy, nodes)
+    from acp_types._build import _completable
+
+    # the copy's nodes hold holes where the classes go: the schema's own nodes come in the same order
+    completable = [_completable(node["cls"]) for node in model_nodes(schema)]
+    return schema_copy, bounded_copy, nodes, definition_needs(schema_copy, nodes, completable)
 
 
-def definition_needs(schema: Any, nodes: list[Any]) -> Any:
+def definition_needs(schema: Any, nodes: list[Any], completable: list[bool]) -> Any:
     """Which of the definitions of ``schema`` each use of it needs: ``(root serializer, [(validator, serializer), ...])``.
 
     pydantic-core builds every definition a schema lists, used or not. The
     runtime therefore hands it only the ones a use reaches (indexes into
-    ``schema["definitions"]``, sorted): the class's serializer (the
-    root's), and, for each of ``nodes``, the class's own schema (validator)
-    and serializer when that class completes from the node
-    (``acp_types._build._FOUND``). A serializer reaches only what a node's
-    ``serialization`` holds when it has one (a union written back by the
-    value's own class is ``{"type": "any"}``), so it needs far fewer. ``None``
-    when ``schema`` has no definitions.
+    ``schema["definitions"]``, sorted; none when it has no definitions): the
+    class's serializer (the root's), and, for each of ``nodes``, the class's
+    own schema (validator) and serializer when that class completes from the
+    node (``acp_types._build._FOUND``), or ``None`` for a node whose class
+    ``acp_types._build`` may not complete (``completable``, one flag a node),
+    which the runtime then leaves to its own path. A serializer reaches only
+    what a node's ``serialization`` holds when it has one (a union written
+    back by the value's own class is ``{"type": "any"}``), so it needs far
+    fewer.
     """
+    if len(completable) != len(nodes):
+        raise StoreBug("the stored copy of a schema has other model nodes than the schema")
     if schema.get("type") != "definitions":
-        return None
+        return (), [((), ()) if ok else None for ok in completable]
     definitions = schema["definitions"]
     index = {d["ref"]: i for i, d in enumerate(definitions)}
 
@@ -450,7 +458,9 @@ def definition_needs(schema: Any, nodes: list[Any]) -> Any:
             stack.extend(v for k, v in n.items() if k != "metadata")
         return tuple(sorted(found))
 
-    return reached(schema["schema"], True), [(reached(n, False), reached(n, True)) for n in nodes]
+    return reached(schema["schema"], True), [
+        (reached(n, False), reached(n, True)) if ok else None for n, ok in zip(nodes, completable, strict=True)
+    ]
 
 
 def flatten(ref: tuple[Any, ...], program: list[tuple[Any, ...]], index: dict[tuple[Any, ...], int]) -> int:

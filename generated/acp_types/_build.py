@@ -91,24 +91,28 @@ def _complete(cls: Any) -> tuple[bool, Any]:
     with _LOCK:
         if cls.__pydantic_complete__:
             return True, None
-        if not _completable(cls):
+        found = _FOUND.get(cls)
+        entry = _entry_of(cls) if found is None else None
+        if entry is None and (found is None or found[2] is None) and not _completable(cls):
+            # (the generator stores an entry, or a node's needs, only for a class it checked completable)
             return False, None
         bounded = None
         try:
-            config = ConfigWrapper(cls.model_config, check=False)
-            found = _FOUND.pop(cls, None)
+            config, core_config = _configs(cls, ConfigWrapper)
+            _FOUND.pop(cls, None)
             nodes = needs = None
             if found is not None:
                 schema, written = _found_schemas(*found)
             else:
-                entry = _entry_of(cls)
                 if entry is not None:
                     schema, bounded, nodes, needs = entry
                 else:
                     parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
                     schema = generate_schema(cls, config, parent)
-                written = schema if needs is None else _with(schema["schema"], schema["definitions"], needs[0])
-            core_config = config.core_config(title=cls.__name__)
+                written = (
+                    schema if needs is None or schema.get("type") != "definitions"
+                    else _with(schema["schema"], schema["definitions"], needs[0])
+                )
             # the serializer gets only the definitions it reaches (pydantic-core builds every one it is given)
             serializer = SchemaSerializer(written, core_config)
         except Exception:  # pydantic's own path raises the error the user should see
@@ -134,6 +138,31 @@ def _complete(cls: Any) -> tuple[bool, Any]:
         if hook is not None:
             hook()
         return True, bounded
+
+
+_CONFIG: list[Any] = []
+"""``(model_config, ConfigWrapper, core config)`` of the last class completed (every generated class has the same config)."""
+
+
+def _configs(cls: Any, wrapper: Any) -> tuple[Any, Any]:
+    """pydantic's ``ConfigWrapper`` of ``cls`` and the core config its completion gives pydantic-core.
+
+    The same as ``ConfigWrapper(cls.model_config, check=False)`` and its
+    ``core_config(title=cls.__name__)``, made once for equal configs: the
+    core config differs only by its title, the class's name unless the
+    config sets one.
+    """
+    model_config = cls.model_config
+    if _CONFIG and _CONFIG[0] == model_config:
+        _, config, core = _CONFIG
+        core = dict(core)
+        if not model_config.get("title"):
+            core["title"] = cls.__name__
+        return config, core
+    config = wrapper(model_config, check=False)
+    core = config.core_config(title=cls.__name__)
+    _CONFIG[:] = [dict(model_config), config, core]
+    return config, dict(core)
 
 
 def _completable(cls: Any) -> bool:
@@ -210,7 +239,8 @@ def _note_contained(schema: Any, nodes: Any = None, needs: Any = None) -> None:
         if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
             # a definition-ref inside it points into the outer schema's definitions
             wanted = (None, None) if each is None else each[i]
-            _FOUND[contained] = (node, definitions, *wanted)
+            if wanted is not None:  # (None: a class the generator found it may not complete: its own path)
+                _FOUND[contained] = (node, definitions, *wanted)
 
 
 def _found_schemas(node: Any, definitions: Any, validator: Any, serializer: Any) -> tuple[Any, Any]:
@@ -224,9 +254,9 @@ def _found_schemas(node: Any, definitions: Any, validator: Any, serializer: Any)
     return schema, schema if serializer == validator else _with(node, definitions, serializer)
 
 
-def _with(node: Any, definitions: list[Any], wanted: tuple[int, ...]) -> Any:
+def _with(node: Any, definitions: list[Any] | None, wanted: tuple[int, ...]) -> Any:
     """``node`` with the definitions of indexes ``wanted`` (``node`` itself when it needs none)."""
-    if not wanted:
+    if not wanted or definitions is None:
         return node
     return {"type": "definitions", "schema": node, "definitions": [definitions[i] for i in wanted]}
 
@@ -283,8 +313,8 @@ def stored(package: str, kind: str, name: str) -> Any:
     points' bounded copy of it (``acp_types._validators``) and the model
     classes in it, or ``None`` for a class that is no method's payload; the
     model nodes inside the schema; and which of the schema's definitions the
-    class's serializer and each node's class need (``None`` for a schema
-    without definitions). ``None`` when there is
+    class's serializer and each node's class need (a node's ``None``: a
+    class to complete on its own path). ``None`` when there is
     no such entry or the installed pydantic or pydantic-core is not the one
     the store was made with: the caller then generates the schema as before.
     Each call builds the entry afresh, so the caller owns what it gets.
