@@ -79,15 +79,37 @@ def complete(cls: Any) -> bool:
     return _complete(cls)[0]
 
 
-def _complete(cls: Any) -> tuple[bool, Any]:
-    """:func:`complete`, and the stored bounded schema of ``cls`` when it was completed from its entry here."""
+_INTERNALS: list[Any] = []
+"""The parts of ``pydantic._internal`` that :func:`_complete` uses, once found."""
+
+
+def _internals() -> Any:
+    """``(ConfigWrapper, unpack_lenient_weakvaluedict, generate_pydantic_signature, LazyClassAttribute)``, or ``None``.
+
+    ``None`` when this pydantic's internals are not where they were (then
+    pydantic's own ``model_rebuild`` runs); looked up again each time until
+    found, so that a test can hide them.
+    """
+    if _INTERNALS:
+        return _INTERNALS[0]
     try:
         from pydantic._internal._config import ConfigWrapper
         from pydantic._internal._model_construction import unpack_lenient_weakvaluedict
         from pydantic._internal._signature import generate_pydantic_signature
         from pydantic._internal._utils import LazyClassAttribute
     except ImportError:  # a pydantic whose internals moved: use its own model_rebuild
+        return None
+    found = (ConfigWrapper, unpack_lenient_weakvaluedict, generate_pydantic_signature, LazyClassAttribute)
+    _INTERNALS.append(found)
+    return found
+
+
+def _complete(cls: Any) -> tuple[bool, Any]:
+    """:func:`complete`, and the stored bounded schema of ``cls`` when it was completed from its entry here."""
+    internals = _internals()
+    if internals is None:
         return False, None
+    ConfigWrapper, unpack_lenient_weakvaluedict, generate_pydantic_signature, LazyClassAttribute = internals  # noqa: N806
     with _LOCK:
         if cls.__pydantic_complete__:
             return True, None
