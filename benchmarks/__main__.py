@@ -208,6 +208,7 @@ def _installed_matches_checkout() -> None:
 
 
 def bench_import(repeats: int) -> list[Figure]:
+    from benchmarks import first_message  # noqa: PLC0415
     ours, sdk, floor, first_ours, first_sdk, cpu_ours, first_pyd = [], [], [], [], [], [], []
     for _ in range(repeats):  # interleaved, so noise hits all sides alike
         t, f, c = _import_once("import acp_types.v1", _FIRST_OURS)
@@ -232,6 +233,8 @@ def bench_import(repeats: int) -> list[Figure]:
                 "the SDK builds them at import"
             ),
         ),
+        # the first message's parts, measured inside it (benchmarks/first_message.py)
+        *(Figure(label, v, total, "s", "report", None) for label, v, total in first_message.parts(repeats, _run)),
         Figure("first message after import, CPU time (process_time)", co, None, "s", "report", None),
         Figure("first message: ours vs pydantic's own model_rebuild of the same models", fo, fp, "s", "report", None),
         Figure("import + first message: ours vs the SDK's", o + fo, s + fs, "s", "report", None),
