@@ -114,7 +114,10 @@ def _complete(cls: Any) -> tuple[bool, Any]:
         if cls.__pydantic_complete__:
             return True, None
         found = _FOUND.get(cls)
-        entry = _entry_of(cls) if found is None else None
+        try:
+            entry = _entry_of(cls) if found is None else None
+        except Exception:  # a store that does not fit: as if there were none
+            entry = None
         if entry is None and (found is None or found[2] is None) and not _completable(cls):
             # (the generator stores an entry, or a node's needs, only for a class it checked completable)
             return False, None
