@@ -6,27 +6,35 @@ class tree. The generator therefore imports the package it has just rendered
 (in a subprocess, with the pydantic it pins), asks pydantic for the core
 schema of every model class as a fresh import would make it
 (``acp_types._build.generate_schema``) and writes them into the package as
-``acp_types/<version>/_core_schemas.py``: one pickled entry per class, loaded
-one at a time, only when that class is completed (``acp_types._build``).
+``acp_types/<version>/_core_schemas_<n>.py`` (64 modules a version): one
+marshalled entry per class, loaded one at a time, only when that class is
+completed (``acp_types._build``).
 
-An entry (key ``model:<ClassName>``) is the pickle of ``(schema, bounded,
-nodes)``:
+An entry (key ``model:<ClassName>``) is the marshal data of ``(schema,
+bounded, nodes, needs, holes)``:
 
 - ``schema``: the class's core schema, as pydantic made it;
 - ``bounded``: for a class that is the payload of a method, ``(copy,
   classes)``: the entry points' copy with error reports bounded
   (``acp_types._validators``), sharing every node it does not change, and the
   model classes in it; else ``None``;
-- ``nodes``: the model nodes inside ``schema`` (for ``_build._FOUND``).
+- ``nodes``: the model nodes inside ``schema`` (for ``_build._FOUND``);
+- ``needs``: which of the schema's definitions the class's serializer needs,
+  and for each node which ones that class's own schema and serializer need
+  (:func:`definition_needs`), so that pydantic-core is not handed definitions
+  nobody uses (it builds every one it is given);
+- ``holes``: what is not data (classes, functions, bound methods, partials,
+  key checks) as references looked up again at load, with the places they
+  go (:func:`encode`); the few closures in a schema are stored as the lookup
+  that finds them again (a union alias's discriminator, a class's model
+  validator).
 
-Classes and module-level functions are pickled by reference (module and name,
-looked up at load time); the few closures in a schema are pickled as the
-lookup that finds them again (a union alias's discriminator, a class's model
-validator). Every string is one object and every container is built afresh
-before pickling, so the bytes depend only on the schema's value and shape,
-never on the interpreter, its string interning or the hash seed. Each entry
-is checked at generation time: loaded again, it equals the schema it was
-made from (:func:`same`).
+Every string is one object and every equal container is one object
+(:func:`_canonical`), and the marshal bytes are written by a canonical writer
+(:class:`_Marshal`), so the bytes depend only on the schema's value and shape,
+never on the interpreter, its string interning or the hash seed. With
+``ACP_TYPES_CHECK_STORE=1`` each entry is loaded again at generation time and
+compared with the schema it was made from (:func:`same`).
 
 The runtime uses an entry only when the installed pydantic and pydantic-core
 are the versions recorded here; otherwise it generates the schema as before.
@@ -122,9 +130,13 @@ class Recording:
 def module_text(record: Mapping[str, Any], entries: Iterable[tuple[str, str]], header: str) -> str:
     """One store module of a version from what the subprocess recorded.
 
-    Each entry's bytes are a ``str`` of the same code points (latin-1): its
-    literal is shorter than a ``bytes`` one (code points 0xa1-0xff need no
-    escape), and in the compiled module it is the bytes themselves.
+    Each entry is a ``bytes`` literal (the subprocess hands it over as a
+    ``str`` of the same code points, latin-1): in the compiled module it is
+    the bytes themselves, copied as they are when the module loads and given
+    to ``marshal.loads`` as they are. A ``str`` of those code points would be
+    2% shorter in source, but the compiled module would hold it as UTF-8,
+    decoded on loading the module and encoded again for ``marshal.loads``
+    (about a quarter of importing the first message's store module).
     """
     lines = [
         header,
@@ -133,9 +145,9 @@ def module_text(record: Mapping[str, Any], entries: Iterable[tuple[str, str]], h
         f"PYDANTIC = {record['pydantic']!r}",
         f"PYDANTIC_CORE = {record['pydantic_core']!r}",
         "",
-        "SCHEMAS: dict[str, str] = {",
+        "SCHEMAS: dict[str, bytes] = {",
     ]
-    lines.extend(f"    {key!r}: {text!r}," for key, text in entries)
+    lines.extend(f"    {key!r}: {text.encode('latin-1')!r}," for key, text in entries)
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -266,28 +278,32 @@ class Refs:
 
 
 def encode(value: tuple[Any, Any], functions: Mapping[int, tuple[str, ...]], refs: Refs) -> bytes:
-    """The stored form of ``(schema, bounded)``: marshal data of ``(schema, bounded, nodes, holes)``, checked by loading it.
+    """The stored form of ``(schema, bounded)``: marshal data of ``(schema, bounded, nodes, needs, holes)``, checked by loading it.
 
     Everything that is not data (a class, a function, a bound method, a
     ``functools.partial``, a key check) is left out of the data (``None``) and
-    listed in ``holes`` as ``(container, key, reference)``, the container being
-    the very dict or list of the data (a marshal back-reference), so that the
-    runtime fills each in with one assignment (``acp_types._build.stored``).
+    listed in ``holes`` as ``(references, places)``: each distinct reference
+    once, flat (:func:`flatten`), and ``container, key, index`` for each place,
+    the container being the very dict or list of the data (a marshal
+    back-reference), so that the runtime looks each reference up once, in a
+    loop, and fills each place in with one assignment (``acp_types._build._fill``).
     """
     holes: list[tuple[Any, Any, tuple[Any, ...]]] = []
     data = _canonical(value, functions, holes, refs)
     from acp_types._runtime import model_nodes
 
-    places: dict[tuple[Any, ...], list[Any]] = {}
+    program: list[tuple[Any, ...]] = []
+    index: dict[tuple[Any, ...], int] = {}
+    places: list[Any] = []
     for container, key, ref in holes:
-        places.setdefault(ref, []).extend((container, key))
-    blob = _Marshal().dumps((*data, [(ref, tuple(where)) for ref, where in places.items()]))
+        places.extend((container, key, flatten(ref, program, index)))
+    blob = _Marshal().dumps((*data, (program, places)))
     if CHECK_ENTRIES:
         loaded = marshal.loads(blob)
         from acp_types._build import _fill
 
         _fill(loaded[-1])
-        schema, bounded, nodes = loaded[:-1]
+        schema, bounded, nodes, _needs = loaded[:-1]
         if not same((schema, bounded), value, {}) or [id(n) for n in nodes] != [id(n) for n in model_nodes(schema)]:
             raise StoreBug("a stored schema, loaded again, differs from the schema it was made from")
     return blob
@@ -303,7 +319,7 @@ either way (:func:`reference`).
 
 
 def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list[Any], refs: Refs) -> Any:
-    """``(schema, bounded, nodes)`` for storing, from ``(schema, bounded)``: equal values one object, holes listed.
+    """``(schema, bounded, nodes, needs)`` for storing, from ``(schema, bounded)``: equal values one object, holes listed.
 
     Which nodes pydantic shares differs between interpreters (3.10 shares
     others than 3.11), and that would show in the bytes, so the schema is
@@ -387,7 +403,96 @@ def _canonical(value: Any, functions: Mapping[int, tuple[str, ...]], holes: list
     if bounded is not None:
         copy, classes = bounded
         bounded_copy = (tree(copy, schema, schema_copy)[0], tree(classes)[0])
-    return schema_copy, bounded_copy, list(model_nodes(schema_copy))
+    nodes = list(model_nodes(schema_copy))
+    from acp_types._build import _completable
+
+    # the copy's nodes hold holes where the classes go: the schema's own nodes come in the same order
+    completable = [_completable(node["cls"]) for node in model_nodes(schema)]
+    return schema_copy, bounded_copy, nodes, definition_needs(schema_copy, nodes, completable)
+
+
+def definition_needs(schema: Any, nodes: list[Any], completable: list[bool]) -> Any:
+    """Which of the definitions of ``schema`` each use of it needs: ``(root serializer, [(validator, serializer), ...])``.
+
+    pydantic-core builds every definition a schema lists, used or not. The
+    runtime therefore hands it only the ones a use reaches (indexes into
+    ``schema["definitions"]``, sorted; none when it has no definitions): the
+    class's serializer (the root's), and, for each of ``nodes``, the class's
+    own schema (validator) and serializer when that class completes from the
+    node (``acp_types._build._FOUND``), or ``None`` for a node whose class
+    ``acp_types._build`` may not complete (``completable``, one flag a node),
+    which the runtime then leaves to its own path. A serializer reaches only
+    what a node's ``serialization`` holds when it has one (a union written
+    back by the value's own class is ``{"type": "any"}``), so it needs far
+    fewer.
+    """
+    if len(completable) != len(nodes):
+        raise StoreBug("the stored copy of a schema has other model nodes than the schema")
+    if schema.get("type") != "definitions":
+        return (), [((), ()) if ok else None for ok in completable]
+    definitions = schema["definitions"]
+    index = {d["ref"]: i for i, d in enumerate(definitions)}
+
+    def reached(start: Any, serializer: bool) -> tuple[int, ...]:
+        found: set[int] = set()
+        stack = [start]
+        while stack:
+            n = stack.pop()
+            if type(n) is list:
+                stack.extend(n)
+                continue
+            if type(n) is not dict:
+                continue
+            kind = n.get("type")
+            if not isinstance(kind, str):  # a map of names to schemas
+                stack.extend(n.values())
+                continue
+            if kind == "definition-ref":
+                i = index.get(n.get("schema_ref"))
+                if i is not None and i not in found:
+                    found.add(i)
+                    stack.append(definitions[i])
+            if serializer and type(n.get("serialization")) is dict:
+                stack.append(n["serialization"])
+                continue
+            stack.extend(v for k, v in n.items() if k != "metadata")
+        return tuple(sorted(found))
+
+    return reached(schema["schema"], True), [
+        (reached(n, False), reached(n, True)) if ok else None for n, ok in zip(nodes, completable, strict=True)
+    ]
+
+
+def flatten(ref: tuple[Any, ...], program: list[tuple[Any, ...]], index: dict[tuple[Any, ...], int]) -> int:
+    """The index of the nested reference ``ref`` (see :func:`reference`) in ``program``, added with its parts first.
+
+    A part of a bound method or partial (its object, function, arguments) is
+    named by its index; equal references are one entry.
+    """
+    found = index.get(ref)
+    if found is not None:
+        return found
+    kind = ref[0]
+    flat: tuple[Any, ...]
+    if kind == "m":
+        flat = ("m", flatten(ref[1], program, index), ref[2])
+    elif kind == "p":
+        flat = ("p", flatten(ref[1], program, index), tuple(flatten(a, program, index) for a in ref[2]),
+                tuple((k, flatten(v, program, index)) for k, v in ref[3]))
+    else:
+        flat = ref
+    index[ref] = len(program)
+    program.append(flat)
+    return index[ref]
+
+
+def resolve(ref: tuple[Any, ...]) -> Any:
+    """The object the nested reference ``ref`` names, found as the runtime finds it (``acp_types._build.references``)."""
+    from acp_types._build import references
+
+    program: list[tuple[Any, ...]] = []
+    i = flatten(ref, program, {})
+    return references(program)[i]
 
 
 class _Hole:
@@ -398,8 +503,7 @@ class _Hole:
 
 
 def reference(obj: Any, functions: Mapping[int, tuple[str, ...]]) -> tuple[Any, ...]:
-    """How the runtime finds ``obj`` again (``acp_types._build._resolve``); checked here to find the same object."""
-    from acp_types._build import _resolve
+    """How the runtime finds ``obj`` again, nested (:func:`flatten` makes it flat); checked here to find the same object."""
     from acp_types._runtime import _KeyCheck
 
     def data_or_reference(v: Any) -> tuple[Any, ...]:
@@ -425,7 +529,7 @@ def reference(obj: Any, functions: Mapping[int, tuple[str, ...]]) -> tuple[Any, 
         if not isinstance(module, str) or not isinstance(qualname, str) or "<" in qualname:
             raise StoreBug(f"a core schema holds {obj!r}, which the store cannot find again")
         ref = ("g", module, qualname)
-    found_again = _resolve(ref, {})
+    found_again = resolve(ref)
     if not same(found_again, obj):
         raise StoreBug(f"the store's reference {ref!r} finds {found_again!r}, not {obj!r}")
     return ref

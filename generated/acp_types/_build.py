@@ -60,7 +60,9 @@ _FOUND: dict[Any, Any] = {}
 
 pydantic generates the schema of every model a class contains; a value
 written back by its own class (``SerializeAsAny``) then needs each of those
-classes completed too, and their schemas are already here.
+classes completed too, and their schemas are already here. Each is kept as
+``(node, definitions, validator needs, serializer needs)`` (see
+:func:`_found_schemas`), made into schemas only when the class completes.
 """
 
 
@@ -77,35 +79,67 @@ def complete(cls: Any) -> bool:
     return _complete(cls)[0]
 
 
-def _complete(cls: Any) -> tuple[bool, Any]:
-    """:func:`complete`, and the stored bounded schema of ``cls`` when it was completed from its entry here."""
+_INTERNALS: list[Any] = []
+"""The parts of ``pydantic._internal`` that :func:`_complete` uses, once found."""
+
+
+def _internals() -> Any:
+    """``(ConfigWrapper, unpack_lenient_weakvaluedict, generate_pydantic_signature, LazyClassAttribute)``, or ``None``.
+
+    ``None`` when this pydantic's internals are not where they were (then
+    pydantic's own ``model_rebuild`` runs); looked up again each time until
+    found, so that a test can hide them.
+    """
+    if _INTERNALS:
+        return _INTERNALS[0]
     try:
         from pydantic._internal._config import ConfigWrapper
         from pydantic._internal._model_construction import unpack_lenient_weakvaluedict
         from pydantic._internal._signature import generate_pydantic_signature
         from pydantic._internal._utils import LazyClassAttribute
     except ImportError:  # a pydantic whose internals moved: use its own model_rebuild
+        return None
+    found = (ConfigWrapper, unpack_lenient_weakvaluedict, generate_pydantic_signature, LazyClassAttribute)
+    _INTERNALS.append(found)
+    return found
+
+
+def _complete(cls: Any) -> tuple[bool, Any]:
+    """:func:`complete`, and the stored bounded schema of ``cls`` when it was completed from its entry here."""
+    internals = _internals()
+    if internals is None:
         return False, None
+    ConfigWrapper, unpack_lenient_weakvaluedict, generate_pydantic_signature, LazyClassAttribute = internals  # noqa: N806
     with _LOCK:
         if cls.__pydantic_complete__:
             return True, None
-        if not _completable(cls):
+        found = _FOUND.get(cls)
+        try:
+            entry = _entry_of(cls) if found is None else None
+        except Exception:  # a store that does not fit: as if there were none
+            entry = None
+        if entry is None and (found is None or found[2] is None) and not _completable(cls):
+            # (the generator stores an entry, or a node's needs, only for a class it checked completable)
             return False, None
         bounded = None
         try:
-            config = ConfigWrapper(cls.model_config, check=False)
-            schema = _FOUND.pop(cls, None)
-            found = schema is not None
-            nodes = None
-            if schema is None:
-                entry = _entry_of(cls)
+            config, core_config = _configs(cls, ConfigWrapper)
+            _FOUND.pop(cls, None)
+            nodes = needs = None
+            if found is not None:
+                schema, written = _found_schemas(*found)
+            else:
                 if entry is not None:
-                    schema, bounded, nodes = entry
-            if schema is None:
-                parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
-                schema = generate_schema(cls, config, parent)
-            core_config = config.core_config(title=cls.__name__)
-            serializer = SchemaSerializer(schema, core_config)
+                    schema, bounded, nodes, needs = entry
+                else:
+                    parent = unpack_lenient_weakvaluedict(cls.__pydantic_parent_namespace__) or {}
+                    schema = generate_schema(cls, config, parent)
+                written = (
+                    schema if needs is None or schema.get("type") != "definitions"
+                    else _with(schema["schema"], schema["definitions"], needs[0])
+                )
+            # the serializer gets only the definitions it reaches (pydantic-core builds every one it is given)
+            serializer = SchemaSerializer(written, core_config)
         except Exception:  # pydantic's own path raises the error the user should see
             return False, None
         cls.__pydantic_core_schema__ = schema
@@ -122,13 +156,38 @@ def _complete(cls: Any) -> tuple[bool, Any]:
             ),
         )
         cls.__pydantic_complete__ = True
-        if not found:
+        if found is None:
             # a schema from _FOUND lies inside one noted already: every class in it is noted or complete
-            _note_contained(schema, nodes)
+            _note_contained(schema, nodes, needs)
         hook = getattr(cls, "__pydantic_on_complete__", None)
         if hook is not None:
             hook()
         return True, bounded
+
+
+_CONFIG: list[Any] = []
+"""``(model_config, ConfigWrapper, core config)`` of the last class completed (every generated class has the same config)."""
+
+
+def _configs(cls: Any, wrapper: Any) -> tuple[Any, Any]:
+    """pydantic's ``ConfigWrapper`` of ``cls`` and the core config its completion gives pydantic-core.
+
+    The same as ``ConfigWrapper(cls.model_config, check=False)`` and its
+    ``core_config(title=cls.__name__)``, made once for equal configs: the
+    core config differs only by its title, the class's name unless the
+    config sets one.
+    """
+    model_config = cls.model_config
+    if _CONFIG and _CONFIG[0] == model_config:
+        _, config, core = _CONFIG
+        core = dict(core)
+        if not model_config.get("title"):
+            core["title"] = cls.__name__
+        return config, core
+    config = wrapper(model_config, check=False)
+    core = config.core_config(title=cls.__name__)
+    _CONFIG[:] = [dict(model_config), config, core]
+    return config, dict(core)
 
 
 def _completable(cls: Any) -> bool:
@@ -189,21 +248,43 @@ def type_schema(tp: Any) -> tuple[Any, Any] | None:
     return schema, config.core_config(None)
 
 
-def _note_contained(schema: Any, nodes: Any = None) -> None:
+def _note_contained(schema: Any, nodes: Any = None, needs: Any = None) -> None:
     """Keep the schema of each incomplete model class inside ``schema`` for when that class completes.
 
-    ``nodes``: the model nodes of ``schema`` when known already (a stored schema lists them).
+    ``nodes``: the model nodes of ``schema`` when known already (a stored schema
+    lists them); ``needs``: the stored entry's definitions needed by each node
+    (``generator/core_schemas.py``'s ``definition_needs``), else every
+    definition of ``schema`` is kept for each.
     """
     definitions = schema.get("definitions") if schema.get("type") == "definitions" else None
-    for node in model_nodes(schema) if nodes is None else nodes:
+    if nodes is None:
+        nodes = model_nodes(schema)
+    each = needs[1] if needs is not None else None
+    for i, node in enumerate(nodes):
         contained = node["cls"]
         if not contained.__dict__.get("__pydantic_complete__") and contained not in _FOUND:
             # a definition-ref inside it points into the outer schema's definitions
-            _FOUND[contained] = (
-                node
-                if definitions is None
-                else {"type": "definitions", "schema": node, "definitions": definitions}
-            )
+            wanted = (None, None) if each is None else each[i]
+            if wanted is not None:  # (None: a class the generator found it may not complete: its own path)
+                _FOUND[contained] = (node, definitions, *wanted)
+
+
+def _found_schemas(node: Any, definitions: Any, validator: Any, serializer: Any) -> tuple[Any, Any]:
+    """The class's own schema and its serializer's, from a node of :data:`_FOUND`."""
+    if definitions is None:
+        return node, node
+    if validator is None:  # not from the store: every definition of the outer schema
+        schema = {"type": "definitions", "schema": node, "definitions": definitions}
+        return schema, schema
+    schema = _with(node, definitions, validator)
+    return schema, schema if serializer == validator else _with(node, definitions, serializer)
+
+
+def _with(node: Any, definitions: list[Any] | None, wanted: tuple[int, ...]) -> Any:
+    """``node`` with the definitions of indexes ``wanted`` (``node`` itself when it needs none)."""
+    if not wanted or definitions is None:
+        return node
+    return {"type": "definitions", "schema": node, "definitions": [definitions[i] for i in wanted]}
 
 
 # --------------------------------------------------------------------------- the stored schemas
@@ -211,11 +292,16 @@ def _note_contained(schema: Any, nodes: Any = None) -> None:
 STORE_MODULE = "_core_schemas"
 """The generated modules of each version package holding its stored core schemas (``acp_types.v1._core_schemas_0``, ...)."""
 
-SHARDS = 16
-"""How many modules a version's store is split into, so that a first message loads a sixteenth of it."""
+SHARDS = 64
+"""How many modules a version's store is split into, so that a first message loads a small part of it.
 
-_NO_STORE: dict[str, str] = {}
-_STORES: dict[str, dict[str, str]] = {}
+Importing a store module costs about 0.09 ms and 2 µs a KB of its compiled
+size; with 64, the first message's module is about a seventh of the version's
+store (v1), with 16 it was a third.
+"""
+
+_NO_STORE: dict[str, bytes] = {}
+_STORES: dict[str, dict[str, bytes]] = {}
 
 
 def shard_of(key: str) -> int:
@@ -223,7 +309,7 @@ def shard_of(key: str) -> int:
     return sum(key.encode()) % SHARDS
 
 
-def _store(module_name: str) -> dict[str, str] | None:
+def _store(module_name: str) -> dict[str, bytes] | None:
     """The ``SCHEMAS`` of one store module, or ``None``: missing, or made with another pydantic."""
     table = _STORES.get(module_name)
     if table is None:
@@ -249,10 +335,12 @@ def stored(package: str, kind: str, name: str) -> Any:
     An entry is what the generator recorded on a fresh import of the package
     with the pydantic it pins (``generator/core_schemas.py``): for ``kind``
     ``"model"`` and ``name`` a class name, a tuple ``(schema, bounded,
-    nodes)``: the class's core schema; ``(copy, classes)``, the entry points'
-    bounded copy of it (``acp_types._validators``) and the model classes in
-    it, or ``None`` for a class that is no method's payload; and the model
-    nodes inside the schema. ``None`` when there is
+    nodes, needs)``: the class's core schema; ``(copy, classes)``, the entry
+    points' bounded copy of it (``acp_types._validators``) and the model
+    classes in it, or ``None`` for a class that is no method's payload; the
+    model nodes inside the schema; and which of the schema's definitions the
+    class's serializer and each node's class need (a node's ``None``: a
+    class to complete on its own path). ``None`` when there is
     no such entry or the installed pydantic or pydantic-core is not the one
     the store was made with: the caller then generates the schema as before.
     Each call builds the entry afresh, so the caller owns what it gets.
@@ -263,7 +351,7 @@ def stored(package: str, kind: str, name: str) -> Any:
     if text is None:
         return None
     try:
-        *entry, holes = marshal.loads(text.encode("latin-1"))
+        *entry, holes = marshal.loads(text)
         _fill(holes)
     except Exception:  # a store that does not fit this runtime: generate as before
         return None
@@ -271,53 +359,55 @@ def stored(package: str, kind: str, name: str) -> Any:
 
 
 def _fill(holes: Any) -> None:
-    """Put back what a stored entry holds besides data: ``(reference, (container, key, container, key, ...))`` each."""
-    memo: dict[Any, Any] = {}
-    for ref, places in holes:
-        found = _resolve(ref, memo)
-        it = iter(places)
-        for container, key in zip(it, it, strict=True):
-            container[key] = found
+    """Put back what a stored entry holds besides data.
+
+    ``holes`` is ``(references, places)``: the references in an order where
+    each one's parts come before it, a part named by its index in that
+    order (:func:`references`); and ``places``, flat, ``container, key,
+    index`` for each place a reference goes to.
+    """
+    program, places = holes
+    found = references(program)
+    it = iter(places)
+    for container, key, i in zip(it, it, it, strict=True):
+        container[key] = found[i]
 
 
-def _resolve(ref: Any, memo: dict[Any, Any]) -> Any:
-    """The object a stored reference names (written by ``generator/core_schemas.py``'s ``reference``)."""
-    found = memo.get(ref, memo)
-    if found is not memo:
-        return found
-    kind = ref[0]
-    if kind == "m":  # a bound method (the commonest: every model's JSON schema hook)
-        found = getattr(_resolve(ref[1], memo), ref[2])
-    elif kind == "g":  # a module-level class or function, by module and qualified name
-        module = sys.modules.get(ref[1])
-        if module is None:
-            from importlib import import_module
+def references(program: Any) -> list[Any]:
+    """The objects the stored references ``program`` name (written by ``generator/core_schemas.py``'s ``reference``)."""
+    found: list[Any] = []
+    modules = sys.modules
+    for ref in program:
+        kind = ref[0]
+        obj: Any
+        if kind == "g":  # a module-level class or function, by module and qualified name
+            module = modules.get(ref[1])
+            if module is None:
+                from importlib import import_module
 
-            module = import_module(ref[1])
-        name = ref[2]
-        if "." in name:
-            found = module
-            for part in name.split("."):
-                found = getattr(found, part)
+                module = import_module(ref[1])
+            name = ref[2]
+            if "." in name:
+                obj = module
+                for part in name.split("."):
+                    obj = getattr(obj, part)
+            else:
+                obj = getattr(module, name)
+        elif kind == "m":  # a bound method (every model's JSON schema hook): of the object at index ref[1]
+            obj = getattr(found[ref[1]], ref[2])
+        elif kind == "k":  # WireKey's check of unknown keys
+            obj = _key_check(*ref[1:])
+        elif kind == "p":  # a functools.partial: function, arguments and keyword arguments by index
+            obj = partial(found[ref[1]], *[found[i] for i in ref[2]], **{key: found[i] for key, i in ref[3]})
+        elif kind == "d":  # plain data, as an argument of a partial
+            obj = ref[1]
+        elif kind == "a":  # the discriminator of a union alias
+            obj = _alias_discriminator(ref[1], ref[2])
+        elif kind == "v":  # a class's model validator
+            obj = _class_validator(ref[1], ref[2], ref[3])
         else:
-            found = getattr(module, name)
-    elif kind == "p":  # a functools.partial
-        found = partial(
-            _resolve(ref[1], memo),
-            *[_resolve(arg, memo) for arg in ref[2]],
-            **{key: _resolve(value, memo) for key, value in ref[3]},
-        )
-    elif kind == "d":  # plain data, as an argument of a partial
-        return ref[1]
-    elif kind == "k":  # WireKey's check of unknown keys
-        found = _key_check(*ref[1:])
-    elif kind == "a":  # the discriminator of a union alias
-        found = _alias_discriminator(ref[1], ref[2])
-    elif kind == "v":  # a class's model validator
-        found = _class_validator(ref[1], ref[2], ref[3])
-    else:
-        raise ValueError(f"unknown reference {ref!r}")
-    memo[ref] = found
+            raise ValueError(f"unknown reference {ref!r}")
+        found.append(obj)
     return found
 
 

@@ -427,10 +427,14 @@ def _adopt_validator(cls: type[BaseModel]) -> None:
     """
     validator = cls.__dict__.get("__pydantic_validator__")
     if type(validator) is _ModelValidator:
+        if object.__getattribute__(validator, "_make") is not None:
+            # not built yet (acp_types._build builds it on first use): _fast records it then
+            # (asked before reading it: the AttributeError of a slot not set is a tenth of completing a class)
+            _FAST_VALIDATORS.pop(cls, None)
+            return
         try:
             _FAST_VALIDATORS[cls] = object.__getattribute__(validator, "fast")
         except AttributeError:
-            # not built yet (acp_types._build builds it on first use): _fast records it then
             _FAST_VALIDATORS.pop(cls, None)
     elif isinstance(validator, SchemaValidator):
         type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
@@ -572,11 +576,14 @@ class _ModelValidator:
         cls: type[BaseModel],
         make: Callable[[], SchemaValidator] | None = None,
     ) -> None:
-        """``fast``, or ``make`` to build it on first use (``acp_types._build``: writing a value back needs none)."""
+        """``fast``, or ``make`` to build it on first use (``acp_types._build``: writing a value back needs none).
+
+        ``_make`` is ``None`` once ``fast`` is there (built, or given).
+        """
         if fast is not None:
             self.fast = fast
         self.cls = cls
-        self._make = make
+        self._make = make if fast is None else None
 
     def validate_python(self, input: Any, **kwargs: Any) -> Any:
         try:
@@ -604,6 +611,7 @@ class _ModelValidator:
                 raise AttributeError(name)
             fast = make()
             self.fast = fast
+            self._make = None
             return fast
         if name in _ModelValidator.__slots__ or (name.startswith("__") and name.endswith("__")):
             # no dunder of its own: pydantic-core asks for ``__pydantic_schema_validator__`` while
