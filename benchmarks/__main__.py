@@ -93,6 +93,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
     if unit == "msg/s":
         return f"{value:,.0f} msg/s"
+    if unit == "M instr":
+        return f"{value:,.0f} M instr"
     if unit == "MiB":
         return f"{value:.1f} MiB"
     return f"{value:.3g} {unit}"
@@ -207,6 +209,32 @@ def _installed_matches_checkout() -> None:
         raise SystemExit("acp_types is imported from generated/, not from an installed copy: run `make bench`")
     if there.read_bytes() != here.read_bytes():
         raise SystemExit(f"the installed acp_types ({there}) is stale: run `make bench`, which reinstalls it")
+
+
+def _instructions(stmt: str) -> float | None:
+    """Instructions the interpreter runs for ``stmt`` (valgrind's callgrind), steady under load; ``None`` without valgrind."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        return None
+    env = dict(ENV, PYTHONHASHSEED="0")
+    proc = subprocess.run(
+        [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", stmt],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )
+    for line in proc.stderr.splitlines():
+        if "refs:" in line:
+            return float(line.rsplit(":", 1)[1].replace(",", ""))
+    return None
+
+
+def bench_import_instructions() -> list[Figure]:
+    """The import as instruction counts (one run each: they do not move with the machine's load)."""
+    ours, sdk = _instructions("import acp_types.v1"), _instructions("import acp, acp.schema")
+    if ours is None or sdk is None:
+        return [Figure("import acp_types.v1 vs import acp, instructions (valgrind)", 0.0, None, "instr", "report",
+                       None, note="valgrind is not installed here")]
+    return [Figure("import acp_types.v1 vs import acp, instructions (valgrind; steady under load)", ours / 1e6,
+                   sdk / 1e6, "M instr", "report", None)]
 
 
 def bench_import(repeats: int) -> list[Figure]:
@@ -674,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     groups: dict[str, Callable[[], list[Figure]]] = {
         "generation": lambda: bench_generation(2 if q else 5),
         "check": lambda: bench_check(2 if q else 5),
-        "import": lambda: bench_import(5 if q else 15),
+        "import": lambda: bench_import(5 if q else 15) + bench_import_instructions(),
         "throughput": lambda: bench_throughput(3 if q else 7, 0.1 if q else 0.25),
         "lines": lambda: bench_lines(3 if q else 7, 0.1 if q else 0.25) + bench_lines_history(2 if q else 3),
         "memory": lambda: bench_memory(3 if q else 5),
