@@ -218,8 +218,8 @@ def run(repeats: int, reference: bool = False) -> list[tuple[str, float, float, 
     """Each figure as (name, ours, the SDK's, unit), medians of ``repeats`` interleaved runs.
 
     ``reference=True`` adds the bare-protocol round trips (``_floor``) as a
-    third row; ``make bench`` leaves it out (it is no target), running this
-    module directly prints it.
+    third row: no target, the bound of the round trips (``make bench`` and
+    running this module both print it).
     """
     return asyncio.run(_measure(repeats, reference))
 
