@@ -5,8 +5,8 @@ pairs (agent -> client, client -> agent), so every message really crosses the
 kernel. Two figures, each the median of ``repeats`` runs, ours and the SDK's
 interleaved: an agent streaming 1,000 ``agent_message_chunk`` notifications to a
 client (counted when the client's handler has seen the last one), and
-sequential ``session/new`` round trips. ``python -m benchmarks.connection``
-adds a reference row: the round-trip rate of bare asyncio protocols over the
+sequential ``session/new`` round trips. ``make bench`` and ``python -m benchmarks.connection``
+add a reference row: the round-trip rate of bare asyncio protocols over the
 same pipes (``_floor``), the most any asyncio connection could reach on the
 machine at the time, against the SDK's round trips. Ours talks through ``connection.pipe_streams`` (the
 transport of ``serve_stdio`` and ``spawn_agent``), the SDK through the
