@@ -653,7 +653,8 @@ def bench_lines_history(rounds: int) -> list[Figure]:
     ]
     for figure in figures:
         if not figure.passed:
-            figure.note = "bound: as for the line against the SDK's, its payload alone (the lines rows above)"
+            figure.note = ("measured bound: as for the line against the SDK's, its payload alone (the lines rows "
+                           "above); tried: as in the lines' notes above")
     return figures
 
 
