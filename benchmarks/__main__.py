@@ -86,6 +86,17 @@ class Figure:
         return "-" if self.passed is None else ("PASS" if self.passed else "MISS")
 
 
+def _note_miss(figure: Figure, earlier: list[Figure], bound: str, tried: str) -> None:
+    """Give ``figure``, when it missed its target, its note: the bound measured in this run, and what was tried.
+
+    ``tried`` is said in full on the group's first note only (``earlier``: the
+    group's figures before this one); a later miss points to it.
+    """
+    if figure.passed is False:
+        said = "tried: as in the note above" if any(f.note for f in earlier) else tried
+        figure.note = f"measured bound: {bound}; {said}"
+
+
 def _fmt(value: float | None, unit: str) -> str:
     if value is None:
         return "-"
@@ -258,16 +269,16 @@ def bench_import(repeats: int) -> list[Figure]:
     o, s, p, b = (statistics.median(x) for x in (ours, sdk, floor, bound))
     fo, fs, co, fp = (statistics.median(v for v in x if v is not None) for x in (first_ours, first_sdk, cpu_ours, first_pyd))
     main = Figure("import acp_types.v1 vs import acp (SDK)", o, s, "s", "<= 0.25x", o / s <= 0.25)
-    if not main.passed:
-        main.note = (
-            f"measured bound: the same classes as plain pydantic models import at {b / s:.2f}x of the SDK (row "
-            "below), so below it a class would have to skip pydantic's class creation, or be created on first "
-            "use, which moves its cost into the first message (its own target, 2 ms); tried, and kept: shared "
-            "annotations built once (_A_ names), no runtime annotation on AcpModel, __pydantic_extra__'s Field "
-            "for type checkers only, tag tables as __acp_tags__ (no annotation), plain slotted helper classes; "
-            "tried and dropped: protected_namespaces=() (0.8%), TypeAliasType changes (nothing). "
-            "docs/PERFORMANCE.md has the instruction counts."
-        )
+    _note_miss(
+        main, [],
+        f"the same classes as plain pydantic models import at {b / s:.2f}x of the SDK (row below), so below it a "
+        "class would have to skip pydantic's class creation, or be created on first use, which moves its cost "
+        "into the first message (its own target, 2 ms)",
+        "tried, and kept: shared annotations built once (_A_ names), no runtime annotation on AcpModel, "
+        "__pydantic_extra__'s Field for type checkers only, tag tables as __acp_tags__ (no annotation), plain "
+        "slotted helper classes; tried and dropped: protected_namespaces=() (0.8%), TypeAliasType changes "
+        "(nothing). docs/PERFORMANCE.md has the instruction counts.",
+    )
     return [
         main,
         Figure("import acp_types.v1 vs pydantic BaseModel (floor)", o, p, "s", "report", None),
@@ -348,15 +359,6 @@ _THROUGHPUT_TRIED = (
     "the price of two wire rules: unknown keys kept (extra='allow', ~0.8 us a message) and omitted "
     "vs null (exclude_unset, 0.7-1.5 us). docs/PERFORMANCE.md has the measurements."
 )
-
-
-def _throughput_miss(core: float, floor: float, bare: float | None, first: bool) -> str:
-    """The note of a missed throughput figure: the bound measured in this run, and what was tried."""
-    bound = f"measured bound: our schemas run by pydantic-core with no entry point reach {core:.2f}x"
-    if bare is not None:
-        bound += f", a plain pydantic model with the SDK's config and no ACP rule {bare:.2f}x"
-    tried = _THROUGHPUT_TRIED if first else "tried: as in the note above"
-    return f"{bound} (pydantic-core decode+encode with no model: {floor:.2f}x); {tried}"
 
 
 _TARGETS = {
@@ -476,11 +478,11 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
                           None if target is None else ratio >= target)
 
         figures.append(vs_sdk(f"throughput {name}: model_validate_json vs SDK dict path", "ours_json", target))
-        main = figures[-1]
-        if not main.passed:
-            main.note = _throughput_miss(r["core"] / sdk_dict, r["floor"] / sdk_dict,
-                                         r["bare_json"] / sdk_dict if chunk else None,
-                                         not any(f.note for f in figures[:-1]))
+        bound = f"our schemas run by pydantic-core with no entry point reach {r['core'] / sdk_dict:.2f}x"
+        if chunk:
+            bound += f", a plain pydantic model with the SDK's config and no ACP rule {r['bare_json'] / sdk_dict:.2f}x"
+        bound += f" (pydantic-core decode+encode with no model: {r['floor'] / sdk_dict:.2f}x)"
+        _note_miss(figures[-1], figures[:-1], bound, _THROUGHPUT_TRIED)
         # the target is bytes in and bytes out; parse_params takes a decoded dict (json.loads here)
         figures.append(vs_sdk("  same, json.loads + parse_params (dict in) vs SDK dict path", "ours"))
         figures.append(Figure("  same, model_validate_json vs SDK JSON path", r["ours_json"], r["theirs_json"],
@@ -509,13 +511,6 @@ _LINES_TRIED = (
     "the envelope in pydantic-core (~0.6 us), the proof's passes (~0.7 ns a byte) and ~2 us of Python. "
     "docs/PERFORMANCE.md has the measurements."
 )
-
-
-def _line_miss(payload: float, share: float, first: bool) -> str:
-    """The note of a missed line figure: the bound measured in this run, and what was tried."""
-    tried = _LINES_TRIED if first else "tried: as in the note above"
-    return (f"measured bound: the payload alone (no envelope, no limits shown) reaches {payload:.2f}x of the "
-            f"SDK line, and the line runs at {share:.2f}x of its payload; {tried}")
 
 
 def bench_lines(repeats: int, budget: float) -> list[Figure]:
@@ -591,9 +586,9 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
                          "payload": payload_alone}, repeats, budget)
         figures.append(Figure(f"line {name}: parse_message + to_json vs SDK line", r["ours"], r["theirs"], "msg/s",
                               ">= 1.75x", r["ours"] / r["theirs"] >= 1.75))
-        if not figures[-1].passed:
-            figures[-1].note = _line_miss(r["payload"] / r["theirs"], r["ours"] / r["payload"],
-                                          not any(f.note for f in figures[:-1]))
+        _note_miss(figures[-1], figures[:-1],
+                   f"the payload alone (no envelope, no limits shown) reaches {r['payload'] / r['theirs']:.2f}x of "
+                   f"the SDK line, and the line runs at {r['ours'] / r['payload']:.2f}x of its payload", _LINES_TRIED)
         figures.append(Figure("  same, the payload read before to_json (written twice), vs SDK line", r["reached"],
                               r["theirs"], "msg/s", "report", None))
         figures.append(Figure("  same, vs the general path alone (no envelope fast path)", r["ours"], r["general"],
@@ -652,9 +647,8 @@ def bench_lines_history(rounds: int) -> list[Figure]:
         for name, before, after in found
     ]
     for figure in figures:
-        if not figure.passed:
-            figure.note = ("measured bound: as for the line against the SDK's, its payload alone (the lines rows "
-                           "above); tried: as in the lines' notes above")
+        _note_miss(figure, [], "as for the line against the SDK's, its payload alone (the lines rows above)",
+                   "tried: as in the lines' notes above")
     return figures
 
 
