@@ -63,6 +63,35 @@ def _child(package: str) -> dict[str, list[float]]:
     return out
 
 
+def measure(before: str, after: str, rounds: int) -> dict[str, tuple[float, float, float, float]]:
+    """Per line, the best CPU seconds of ``(before, after, SDK beside before, SDK beside after)``.
+
+    ``before`` and ``after`` are folders holding an ``acp_types`` package;
+    each is measured in its own processes, ``rounds`` times, turn about.
+    Raises ``RuntimeError`` (with the child's error) when a package fails.
+    """
+    packages = {"before": before, "after": after}
+    runs: dict[str, list[dict[str, list[float]]]] = {"before": [], "after": []}
+    for _ in range(rounds):
+        for label, package in packages.items():
+            proc = subprocess.run(
+                [sys.executable, "-m", "benchmarks.lines_compare", "--child", package],
+                capture_output=True, text=True, cwd=ROOT, check=False,
+            )
+            if proc.returncode:
+                raise RuntimeError(f"the {label} package failed: {proc.stderr.strip()[-300:]}")
+            runs[label].append(json.loads(proc.stdout))
+    return {
+        name: (
+            min(r[name][0] for r in runs["before"]),
+            min(r[name][0] for r in runs["after"]),
+            min(r[name][1] for r in runs["before"]),
+            min(r[name][1] for r in runs["after"]),
+        )
+        for name in runs["after"][0]
+    }
+
+
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "--child":
         print(json.dumps(_child(argv[1])))
@@ -70,21 +99,9 @@ def main(argv: list[str]) -> int:
     if not argv or len(argv) > 2:
         print(__doc__, file=sys.stderr)
         return 2
-    packages = {"before": argv[0], "after": argv[1] if len(argv) > 1 else str(ROOT / "generated")}
-    runs: dict[str, list[dict[str, list[float]]]] = {"before": [], "after": []}
-    for _ in range(3):
-        for label, package in packages.items():
-            proc = subprocess.run(
-                [sys.executable, "-m", "benchmarks.lines_compare", "--child", package],
-                capture_output=True, text=True, cwd=ROOT, check=True,
-            )
-            runs[label].append(json.loads(proc.stdout))
+    found = measure(argv[0], argv[1] if len(argv) > 1 else str(ROOT / "generated"), 3)
     print(f"{'line':40}  {'before':>9}  {'after':>9}  {'after/before':>12}  {'SDK/before':>10}  {'SDK/after':>9}")
-    for name in runs["after"][0]:
-        before = min(r[name][0] for r in runs["before"])
-        after = min(r[name][0] for r in runs["after"])
-        sdk_b = min(r[name][1] for r in runs["before"])
-        sdk_a = min(r[name][1] for r in runs["after"])
+    for name, (before, after, sdk_b, sdk_a) in found.items():
         print(f"{name:40}  {before * 1e6:7.1f}us  {after * 1e6:7.1f}us  {before / after:11.2f}x"
               f"  {sdk_b / before:9.2f}x  {sdk_a / after:8.2f}x")
     return 0

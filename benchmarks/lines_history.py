@@ -2,7 +2,7 @@
 
 ``make bench`` (group ``lines``) calls :func:`run`. The earlier package is
 taken from git (``git archive FILED_ON generated``) into a temporary folder,
-and both packages are measured by ``benchmarks.lines_compare``'s child, each
+and both packages are measured by ``benchmarks.lines_compare.measure``, each
 in its own processes, turn about (two packages named ``acp_types`` cannot
 share a process). Times are the best CPU time of the repeats.
 """
@@ -10,12 +10,13 @@ share a process). Times are the best CPU time of the repeats.
 from __future__ import annotations
 
 import io
-import json
 import subprocess
 import sys
 import tarfile
 import tempfile
 from pathlib import Path
+
+from benchmarks import lines_compare
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,19 +40,8 @@ def run(rounds: int) -> list[tuple[str, float, float]] | str:
         before = _package_at(FILED_ON, Path(tmp))
         if isinstance(before, str):
             return before
-        packages = {"before": str(before), "after": str(ROOT / "generated")}
-        runs: dict[str, list[dict[str, list[float]]]] = {"before": [], "after": []}
-        for _ in range(rounds):
-            for label, package in packages.items():
-                proc = subprocess.run(
-                    [sys.executable, "-m", "benchmarks.lines_compare", "--child", package],
-                    capture_output=True, text=True, cwd=ROOT, check=False,
-                )
-                if proc.returncode:
-                    return f"the {label} package failed: {proc.stderr.strip()[-300:]}"
-                runs[label].append(json.loads(proc.stdout))
-    names = list(runs["after"][0])
-    return [
-        (name, min(r[name][0] for r in runs["before"]), min(r[name][0] for r in runs["after"]))
-        for name in names
-    ]
+        try:
+            found = lines_compare.measure(str(before), str(ROOT / "generated"), rounds)
+        except RuntimeError as exc:
+            return str(exc)
+    return [(name, b, a) for name, (b, a, _sdk_b, _sdk_a) in found.items()]
