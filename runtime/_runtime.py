@@ -77,6 +77,7 @@ def own_schemas() -> Iterator[None]:
     finally:
         _OWN.depth -= 1
 
+
 _FAST_VALIDATORS: dict[type, SchemaValidator] = {}
 """Each completed model class's own validator, set when it is completed (``__pydantic_on_complete__``).
 
@@ -431,11 +432,8 @@ def _adopt_validator(cls: type[BaseModel]) -> None:
             # not built yet (acp_types._build builds it on first use): _fast records it then
             # (asked before reading it: the AttributeError of a slot not set is a tenth of completing a class)
             _FAST_VALIDATORS.pop(cls, None)
-            return
-        try:
+        else:  # (no ``_make`` left: ``fast`` is there, see _ModelValidator)
             _FAST_VALIDATORS[cls] = object.__getattribute__(validator, "fast")
-        except AttributeError:
-            _FAST_VALIDATORS.pop(cls, None)
     elif isinstance(validator, SchemaValidator):
         type.__setattr__(cls, "__pydantic_validator__", _ModelValidator(validator, cls))
         _FAST_VALIDATORS[cls] = validator
@@ -487,16 +485,7 @@ def _slow_schema(node: Any) -> Any:
 @cache
 def slow_validator(tp: Any) -> SchemaValidator:
     """The validator of the slow path for ``tp`` (a model class or a union alias), built on first need."""
-    if isinstance(tp, type) and issubclass(tp, BaseModel):
-        if not isinstance(tp.__pydantic_core_schema__, dict):  # deferred, not built yet
-            tp.model_rebuild()
-        schema = tp.__pydantic_core_schema__
-    else:
-        from pydantic import TypeAdapter  # noqa: PLC0415
-
-        with own_schemas():
-            schema = TypeAdapter(tp).core_schema
-    return own_validator(_slow_schema(schema))
+    return own_validator(_slow_schema(core_schema_of(tp)))
 
 
 def own_validator(schema: Any, classes: Iterable[Any] | None = None) -> SchemaValidator:
