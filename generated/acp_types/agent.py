@@ -335,7 +335,7 @@ class ToolCall:
             fields["content"] = _tool_content(self.turn.session.version, text, edits)
         if raw_output is not None:
             fields["raw_output"] = raw_output
-        await self.turn.session.send(m.ToolCallUpdate(tool_call_id=self.id, **fields))
+        await self.turn.session.send(m.ToolCallProgress(tool_call_id=self.id, **fields))
 
     async def done(self, text: str | None = None, *, edits: Sequence[Edit] = ()) -> None:
         await self.update("completed", text=text, edits=edits)
@@ -417,7 +417,7 @@ class Turn:
         else:
             from acp_types.v2 import models as m2
 
-            await self.session.send(m2.ToolCallUpdate(tool_call_id=tool_id, **fields))
+            await self.session.send(m2.ToolCallProgress(tool_call_id=tool_id, **fields))
         return ToolCall(self, tool_id, title)
 
     async def permission(
