@@ -44,7 +44,7 @@ def _difference(sent: Any, given: Any, path: list[str]) -> str | None:
     if isinstance(given, list) and isinstance(sent, list):
         if len(given) != len(sent):
             return f"{_pointer(path)}: some items are not valid there"
-        for i, (a, b) in enumerate(zip(sent, given)):
+        for i, (a, b) in enumerate(zip(sent, given, strict=True)):
             found = _difference(a, b, [*path, str(i)])
             if found:
                 return found

@@ -141,10 +141,10 @@ def test_message_ids_are_made_unique_and_never_reused_across_turns(version: str)
     async def main() -> None:
         w = await Wire(version).open(Words())
         sid = await w.new()
-        for text in ("one", "two"):
+        for turns, text in enumerate(("one", "two"), 1):
             await w.prompt(sid, text)
             if version == "v2":
-                await w.until(lambda m: idle(m) and sum(map(idle, w.lines)) == (1 if text == "one" else 2))
+                await w.until(lambda m, n=turns: idle(m) and sum(map(idle, w.lines)) == n)
         by_kind: dict[str, set[str]] = {}
         for u in w.updates():
             if "messageId" in u:

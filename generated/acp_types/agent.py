@@ -60,13 +60,15 @@ import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ._errors import RequestError
 from .connection import AgentConnection, Reader, Writer, pipe_streams
 
 if TYPE_CHECKING:
     from acp_types import v1, v2
+    from acp_types.v1 import models as _m1
+    from acp_types.v2 import models as _m2
 
 __all__ = [
     "App",
@@ -262,29 +264,29 @@ class Session:
         """The typed v1 client, or ``None`` when the connection speaks v2."""
         from acp_types.v1.peer import ClientPeer
 
-        return ClientPeer(self.connection) if self.version == "v1" else None
+        return ClientPeer(cast(Any, self.connection)) if self.version == "v1" else None
 
     @property
     def v2(self) -> v2.ClientPeer | None:
         """The typed v2 client, or ``None`` when the connection speaks v1."""
         from acp_types.v2.peer import ClientPeer
 
-        return ClientPeer(self.connection) if self.version == "v2" else None
+        return ClientPeer(cast(Any, self.connection)) if self.version == "v2" else None
 
     def info(self) -> SessionInfo:
         return SessionInfo(self.id, self.cwd, self.title, self.updated_at, self.archived)
 
-    async def send(self, update: v1.SessionUpdate | v2.SessionUpdate) -> None:
+    async def send(self, update: _m1.SessionUpdate | _m2.SessionUpdate) -> None:
         """Send one ``session/update`` of the connection's version (a model of the other is a ``TypeError``)."""
         conn = self.connection
         if conn.version == "v1":
             from acp_types.v1 import models as m1
 
-            await conn.notify("session/update", m1.SessionNotification(session_id=self.id, update=update))
+            await conn.notify("session/update", m1.SessionNotification(session_id=self.id, update=cast(Any, update)))
         else:
             from acp_types.v2 import models as m2
 
-            await conn.notify("session/update", m2.UpdateSessionNotification(session_id=self.id, update=update))
+            await conn.notify("session/update", m2.UpdateSessionNotification(session_id=self.id, update=cast(Any, update)))
 
     async def set_title(self, title: str | None) -> None:
         self.title = title
@@ -434,7 +436,7 @@ class Turn:
 
             opts1 = [m1.PermissionOption(option_id=o.id, name=o.name, kind=o.kind) for o in options]
             call1 = m1.ToolCallUpdate(tool_call_id=tool.id, title=tool.title)
-            answer1 = await P1(conn).session_request_permission(
+            answer1 = await P1(cast(Any, conn)).session_request_permission(
                 m1.RequestPermissionRequest(session_id=self.session.id, tool_call=call1, options=opts1)
             )
             return getattr(answer1.outcome, "option_id", None)
@@ -445,7 +447,7 @@ class Turn:
         subject = m2.ToolCallPermissionSubject(tool_call=m2.ToolCallUpdate(tool_call_id=tool.id))
         await self.session.send(m2.RequiresActionStateUpdate())
         try:
-            answer2 = await P2(conn).session_request_permission(
+            answer2 = await P2(cast(Any, conn)).session_request_permission(
                 m2.RequestPermissionRequest(session_id=self.session.id, title=tool.title, subject=subject, options=opts2)
             )
         finally:
@@ -467,7 +469,7 @@ class Turn:
         from acp_types.v1 import models as m1
         from acp_types.v1.peer import ClientPeer as P1
 
-        answer = await P1(conn).fs_read_text_file(
+        answer = await P1(cast(Any, conn)).fs_read_text_file(
             m1.ReadTextFileRequest(**_some(session_id=self.session.id, path=path, line=line, limit=limit))
         )
         return answer.content
@@ -486,7 +488,7 @@ class Replay:
             from acp_types.v1 import models as m1
 
             block1 = m1.TextContent(text=text)
-            chunk: v1.SessionUpdate = (
+            chunk: _m1.SessionUpdate = (
                 m1.UserMessageChunk(message_id=mid, content=block1)
                 if role == "user"
                 else m1.AgentMessageChunk(message_id=mid, content=block1)
@@ -497,7 +499,7 @@ class Replay:
             return
         from acp_types.v2 import models as m2
 
-        block2 = [m2.TextContent(text=text)]
+        block2: list[Any] = [m2.TextContent(text=text)]
         if role == "user":
             await self.session.send(m2.UserMessage(message_id=mid, content=block2))
         elif role == "agent":
@@ -746,19 +748,19 @@ class _Surface:
         if version == "v1":
             from acp_types.v1 import models as m1
 
-            methods1 = [m1.AuthMethodAgent(**_some(id=a.id, name=a.name, description=a.description)) for a in app.auth_methods]
+            methods1: list[Any] = [m1.AuthMethodAgent(**_some(id=a.id, name=a.name, description=a.description)) for a in app.auth_methods]
             return m1.InitializeResponse(
                 protocol_version=1,
-                agent_capabilities=caps,
+                agent_capabilities=m1.AgentCapabilities.model_validate(caps),
                 auth_methods=methods1,
                 agent_info=m1.Implementation(**_some(name=app.name, version=app.version, title=app.title)),
             )
         from acp_types.v2 import models as m2
 
-        methods2 = [m2.AuthMethodAgent(**_some(method_id=a.id, name=a.name, description=a.description)) for a in app.auth_methods]
+        methods2: list[Any] = [m2.AuthMethodAgent(**_some(method_id=a.id, name=a.name, description=a.description)) for a in app.auth_methods]
         return m2.InitializeResponse(
             protocol_version=2,
-            capabilities=caps,
+            capabilities=m2.AgentCapabilities.model_validate(caps),
             auth_methods=methods2,
             info=m2.Implementation(**_some(name=app.name, version=app.version, title=app.title)),
         )
