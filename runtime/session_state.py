@@ -210,14 +210,6 @@ _RULE_LIST = (
         "a terminal_update gives a cwd that is not an absolute path",
     ),
     Rule(
-        "plan.id",
-        "MUST",
-        ("v1", "v2"),
-        "docs/protocol/v2/agent-plan.mdx § Extensibility",
-        "a plan_update whose plan carries no planId; it is kept in extensions only",
-        lenient=True,
-    ),
-    Rule(
         "update.reserved",
         "MUST NOT",
         ("v2",),
@@ -620,7 +612,7 @@ class BaseSessionState:
 
     def _report(self, rule_id: str, message: str, *, at_end: bool = False) -> None:
         rule = RULES[rule_id]
-        if not (self.strict or rule.lenient):
+        if not (self.strict or rule.lenient) or rule_id not in type(self).RULES:
             return
         update = None if at_end or self._current is None else self._current.to_wire()
         position = self.position if at_end else self._at
@@ -772,13 +764,8 @@ class BaseSessionState:
 
     def _plan_update(self, update: Any) -> None:
         plan = update.plan
-        plan_id = getattr(plan, "plan_id", None)
-        if plan_id is None:
-            plan_id = _tag(plan, "planId")
-        if not isinstance(plan_id, str):
-            self._report("plan.id", "plan_update without a planId")
-            self.extensions.append(update)
-            return
+        # every plan variant carries a planId, custom ones too (the schema rejects one without)
+        plan_id = getattr(plan, "plan_id", None) or _tag(plan, "planId")
         self._check_plan(plan)
         self.plans[plan_id] = plan  # a plan's new content replaces the old, entries and all
 
