@@ -5,7 +5,8 @@ The v1 rules applied here, in our words (sources in ``RULES``):
 - ``user_message_chunk`` / ``agent_message_chunk`` / ``agent_thought_chunk``
   append their block to the message their ``messageId`` names; chunks
   without one continue the last entry of the transcript when it is a message
-  of the same role without an id, and start a new message otherwise.
+  of the same role without an id, of the same turn, and start a new message
+  otherwise.
 - ``tool_call`` creates a tool call (all of it: a second one for a known id
   replaces it); ``tool_call_update`` patches a known call: each field given
   replaces, each omitted (or ``null``, which v1 does not define as

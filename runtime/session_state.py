@@ -662,9 +662,9 @@ class BaseSessionState:
     def _message_chunk(self, role: str, update: Any) -> None:
         """A chunk appends one block to its message; its _meta stays with that block."""
         message_id = update.message_id
-        if message_id is None:  # v1 without ids: consecutive chunks of one role are one message
+        if message_id is None:  # v1 without ids: consecutive chunks of one role in one turn are one message
             last = self.transcript[-1] if self.transcript else None
-            if isinstance(last, Message) and last.message_id is None and last.role == role:
+            if isinstance(last, Message) and last.message_id is None and last.role == role and last.turn == self.turn:
                 msg = last
             else:
                 msg = self._new_message(None, role)

@@ -165,3 +165,36 @@ def test_strict_client_names_the_echo_agents_broken_rules(version: str) -> None:
         assert [t.stop_reason for t in turns] == ["end_turn", "end_turn"]
     lenient = session(ECHO_AGENT, version, body)[1]
     assert lenient.problems == []  # nothing in it made the lenient state guess
+
+
+@pytest.fixture(scope="module")
+def sdk_python() -> str:
+    from _venvs import ensure_venv
+
+    return ensure_venv(
+        ROOT / ".venv-interop", sys.executable, ROOT / "tests" / "interop" / "requirements.txt", timeout=300
+    )
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_prompt_against_the_official_python_sdk_agent(sdk_python: str, version: str) -> None:
+    # the SDK speaks v1 only: a client asking v2 accepts its v1 answer, and the same API serves it
+    async def body(conn: Any, acp: client.SessionClient) -> Any:
+        sid = await acp.new_session(os.getcwd())
+        turns = [await acp.prompt(sid, text) for text in ("hi from the sdk", "and again")]
+        return conn.version, turns, acp.states[sid]
+
+    async def main() -> Any:
+        versions = ("v2", "v1") if version == "v2" else ("v1",)
+        command = [sdk_python, str(ROOT / "tests" / "interop" / "sdk_agent.py")]
+        factory = lambda c: client.SessionClient(c, strict=True)  # noqa: E731
+        async with connection.spawn_agent(command, factory, versions=versions) as conn:
+            m: Any = v2 if version == "v2" else v1
+            info = {"info": INFO} if version == "v2" else {"client_info": INFO}
+            await conn.initialize(m.InitializeRequest(protocol_version=2 if version == "v2" else 1, **info))
+            return await asyncio.wait_for(body(conn, conn.handler), 60)
+
+    settled, turns, state = asyncio.run(main())
+    assert settled == "v1" and [t.stop_reason for t in turns] == ["end_turn", "end_turn"]
+    assert [m.text for m in state.messages] == ["hi from the sdk", "and again"]  # one message per turn
+    assert state.problems == []
