@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -198,3 +199,40 @@ def test_prompt_against_the_official_python_sdk_agent(sdk_python: str, version: 
     assert settled == "v1" and [t.stop_reason for t in turns] == ["end_turn", "end_turn"]
     assert [m.text for m in state.messages] == ["hi from the sdk", "and again"]  # one message per turn
     assert state.problems == []
+
+
+def test_the_transcript_example_prints_a_live_and_correct_transcript(capsys: pytest.CaptureFixture[str]) -> None:
+    sys.path.insert(0, str(ROOT / "examples"))
+    import transcript
+
+    state = v2.SessionState()
+    for update in (
+        {"sessionUpdate": "user_message", "messageId": "u", "content": [{"type": "text", "text": "hi"}]},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "Hel"}},
+        {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "lo"}},
+        {"sessionUpdate": "agent_message", "messageId": "a", "content": [{"type": "text", "text": "Bye"}]},
+    ):
+        state.apply({"sessionId": "s", "update": update})
+        transcript.show(state, None)
+    assert capsys.readouterr().out == "user: hi\nagent: Hello\nagent (rewritten): Bye"
+
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "transcript.py"), "--strict", "one two", "--", *STATE_AGENT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (out.returncode, out.stdout) == (0, "user: one two\nagent: onetwo\n[end_turn]\n"), out.stderr
+
+
+def test_the_readme_transcript_client_runs(tmp_path: Path) -> None:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    section = readme[readme.index("### The conversation, not just the messages") :]
+    code = section[section.index("```python") + len("```python") : section.index("```", section.index("```python") + 9)]
+    script = tmp_path / "demo.py"
+    script.write_text(code, "utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
+    out = subprocess.run(
+        [sys.executable, str(script), *STATE_AGENT], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert (out.returncode, out.stdout) == (0, "\nuser: hello\nagent: hello\n[end_turn]\n"), out.stderr
