@@ -33,6 +33,15 @@ prompt response) or :meth:`finish` (v2), and :meth:`begin_replay` /
 :meth:`end_replay` around a ``session/load`` (v1) or a ``session/resume``
 with ``replayFrom`` (v2). The helpers of :mod:`acp_types.client` do this.
 
+As an oracle (a conformance kit watching an agent): make a strict state per
+session, call ``begin_turn()`` when a ``session/prompt`` is sent,
+``note_cancel()`` when a ``session/cancel`` is, ``apply(params)`` for each
+``session/update`` (a wire dict is fine), and ``end_turn(response)`` (v1) or
+``finish(response)`` (v2, once the client stops waiting for ``idle``) to
+close the turn; wrap replays in ``begin_replay()`` / ``end_replay()``. Then
+``problems`` holds every broken rule of ``RULES`` with the offending update
+and its position; ``Problem.to_wire()`` and ``Rule`` are plain data.
+
 Hand-written: the source is runtime/session_state.py, which the generator
 copies into the package unchanged.
 """
