@@ -35,6 +35,8 @@ from acp_types.v1 import models as m
 
 __all__ = ["SessionState"]
 
+_TURN_OUTPUT = (m.UserMessageChunk, m.AgentMessageChunk, m.AgentThoughtChunk, m.ToolCall, m.ToolCallProgress, m.Plan)
+
 
 class SessionState(BaseSessionState):
     """The state of one v1 session, built from its ``session/update`` notifications (see :mod:`acp_types.session_state`).
@@ -73,6 +75,8 @@ class SessionState(BaseSessionState):
         if self.cancelled and stop != "cancelled":
             self._report("cancel.stop-reason", f"the cancelled turn ended with {stop!r}", at_end=True)
         self.stop_reason = stop
+        if self.cancelled:
+            self._cancelled_turn = self.turn
         usage = getattr(response, "usage", None)
         if usage is not None:
             self.turn_usage = usage
@@ -95,6 +99,10 @@ class SessionState(BaseSessionState):
         self.plans = {}
 
     # -- the updates -------------------------------------------------------
+
+    def _late_output(self, update: Any) -> bool:
+        # v1 has no background work: after the response, nothing of the turn may come
+        return isinstance(update, _TURN_OUTPUT)
 
     def _tool_call_start(self, update: Any) -> None:
         call, new = self._tool_call(update.tool_call_id)

@@ -405,6 +405,15 @@ VIOLATIONS: dict[str, tuple[str, list[Any]]] = {
     "turn.idle": ("v2", ["begin_turn", USER, RUNNING, "finish"]),
     "turn.stop-reason": ("v2", ["begin_turn", USER, RUNNING, up({"sessionUpdate": "state_update", "state": "idle"})]),
     "cancel.stop-reason": ("v2", ["begin_turn", USER, RUNNING, "note_cancel", IDLE]),
+    "cancel.after-end": (
+        "v1",
+        [
+            "begin_turn",
+            "note_cancel",
+            {"end_turn": {"stopReason": "cancelled"}},
+            up({"sessionUpdate": "agent_message_chunk", "content": text("late")}),
+        ],
+    ),
     "tool-call.unknown": ("v1", [up({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"})]),
     "tool-call.duplicate": (
         "v1",
@@ -487,6 +496,20 @@ def test_clean_turns_break_nothing() -> None:
         {"end_turn": {"stopReason": "end_turn"}},
     ]
     assert run("v1", v1_turns).problems == []
+
+
+def test_v2_output_of_a_cancelled_turn_after_its_idle() -> None:
+    chunk = up({"sessionUpdate": "agent_message_chunk", "messageId": "a1", "content": text("x")})
+    steps = ["begin_turn", USER, RUNNING, chunk, "note_cancel"]
+    cancelled = up({"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"})
+    assert run("v2", [*steps, cancelled, chunk]).rules_broken() == ["cancel.after-end"]
+    # background work while idle is allowed: a tool call, or a message of no turn of the client's
+    background = [
+        up({"sessionUpdate": "tool_call_update", "toolCallId": "bg", "title": "T"}),
+        up({"sessionUpdate": "agent_message_chunk", "messageId": "other", "content": text("y")}),
+    ]
+    assert run("v2", [*steps, cancelled, *background]).problems == []
+    assert run("v2", [*steps, chunk, cancelled]).problems == []
 
 
 def test_replay_with_reset_or_full_content_breaks_nothing() -> None:

@@ -236,3 +236,17 @@ def test_the_readme_transcript_client_runs(tmp_path: Path) -> None:
         [sys.executable, str(script), *STATE_AGENT], capture_output=True, text=True, timeout=60, env=env
     )
     assert (out.returncode, out.stdout) == (0, "\nuser: hello\nagent: hello\n[end_turn]\n"), out.stderr
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_cancel_ends_a_streaming_turn_cancelled(version: str) -> None:
+    async def body(conn: Any, acp: client.SessionClient) -> Any:
+        sid = await acp.new_session(os.getcwd())
+        turn = asyncio.ensure_future(acp.prompt(sid, "slow"))
+        while not acp.states[sid].messages:
+            await asyncio.sleep(0.01)
+        await acp.cancel(sid)
+        return await turn
+
+    turn = session(STATE_AGENT, version, body, strict=True)
+    assert turn.stop_reason == "cancelled" and turn.problems == []

@@ -186,12 +186,20 @@ class SessionState(BaseSessionState):
                 elif self.cancelled and stop != "cancelled":
                     self._report("cancel.stop-reason", f"the cancelled turn ended with {stop!r}")
                 self._check_value("stopReason", stop, _STOP_REASONS)
+                if self.cancelled:
+                    self._cancelled_turn = self.turn
                 self._close_turn()
                 self.stop_reason = stop
                 if update.usage is not None:
                     self.turn_usage = update.usage
             # a repeated idle (a snapshot) is no new completion: stop reason and usage stay
         self.run_state = update
+
+    def _late_output(self, update: Any) -> bool:
+        # background work may go on while idle: only a message of the cancelled turn counts
+        message_id = getattr(update, "message_id", None)
+        msg = self._by_id.get(message_id) if isinstance(message_id, str) else None
+        return msg is not None and msg.turn == self._cancelled_turn and not self.in_turn
 
     def _tool_update(self, update: Any) -> None:
         call, new = self._tool_call(update.tool_call_id)

@@ -174,6 +174,14 @@ _RULE_LIST = (
         "the turn the client cancelled ended with a stop reason other than cancelled",
     ),
     Rule(
+        "cancel.after-end",
+        "MUST",
+        ("v1", "v2"),
+        f"v1 prompt-turn.mdx § Cancellation; {_V2_LIFECYCLE} § Cancellation",
+        "output of a cancelled turn (v1: any message or tool call update; v2: a message of that turn) "
+        "arrives after the turn ended, before the next prompt",
+    ),
+    Rule(
         "tool-call.unknown",
         "REQ",
         ("v1",),
@@ -514,6 +522,7 @@ class BaseSessionState:
         self.replaying = False
         self._turn_user: list[str] = []
         self._turn_started = False
+        self._cancelled_turn: int | None = None
         self._replay_reset: set[str] = set()
         self._by_id: dict[str, Message] = {}
 
@@ -561,6 +570,9 @@ class BaseSessionState:
             )
         else:
             update = notification.update
+            if self._cancelled_turn is not None and not self.replaying and self._late_output(update):
+                self._report("cancel.after-end", f"output of the cancelled turn {self._cancelled_turn} after it ended")
+                self._cancelled_turn = None  # reported once per turn
             handler = self._handlers.get(type(update))
             if handler is None:
                 self._unknown(update)
@@ -589,6 +601,10 @@ class BaseSessionState:
     def _setup_extra(self, response: Any, fields: set[str]) -> None:
         pass
 
+    def _late_output(self, update: Any) -> bool:
+        """Whether ``update`` is output of the cancelled turn that has ended (see ``cancel.after-end``)."""
+        raise NotImplementedError
+
     # -- turns and replays ---------------------------------------------------
 
     def begin_turn(self) -> None:
@@ -599,6 +615,7 @@ class BaseSessionState:
         self.cancelled = False
         self._turn_user = []
         self._turn_started = False
+        self._cancelled_turn = None
 
     def note_cancel(self) -> None:
         """The client sent ``session/cancel`` for this session."""
@@ -911,6 +928,7 @@ class BaseSessionState:
                 "prompted": self.prompted,
                 "cancelled": self.cancelled,
                 "started": self._turn_started,
+                "cancelledTurn": self._cancelled_turn,
                 "userMessages": list(self._turn_user),
             },
             "replay": {"active": self.replaying, "reset": sorted(self._replay_reset)},
@@ -987,6 +1005,7 @@ class BaseSessionState:
         state.prompted = r.get(turn, "prompted", "/turn", bool)
         state.cancelled = r.get(turn, "cancelled", "/turn", bool)
         state._turn_started = r.get(turn, "started", "/turn", bool)
+        state._cancelled_turn = r.get(turn, "cancelledTurn", "/turn", (int, type(None)))
         state._turn_user = list(r.get(turn, "userMessages", "/turn", list))
         replay = r.get(data, "replay", "", dict)
         state.replaying = r.get(replay, "active", "/replay", bool)
