@@ -1,13 +1,18 @@
-"""A client that prints a live transcript from the session state: python examples/transcript.py TEXT -- AGENT...
+"""A client that prints a live transcript from the session state.
+
+    python examples/transcript.py [--strict] [--idle-timeout SECONDS] TEXT -- AGENT COMMAND...
 
 Each update is applied to the session's state by ``client.SessionClient``
 first; the printer then shows what changed, so a message the agent rewrites
 (a full ``agent_message`` after chunks, a replay) is shown again, not glued on.
-With ``--strict`` it lists the rules the agent broke.
+With ``--strict`` it lists the rules the agent broke. A v2 turn ends with the
+agent's ``idle`` state update; ``--idle-timeout`` gives up waiting for it that
+many seconds after the prompt was acknowledged (for agents that never send one).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import sys
@@ -35,13 +40,13 @@ def show(state: Any, notification: Any) -> None:
     sys.stdout.flush()
 
 
-async def main(text: str, command: list[str], strict: bool) -> int:
+async def main(text: str, command: list[str], strict: bool, idle_timeout: float | None) -> int:
     factory = lambda conn: client.SessionClient(conn, strict=strict, on_update=show)  # noqa: E731
     async with connection.spawn_agent(command, factory) as conn:
         await conn.initialize(v2.InitializeRequest(protocol_version=2, info={"name": "transcript", "version": "1"}))
         acp = conn.handler
         session_id = await acp.new_session(os.getcwd())
-        turn = await acp.prompt(session_id, text, idle_timeout=2)  # v1 or v2: returns when the turn is over
+        turn = await acp.prompt(session_id, text, idle_timeout=idle_timeout)  # v1 or v2: returns when the turn is over
         print(f"\n[{turn.stop_reason or 'no stop reason'}]")
         for problem in acp.states[session_id].problems:
             print(problem)
@@ -50,8 +55,12 @@ async def main(text: str, command: list[str], strict: bool) -> int:
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    strict = "--strict" in args[: args.index("--")] if "--" in args else False
-    own = [a for a in args[: args.index("--")] if a != "--strict"] if "--" in args else []
-    if not own or "--" not in args:
-        sys.exit(__doc__)
-    sys.exit(asyncio.run(main(" ".join(own), args[args.index("--") + 1 :], strict)))
+    split = args.index("--") if "--" in args else len(args)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--strict", action="store_true")
+    parser.add_argument("--idle-timeout", type=float, default=None)
+    parser.add_argument("text", nargs="+")
+    options = parser.parse_args(args[:split])
+    if not args[split + 1 :]:
+        parser.error("give the agent command after --")
+    sys.exit(asyncio.run(main(" ".join(options.text), args[split + 1 :], options.strict, options.idle_timeout)))
