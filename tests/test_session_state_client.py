@@ -16,6 +16,13 @@ from acp_types import client, connection, v1, v2
 ROOT = Path(__file__).resolve().parents[1]
 STATE_AGENT = [sys.executable, str(ROOT / "tests" / "state_agent.py")]
 ECHO_AGENT = [sys.executable, str(ROOT / "examples" / "echo_agent.py")]
+# the raw-handler echo the connection tests keep: it breaks the turn rules the library now follows for App agents
+RAW_ECHO_AGENT = [
+    sys.executable,
+    "-c",
+    f"import runpy, sys; sys.path.insert(0, {str(ROOT / 'generated')!r}); "
+    f"runpy.run_path({str(ROOT / 'tests' / 'echo_handler.py')!r}, run_name='__main__')",
+]
 INFO = {"name": "state-tests", "version": "1"}
 
 
@@ -148,13 +155,13 @@ def test_replay_reconstructs_the_live_state(version: str) -> None:
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
-def test_strict_client_names_the_echo_agents_broken_rules(version: str) -> None:
+def test_strict_client_names_the_raw_echo_agents_broken_rules(version: str) -> None:
     async def body(conn: Any, acp: client.SessionClient) -> Any:
         sid = await acp.new_session(os.getcwd())
         turns = [await acp.prompt(sid, text, idle_timeout=0.3) for text in ("hello there", "again")]
         return turns, acp.states[sid]
 
-    turns, state = session(ECHO_AGENT, version, body, strict=True)
+    turns, state = session(RAW_ECHO_AGENT, version, body, strict=True)
     rules = state.rules_broken()
     # every reply is messageId "msg_1": turn 2 is appended to turn 1
     assert "message.reused" in rules
@@ -164,8 +171,22 @@ def test_strict_client_names_the_echo_agents_broken_rules(version: str) -> None:
         assert {"turn.idle", "turn.user-message", "turn.running"} <= set(rules)
     else:
         assert [t.stop_reason for t in turns] == ["end_turn", "end_turn"]
-    lenient = session(ECHO_AGENT, version, body)[1]
+    lenient = session(RAW_ECHO_AGENT, version, body)[1]
     assert lenient.problems == []  # nothing in it made the lenient state guess
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_echo_agent_on_acp_types_agent_breaks_no_rule(version: str) -> None:
+    # the library runs the turn (fresh message ids, v2's ack/running/idle), so the example passes strict mode
+    async def body(conn: Any, acp: client.SessionClient) -> Any:
+        sid = await acp.new_session(os.getcwd())
+        turns = [await acp.prompt(sid, text, idle_timeout=5) for text in ("hello there", "again")]
+        return turns, acp.states[sid]
+
+    turns, state = session(ECHO_AGENT, version, body, strict=True)
+    assert [t.stop_reason for t in turns] == ["end_turn", "end_turn"]
+    assert not any(t.timed_out for t in turns)
+    assert state.rules_broken() == []
 
 
 @pytest.fixture(scope="module")
