@@ -152,7 +152,7 @@ FEATURES: dict[str, FeatureSpec] = {
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "archive"),
         description="`session/archive`, `session/unarchive` and the `archived` list filter.",
-        stability="stable",
+        stability="unstable",
     ),
     "session.close": FeatureSpec(
         name="session.close",

@@ -4564,11 +4564,15 @@ class ListProvidersResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-SessionArchivedFilter = TypeAliasType(
-    "SessionArchivedFilter", Literal["exclude", "include", "only"]
+SessionArchiveFilter = TypeAliasType(
+    "SessionArchiveFilter",
+    Annotated[
+        Union[Literal["exclude", "include", "only"], str],
+        Field(union_mode="left_to_right"),
+    ],
 )
 """
-Which sessions `session/list` returns with respect to their archive state.
+Which sessions `session/list` returns with respect to their archive state. Open: a value this version does not list is kept as a string.
 """
 
 
@@ -4594,7 +4598,7 @@ class ListSessionsRequest(AcpModel):
     cursor: _A_str_None_297b0b = None
     """Opaque `nextCursor` value from the previous page."""
 
-    archived: SessionArchivedFilter | None = None
+    archived: SessionArchiveFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None

@@ -113,7 +113,7 @@ FEATURES: dict[str, FeatureSpec] = {
         side="agent",
         capability=("capabilities", "session", "archive"),
         description="`session/archive`, `session/unarchive` and the `archived` list filter.",
-        stability="stable",
+        stability="unstable",
     ),
     "session.close": FeatureSpec(
         name="session.close",

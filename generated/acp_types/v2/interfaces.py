@@ -143,7 +143,7 @@ class Agent(Protocol):
         self, params: m.ArchiveSessionRequest
     ) -> m.ArchiveSessionResponse:
         """
-        `session/archive` (request, proposal). Archives a session (closing it first when active). Unknown sessions yield -32002.
+        `session/archive` (request, unstable). Archives a session (closing it first when active). Unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         raise not_implemented("session/archive")
 
@@ -215,7 +215,7 @@ class Agent(Protocol):
         self, params: m.UnarchiveSessionRequest
     ) -> m.UnarchiveSessionResponse:
         """
-        `session/unarchive` (request, proposal). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
+        `session/unarchive` (request, unstable). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         raise not_implemented("session/unarchive")
 

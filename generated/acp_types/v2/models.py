@@ -4775,15 +4775,15 @@ Opaque pagination token of `session/list`; clients pass it back unchanged and ne
 """
 
 
-SessionArchivedFilter = TypeAliasType(
-    "SessionArchivedFilter",
+SessionArchiveFilter = TypeAliasType(
+    "SessionArchiveFilter",
     Annotated[
         Union[Literal["exclude", "include", "only"], str],
         Field(union_mode="left_to_right"),
     ],
 )
 """
-Which sessions `session/list` returns with respect to their archive state.
+Which sessions `session/list` returns with respect to their archive state. Open: a value this version does not list is kept as a string.
 """
 
 
@@ -4809,7 +4809,7 @@ class ListSessionsRequest(AcpModel):
     cursor: SessionListCursor | None = None
     """The `nextCursor` value from the previous page."""
 
-    archived: SessionArchivedFilter | None = None
+    archived: SessionArchiveFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6071,14 +6071,24 @@ class PromptRequest(AcpModel):
 
 class PromptResponse(AcpModel):
     """
-    Result of `session/prompt`: the agent accepted the prompt. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
+    Result of `session/prompt`: the agent accepted the prompt and inserted it as a user message. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
+
+    Attributes:
+        message_id: Id the agent gave the user message this prompt inserted. Replay and later updates of that message (a retained `user_message`) use the same id, also after a reconnect or a restart.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+        __pydantic_extra__: dict[Annotated[str, WireKey("message_id", "meta")], Any] = (
+            Field(init=False)
+        )
     else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+        __pydantic_extra__: dict[Annotated[str, WireKey("message_id", "meta")], Any]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """
+    Id the agent gave the user message this prompt inserted. Replay and later updates of that message (a retained `user_message`) use the same id, also after a reconnect or a restart.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 

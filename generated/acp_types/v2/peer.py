@@ -184,7 +184,7 @@ class AgentPeer(_Peer):
         self, params: m.ArchiveSessionRequest | dict[str, Any]
     ) -> m.ArchiveSessionResponse:
         """
-        `session/archive` (request, proposal). Archives a session (closing it first when active). Unknown sessions yield -32002.
+        `session/archive` (request, unstable). Archives a session (closing it first when active). Unknown sessions yield -32002.
         """
         return cast(
             "m.ArchiveSessionResponse",
@@ -289,7 +289,7 @@ class AgentPeer(_Peer):
         self, params: m.UnarchiveSessionRequest | dict[str, Any]
     ) -> m.UnarchiveSessionResponse:
         """
-        `session/unarchive` (request, proposal). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
+        `session/unarchive` (request, unstable). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
         """
         return cast(
             "m.UnarchiveSessionResponse",
