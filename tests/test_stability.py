@@ -130,14 +130,14 @@ def test_stable_bundle_leaves_out_exactly_the_unstable_surface(version: str) -> 
     assert "fork" in full["$defs"]["SessionCapabilities"]["properties"]
     assert "fork" not in stable["$defs"]["SessionCapabilities"]["properties"]
     branches = {rule["then"]["$ref"] for rule in stable["$defs"]["SessionUpdate"]["allOf"]}
-    assert "#/$defs/Notice" not in branches
-    assert "#/$defs/Notice" in {rule["then"]["$ref"] for rule in full["$defs"]["SessionUpdate"]["allOf"]}
+    assert "#/$defs/PlanRemoved" not in branches
+    assert "#/$defs/PlanRemoved" in {rule["then"]["$ref"] for rule in full["$defs"]["SessionUpdate"]["allOf"]}
 
 
 def test_v1_stable_bundle_rejects_unstable_branches() -> None:
     """v1 unions are closed: an unstable branch passes the full schema and fails the stable one."""
     full, stable = _bundles("v1")
-    notice = {"sessionUpdate": "notice", "severity": "warning", "title": "Heads up"}
+    notice = {"sessionUpdate": "plan_removed", "planId": "plan_1"}
     defs_full = dict(full, **{"$ref": "#/$defs/SessionUpdate"})
     defs_stable = dict(stable, **{"$ref": "#/$defs/SessionUpdate"})
     assert not list(jsonschema.Draft202012Validator(defs_full).iter_errors(notice))

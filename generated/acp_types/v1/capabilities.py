@@ -166,7 +166,7 @@ FEATURES: dict[str, FeatureSpec] = {
         side="client",
         capability=("clientCapabilities", "session", "compaction"),
         description="Context compaction updates (`compaction_update`, `compaction_summary_chunk`).",
-        stability="unstable",
+        stability="stable",
     ),
     "session.delete": FeatureSpec(
         name="session.delete",

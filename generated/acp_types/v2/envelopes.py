@@ -584,6 +584,44 @@ class SessionUpdateEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class TerminalCancelEnvelope(TypedDict):
+    """The ``terminal/cancel`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["terminal/cancel"]
+    params: m.CancelTerminalRequest
+
+
+@with_config(_CONFIG)
+class TerminalCancelResultEnvelope(TypedDict):
+    """A success response to ``terminal/cancel`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.CancelTerminalResponse
+
+
+@with_config(_CONFIG)
+class ToolCallCancelEnvelope(TypedDict):
+    """The ``tool_call/cancel`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["tool_call/cancel"]
+    params: m.CancelToolCallRequest
+
+
+@with_config(_CONFIG)
+class ToolCallCancelResultEnvelope(TypedDict):
+    """A success response to ``tool_call/cancel`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.CancelToolCallResponse
+
+
+@with_config(_CONFIG)
 class ErrorEnvelope(TypedDict):
     """An error response as it goes on the wire."""
 
@@ -628,6 +666,8 @@ CALLS: dict[str, type] = {
     "session/set_config_option": SessionSetConfigOptionEnvelope,
     "session/unarchive": SessionUnarchiveEnvelope,
     "session/update": SessionUpdateEnvelope,
+    "terminal/cancel": TerminalCancelEnvelope,
+    "tool_call/cancel": ToolCallCancelEnvelope,
 }
 """Method -> the envelope of a call of it: a request (with ``id``) or a notification, as the method is."""
 
@@ -656,6 +696,8 @@ RESULTS: dict[str, type] = {
     "session/resume": SessionResumeResultEnvelope,
     "session/set_config_option": SessionSetConfigOptionResultEnvelope,
     "session/unarchive": SessionUnarchiveResultEnvelope,
+    "terminal/cancel": TerminalCancelResultEnvelope,
+    "tool_call/cancel": ToolCallCancelResultEnvelope,
 }
 """Request method -> the envelope of its success response."""
 

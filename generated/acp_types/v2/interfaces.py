@@ -219,6 +219,22 @@ class Agent(Protocol):
         """
         raise not_implemented("session/unarchive")
 
+    async def terminal_cancel(
+        self, params: m.CancelTerminalRequest
+    ) -> m.CancelTerminalResponse:
+        """
+        `terminal/cancel` (request, stable). Stops the process of one terminal that advertises `capabilities.cancel`; answered with -32602 when the terminal is unknown, exited or not cancellable.
+        """
+        raise not_implemented("terminal/cancel")
+
+    async def tool_call_cancel(
+        self, params: m.CancelToolCallRequest
+    ) -> m.CancelToolCallResponse:
+        """
+        `tool_call/cancel` (request, stable). Cancels one tool call that advertises `capabilities.cancel`; answered with -32602 when the call is unknown, final or not cancellable.
+        """
+        raise not_implemented("tool_call/cancel")
+
 
 class Client(Protocol):
     """The methods a client handles in ACP v2."""

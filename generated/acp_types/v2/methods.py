@@ -47,6 +47,8 @@ SESSION_RESUME = "session/resume"
 SESSION_SET_CONFIG_OPTION = "session/set_config_option"
 SESSION_UNARCHIVE = "session/unarchive"
 SESSION_UPDATE = "session/update"
+TERMINAL_CANCEL = "terminal/cancel"
+TOOL_CALL_CANCEL = "tool_call/cancel"
 
 # The error codes of JSON-RPC itself, then those of this version's error table.
 PARSE_ERROR = -32700
@@ -57,6 +59,10 @@ INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 """
 The request was abandoned, usually after a `$/cancel_request` for it; any cancellable request may end this way.
+"""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""
+The peer supports none of the protocol versions asked for; the error data lists what it supports.
 """
 RESOURCE_NOT_FOUND = -32002
 """The referenced resource, such as a session or a file, does not exist."""
@@ -72,6 +78,7 @@ ERRORS: dict[int, str] = {
     INVALID_PARAMS: "invalid_params",
     INTERNAL_ERROR: "internal_error",
     REQUEST_CANCELLED: "request_cancelled",
+    UNSUPPORTED_PROTOCOL_VERSION: "unsupported_protocol_version",
     RESOURCE_NOT_FOUND: "resource_not_found",
     AUTH_REQUIRED: "auth_required",
 }
@@ -270,6 +277,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
         def __getitem__(
             self, key: Literal["session/update"], /
         ) -> MethodSpec[m.UpdateSessionNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["terminal/cancel"], /
+        ) -> MethodSpec[m.CancelTerminalRequest, m.CancelTerminalResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["tool_call/cancel"], /
+        ) -> MethodSpec[m.CancelToolCallRequest, m.CancelToolCallResponse]: ...
 
         @overload
         def __getitem__(self, key: str, /) -> MethodSpec[Any, Any]: ...
@@ -710,6 +727,30 @@ METHODS: MethodTable = MethodTable(
             description="Streams session changes to the client as upserts: messages, tool calls, plans, terminals and state.",
             handler="session_update",
         ),
+        TERMINAL_CANCEL: MethodSpec[m.CancelTerminalRequest, m.CancelTerminalResponse](
+            name="terminal/cancel",
+            params=m.CancelTerminalRequest,
+            result=m.CancelTerminalResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Stops the process of one terminal that advertises `capabilities.cancel`; answered with -32602 when the terminal is unknown, exited or not cancellable.",
+            handler="terminal_cancel",
+        ),
+        TOOL_CALL_CANCEL: MethodSpec[m.CancelToolCallRequest, m.CancelToolCallResponse](
+            name="tool_call/cancel",
+            params=m.CancelToolCallRequest,
+            result=m.CancelToolCallResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Cancels one tool call that advertises `capabilities.cancel`; answered with -32602 when the call is unknown, final or not cancellable.",
+            handler="tool_call_cancel",
+        ),
     }
 )
 """Wire method name -> its row of the method table, sorted by name.
@@ -921,6 +962,18 @@ def parse_params(
 
 
 @overload
+def parse_params(
+    method: Literal["terminal/cancel"], params: Any
+) -> m.CancelTerminalRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["tool_call/cancel"], params: Any
+) -> m.CancelToolCallRequest: ...
+
+
+@overload
 def parse_params(method: str, params: Any) -> Any: ...
 
 
@@ -1077,6 +1130,18 @@ def parse_result(
 def parse_result(
     method: Literal["session/unarchive"], result: Any
 ) -> m.UnarchiveSessionResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["terminal/cancel"], result: Any
+) -> m.CancelTerminalResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["tool_call/cancel"], result: Any
+) -> m.CancelToolCallResponse: ...
 
 
 @overload

@@ -980,11 +980,9 @@ class Icon(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any] = Field(
-            init=False
-        )
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any]
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     src: str
     """URI of the icon image."""
@@ -999,6 +997,8 @@ class Icon(AcpModel):
 
     theme: Annotated[IconTheme | None, OMIT_ON_ERROR] = None
     """The background the icon is drawn for, if any."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 _A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
@@ -1414,38 +1414,6 @@ class ArchiveSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class TerminalAuthCapabilities(AcpModel):
-    """Present when the client can run `terminal` authentication methods."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class AuthCapabilities(AcpModel):
-    """
-    Authentication method types the client can carry out, which limits what the agent may offer in `authMethods`.
-
-    Attributes:
-        terminal: Support for `terminal` authentication methods.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for `terminal` authentication methods."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
 AuthMethodId = TypeAliasType("AuthMethodId", str)
 """Identifier of an authentication method advertised by the agent."""
 
@@ -1719,6 +1687,111 @@ class AvailableCommandsUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+TerminalId = TypeAliasType("TerminalId", str)
+"""
+Identifier of an agent-owned display terminal, unique and never reused within its session.
+"""
+
+
+_A_str_WireKey_meta_terminal_id_21ed68 = dict[
+    Annotated[str, WireKey("meta", "terminal_id")], Any
+]
+_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
+
+
+class BackgroundTerminal(AcpModel):
+    """
+    Background item `terminal`: a terminal whose process keeps running outside the foreground work.
+
+    Attributes:
+        terminal_id: The terminal, already announced with a `terminal_update`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
+
+    __acp_tags__ = (("type", "type", "terminal"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        type: Literal["terminal"] = "terminal"
+    else:
+        type: _A_Literal_terminal_384a30
+
+    terminal_id: _A_TerminalId_terminalId_69d43a
+    """The terminal, already announced with a `terminal_update`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+ToolCallId = TypeAliasType("ToolCallId", str)
+"""Identifier of a tool call, unique within its session."""
+
+
+_A_Literal_tool_call_efb8df = Literal["tool_call"]
+_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+
+
+class BackgroundToolCall(AcpModel):
+    """
+    Background item `tool_call`: a tool call that keeps running outside the foreground work.
+
+    Attributes:
+        tool_call_id: The tool call, already announced with a `tool_call_update`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "tool_call_id")], Any]
+
+    __acp_tags__ = (("type", "type", "tool_call"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        type: Literal["tool_call"] = "tool_call"
+    else:
+        type: _A_Literal_tool_call_efb8df
+
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
+    """The tool call, already announced with a `tool_call_update`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+BackgroundWork = TypeAliasType(
+    "BackgroundWork",
+    Annotated[
+        Union[
+            Annotated[BackgroundTerminal, Tag("terminal")],
+            Annotated[BackgroundToolCall, Tag("tool_call")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "type",
+                "type",
+                frozenset(["terminal", "tool_call"]),
+                open=True,
+                default=None,
+            )
+        ),
+        SerializeAsAny(),
+    ],
+)
+"""
+One piece of work that runs on its own beside the foreground work, discriminated by `type`. It names something the client already knows (announced before the first state that lists it); work backed by a process is listed once, as its terminal.
+"""
+
+
 _A_Literal_boolean_d16f93 = Literal["boolean"]
 _A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
@@ -1811,10 +1884,96 @@ class CancelSessionNotification(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class CancelTerminalRequest(AcpModel):
+    """
+    Parameters of `terminal/cancel`: stop the process of one terminal that advertises `capabilities.cancel`. The terminal stays; a `terminal_update` with its `exitStatus` follows.
+
+    Attributes:
+        session_id: The session of the terminal.
+        terminal_id: The terminal to cancel.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session of the terminal."""
+
+    terminal_id: _A_TerminalId_terminalId_69d43a
+    """The terminal to cancel."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class CancelTerminalResponse(AcpModel):
+    """Result of `terminal/cancel`: empty; the cancellation was accepted."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class CancelToolCallRequest(AcpModel):
+    """
+    Parameters of `tool_call/cancel`: stop one tool call that advertises `capabilities.cancel`. The answer only acknowledges the request; a `tool_call_update` with the final status follows.
+
+    Attributes:
+        session_id: The session of the tool call.
+        tool_call_id: The tool call to cancel.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call_id")], Any
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session of the tool call."""
+
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
+    """The tool call to cancel."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class CancelToolCallResponse(AcpModel):
+    """Result of `tool_call/cancel`: empty; the cancellation was accepted."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class CancelledPermissionOutcome(AcpModel):
     """
     Outcome `cancelled`: the work was cancelled before the user answered. After sending `session/cancel`, a client answers every pending permission request this way.
     """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     __acp_tags__ = (("outcome", "outcome", "cancelled"),)
 
@@ -1824,6 +1983,40 @@ class CancelledPermissionOutcome(AcpModel):
         outcome: Literal["cancelled"] = "cancelled"
     else:
         outcome: Literal["cancelled"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class TerminalAuthCapabilities(AcpModel):
+    """Present when the client can run `terminal` authentication methods."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class ClientAuthCapabilities(AcpModel):
+    """
+    Authentication method types the client can carry out, which limits what the agent may offer in `authMethods`.
+
+    Attributes:
+        terminal: Support for `terminal` authentication methods.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
+    """Support for `terminal` authentication methods."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationFormCapabilities(AcpModel):
@@ -1967,7 +2160,7 @@ class ClientCapabilities(AcpModel):
             Annotated[str, WireKey("meta", "position_encodings")], Any
         ]
 
-    auth: Annotated[AuthCapabilities | None, OMIT_ON_ERROR] = None
+    auth: Annotated[ClientAuthCapabilities | None, OMIT_ON_ERROR] = None
     """Authentication method types the client can run."""
 
     elicitation: Annotated[ElicitationCapabilities | None, OMIT_ON_ERROR] = None
@@ -2051,16 +2244,6 @@ class CloseSessionResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-ToolCallId = TypeAliasType("ToolCallId", str)
-"""Identifier of a tool call, unique within its session."""
-
-
-TerminalId = TypeAliasType("TerminalId", str)
-"""
-Identifier of an agent-owned display terminal, unique and never reused within its session.
-"""
 
 
 _A_ToolCallId_None_toolCallId_OMIT_321f3a = Annotated[
@@ -3927,11 +4110,19 @@ class DiffPatch(AcpModel):
         text: The patch text.
     """
 
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
     format: DiffPatchFormat
     """The format of `text`."""
 
     text: str
     """The patch text."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Diff(AcpModel):
@@ -4095,6 +4286,12 @@ Numeric JSON-RPC error code: one of the standard codes, an ACP code from the ver
 """
 
 
+ErrorData = TypeAliasType("ErrorData", Any)
+"""
+What an error's `data` may hold: one of the shapes ACP defines (SessionNotFoundErrorData, UnsupportedProtocolVersionErrorData), chosen by the error code, or any other JSON value.
+"""
+
+
 class Error(AcpModel):
     """
     Error object of a failed JSON-RPC request.
@@ -4102,7 +4299,7 @@ class Error(AcpModel):
     Attributes:
         code: What kind of error occurred.
         message: Short human-readable summary of the error, ideally one sentence.
-        data: Extra details about the error (any JSON value), for example debugging context.
+        data: Extra details about the error; for some codes a shape ACP defines (see ErrorData).
     """
 
     code: ErrorCode
@@ -4111,9 +4308,9 @@ class Error(AcpModel):
     message: str
     """Short human-readable summary of the error, ideally one sentence."""
 
-    data: Annotated[Any, OMIT_ON_ERROR] = None
+    data: Annotated[ErrorData | None, OMIT_ON_ERROR] = None
     """
-    Extra details about the error (any JSON value), for example debugging context.
+    Extra details about the error; for some codes a shape ACP defines (see ErrorData).
     """
 
 
@@ -4383,7 +4580,12 @@ StopReason = TypeAliasType(
     Annotated[
         Union[
             Literal[
-                "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
+                "end_turn",
+                "max_tokens",
+                "max_turn_requests",
+                "refusal",
+                "cancelled",
+                "error",
             ],
             str,
         ],
@@ -4484,6 +4686,9 @@ class Usage(AcpModel):
 _A_Literal_state_update_sessionUpda_068b80 = Annotated[
     Literal["state_update"], Field(alias="sessionUpdate")
 ]
+_A_list_BackgroundWork_FAST_UNION_N_a245b2 = Annotated[
+    list[Annotated[BackgroundWork, FAST_UNION]] | None, OMIT_ON_ERROR
+]
 
 
 class IdleStateUpdate(AcpModel):
@@ -4493,6 +4698,8 @@ class IdleStateUpdate(AcpModel):
     Attributes:
         stop_reason: Why the foreground work stopped, when this transition ends it. Omitted and `null` both mean no reason is reported.
         usage: Tokens spent by the turn, if the agent reports them.
+        background: Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+        error: What went wrong, when `stopReason` is `error`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -4535,6 +4742,14 @@ class IdleStateUpdate(AcpModel):
 
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """
+    Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
+
+    error: Annotated[Error | None, OMIT_ON_ERROR] = None
+    """What went wrong, when `stopReason` is `error`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6254,15 +6469,15 @@ ToolCallStatus = TypeAliasType(
     "ToolCallStatus",
     Annotated[
         Union[
-            Literal["pending", "in_progress", "completed", "failed", "cancelled"], str
+            Literal[
+                "pending", "in_progress", "paused", "completed", "failed", "cancelled"
+            ],
+            str,
         ],
         Field(union_mode="left_to_right"),
     ],
 )
 """Where a tool call is in its lifecycle."""
-
-
-_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
 
 
 class Terminal(AcpModel):
@@ -6275,11 +6490,9 @@ class Terminal(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "terminal_id")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any]
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
 
     __acp_tags__ = (("type", "type", "terminal"),)
 
@@ -6346,7 +6559,38 @@ class ToolCallLocation(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+class ToolCallCancelCapabilities(AcpModel):
+    """Marker: this tool call can be cancelled with `tool_call/cancel`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class ToolCallCapabilities(AcpModel):
+    """
+    What the client may currently ask of one tool call. A malformed value means no controls.
+
+    Attributes:
+        cancel: Present (`{}`): the client may send `tool_call/cancel` for this call.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[ToolCallCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """Present (`{}`): the client may send `tool_call/cancel` for this call."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR]
 _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
     ToolCallStatus | None, OMIT_ON_ERROR
@@ -6362,6 +6606,9 @@ _A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
 ]
 _A_rawOutput_OMIT_ON_ERROR_cf1339 = Annotated[
     Any, Field(alias="rawOutput"), OMIT_ON_ERROR
+]
+_A_ToolCallCapabilities_None_OMIT_O_4dc83f = Annotated[
+    ToolCallCapabilities | None, OMIT_ON_ERROR
 ]
 
 
@@ -6379,6 +6626,7 @@ class ToolCallUpdate(AcpModel):
         raw_input: The raw input passed to the tool.
         raw_output: The raw output the tool returned.
         name: Name of the tool being called, if it changed or is given now.
+        capabilities: The controls the call supports now (a patch: null clears them all).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6420,6 +6668,9 @@ class ToolCallUpdate(AcpModel):
     name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
+    capabilities: _A_ToolCallCapabilities_None_OMIT_O_4dc83f = None
+    """The controls the call supports now (a patch: null clears them all)."""
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
@@ -6433,11 +6684,11 @@ class ToolCallPermissionSubject(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any] = Field(
-            init=False
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "tool_call")], Any] = (
+            Field(init=False)
         )
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any]
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "tool_call")], Any]
 
     __acp_tags__ = (("type", "type", "tool_call"),)
 
@@ -6446,10 +6697,12 @@ class ToolCallPermissionSubject(AcpModel):
     if TYPE_CHECKING:
         type: Literal["tool_call"] = "tool_call"
     else:
-        type: Literal["tool_call"]
+        type: _A_Literal_tool_call_efb8df
 
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
     """The tool call awaiting approval."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestPermissionSubject = TypeAliasType(
@@ -6540,6 +6793,9 @@ class RequestPermissionResponse(AcpModel):
 class RequiresActionStateUpdate(AcpModel):
     """
     State `requires_action`: foreground work waits for the user, for example on a permission request.
+
+    Attributes:
+        background: Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6570,6 +6826,11 @@ class RequiresActionStateUpdate(AcpModel):
         state: Literal["requires_action"] = "requires_action"
     else:
         state: Literal["requires_action"]
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """
+    Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6673,7 +6934,12 @@ class ResumeSessionResponse(AcpModel):
 
 
 class RunningStateUpdate(AcpModel):
-    """State `running`: foreground work is under way."""
+    """
+    State `running`: foreground work is under way.
+
+    Attributes:
+        background: Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
@@ -6703,6 +6969,11 @@ class RunningStateUpdate(AcpModel):
         state: Literal["running"] = "running"
     else:
         state: Literal["running"]
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """
+    Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6750,6 +7021,26 @@ class SessionInfoUpdate(AcpModel):
     """
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionNotFoundErrorData(AcpModel):
+    """
+    `data` of a -32002 error answering a request that names an unknown or inactive session.
+
+    Attributes:
+        session_id: The session id the request named.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session id the request named."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6915,6 +7206,7 @@ class ToolCallProgress(AcpModel):
         raw_input: The raw input passed to the tool.
         raw_output: The raw output the tool returned.
         name: Name of the tool being called, if it changed or is given now.
+        capabilities: The controls the call supports now (a patch: null clears them all).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6979,6 +7271,9 @@ class ToolCallProgress(AcpModel):
     name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
+    capabilities: _A_ToolCallCapabilities_None_OMIT_O_4dc83f = None
+    """The controls the call supports now (a patch: null clears them all)."""
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
@@ -7032,6 +7327,67 @@ class TerminalExitStatus(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_int_ge_1_le_65535_7ddf00 = Annotated[int, Field(ge=1, le=65535)]
+
+
+class TerminalSize(AcpModel):
+    """
+    Size of an agent-owned terminal, in character cells.
+
+    Attributes:
+        cols: Width in columns.
+        rows: Height in rows.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cols: _A_int_ge_1_le_65535_7ddf00
+    """Width in columns."""
+
+    rows: _A_int_ge_1_le_65535_7ddf00
+    """Height in rows."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class TerminalCancelCapabilities(AcpModel):
+    """Marker: this terminal can be cancelled with `terminal/cancel`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class TerminalCapabilities(AcpModel):
+    """
+    What the client may currently ask of one terminal. A malformed value means no controls.
+
+    Attributes:
+        cancel: Present (`{}`): the client may send `terminal/cancel` for this terminal.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[TerminalCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """
+    Present (`{}`): the client may send `terminal/cancel` for this terminal.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class TerminalUpdate(AcpModel):
     """
     Branch `terminal_update`: creates or patches an agent-owned display terminal, keyed by `terminalId`. Omitted fields stay unchanged, `null` clears, a value replaces.
@@ -7042,6 +7398,8 @@ class TerminalUpdate(AcpModel):
         cwd: Absolute working directory of the command.
         output: A full snapshot of the output, replacing every byte held so far.
         exit_status: How the command ended; a value marks the terminal as exited.
+        size: The terminal's size.
+        capabilities: The controls the terminal supports now (a patch: null clears them all).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -7089,6 +7447,14 @@ class TerminalUpdate(AcpModel):
         TerminalExitStatus | None, Field(alias="exitStatus"), OMIT_ON_ERROR
     ] = None
     """How the command ended; a value marks the terminal as exited."""
+
+    size: Annotated[TerminalSize | None, OMIT_ON_ERROR] = None
+    """The terminal's size."""
+
+    capabilities: Annotated[TerminalCapabilities | None, OMIT_ON_ERROR] = None
+    """
+    The controls the terminal supports now (a patch: null clears them all).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -7603,6 +7969,30 @@ class UnarchiveSessionResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class UnsupportedProtocolVersionErrorData(AcpModel):
+    """
+    `data` of a -32022 error: the version asked for and the versions the peer can speak.
+
+    Attributes:
+        requested: The protocol version the request asked for.
+        supported: The protocol versions the peer supports.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    requested: ProtocolVersion
+    """The protocol version the request asked for."""
+
+    supported: list[ProtocolVersion]
+    """The protocol versions the peer supports."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 

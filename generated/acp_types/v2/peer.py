@@ -296,6 +296,28 @@ class AgentPeer(_Peer):
             await self.connection.request("session/unarchive", params),
         )
 
+    async def terminal_cancel(
+        self, params: m.CancelTerminalRequest | dict[str, Any]
+    ) -> m.CancelTerminalResponse:
+        """
+        `terminal/cancel` (request, stable). Stops the process of one terminal that advertises `capabilities.cancel`; answered with -32602 when the terminal is unknown, exited or not cancellable.
+        """
+        return cast(
+            "m.CancelTerminalResponse",
+            await self.connection.request("terminal/cancel", params),
+        )
+
+    async def tool_call_cancel(
+        self, params: m.CancelToolCallRequest | dict[str, Any]
+    ) -> m.CancelToolCallResponse:
+        """
+        `tool_call/cancel` (request, stable). Cancels one tool call that advertises `capabilities.cancel`; answered with -32602 when the call is unknown, final or not cancellable.
+        """
+        return cast(
+            "m.CancelToolCallResponse",
+            await self.connection.request("tool_call/cancel", params),
+        )
+
 
 class ClientPeer(_Peer):
     """What an agent calls on its client in ACP v2."""
