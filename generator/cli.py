@@ -111,10 +111,12 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
     r = sub.add_parser(
         "compare-reference", help="list every wire difference between a canonical version and a published "
                                   "ACP reference schema",
-        description="Read a published ACP reference schema (a folder with schema.json and meta.json, or the "
-                    "schema.json itself with meta.json beside it; with --unstable its schema.unstable.json and "
-                    "meta.unstable.json, read against that stable pair) into the intermediate model and compare it "
-                    "with the canonical version (--schema DIR/<version>), with the diff's rules and levels. "
+        description="Read a published ACP reference schema (a folder with schema.json, or the file itself; with "
+                    "--unstable its schema.unstable.json, read against the stable schema.json beside it) into the "
+                    "intermediate model and compare it with the canonical version (--schema DIR/<version>), with "
+                    "the diff's rules and levels. The methods are the schema's x-method / x-side annotations, or "
+                    "meta.json (meta.unstable.json) when it lies beside the schema. A construct our format cannot "
+                    "express is reported by name (rule reference-unsupported), like any other difference. "
                     "Differences listed in schema/differences.json are shown as deliberate and never fail "
                     "--fail-on; differences of names only are listed apart. Exit codes: 0 done, 1 an "
                     "unexplained difference at the --fail-on level, 2 a side cannot be read or the arguments "
@@ -122,7 +124,7 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
     r.add_argument("reference", type=Path, metavar="REFERENCE",
                    help="reference folder, schema.json, or schema.unstable.json (implies --unstable)")
     r.add_argument("--unstable", action="store_true",
-                   help="compare with the folder's unstable schema (schema.unstable.json and meta.unstable.json), "
+                   help="compare with the folder's unstable schema (schema.unstable.json, and meta.unstable.json if any), "
                         "read against the stable pair beside it: what only the unstable pair has reads as unstable")
     r.add_argument("--version", dest="version_name", required=True, metavar="VERSION",
                    help="the canonical version to compare with, a folder of --schema such as v1 (and the "

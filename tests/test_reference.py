@@ -258,12 +258,24 @@ def _published_copy(tmp_path: Path) -> Path:
     return target
 
 
-def test_missing_meta_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_meta_json_the_annotations_name_the_methods(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The published packages ship no meta.json: x-method / x-side give the same method table."""
     pub = _published_copy(tmp_path)
-    (pub / "meta.json").unlink()
-    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
-    assert code == 2 and out == ""
-    assert "meta.json" in err and "missing" in err and "Traceback" not in err
+    for name in ("meta.json", "meta.unstable.json"):
+        (pub / name).unlink()
+    names = names_for(load_differences(CANONICAL / "differences.json"), "v1")
+    table = {m.name: (m.side, m.kind, m.params, m.result) for m in read_reference(pub, "v1", canonical(), names).methods}
+    assert table == {m.name: (m.side, m.kind, m.params, m.result) for m in reference().methods}
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--fail-on", "any")
+    assert code == 0 and "0 unexplained differences" in out, out + err
+
+
+def test_unstable_reference_with_one_meta_file_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    (pub / "meta.unstable.json").unlink()
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
+    assert code == 2 and out == "" and "meta.unstable.json" in err and "missing" in err and "Traceback" not in err
 
 
 def test_wrong_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -531,10 +543,10 @@ def test_unstable_reference_needs_its_files(tmp_path: Path, capsys: pytest.Captu
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
     assert code == 2 and "meta.unstable.json" in err and "missing" in err
     shutil.copy(PUBLISHED / "meta.unstable.json", pub)
-    (pub / "meta.json").unlink()
+    (pub / "schema.json").unlink()
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
-    assert code == 2 and "meta.json" in err and "stable" in err and "Traceback" not in err
-    shutil.copy(PUBLISHED / "meta.json", pub)
+    assert code == 2 and "schema.json" in err and "stable" in err and "Traceback" not in err
+    shutil.copy(PUBLISHED / "schema.json", pub)
     (pub / "schema.json").write_text('{"$defs": {', "utf-8")
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
     assert code == 2 and "schema.json" in err and "line 1" in err

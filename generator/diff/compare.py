@@ -670,6 +670,13 @@ class _Differ:
                       f"an unknown variant of {name} must carry {list(n.unknown_required) or 'only its tag'} "
                       f"instead of {list(o.unknown_required) or 'only its tag'}",
                       old=",".join(o.unknown_required) or None, new=",".join(n.unknown_required) or None, fl=fl)
+        if o.unknown_required_one_of != n.unknown_required_one_of:
+            self.emit(rules.UNION_UNKNOWN_REQUIRED_CHANGED, "type", loc,
+                      f"an unknown variant of {name} must carry at least one of "
+                      f"{list(n.unknown_required_one_of) or 'nothing'} instead of "
+                      f"{list(o.unknown_required_one_of) or 'nothing'}",
+                      old=",".join(o.unknown_required_one_of) or None,
+                      new=",".join(n.unknown_required_one_of) or None, fl=fl)
         if o.overlap_first != n.overlap_first:
             now = "now reads" if n.overlap_first else "no longer reads"
             self.emit(rules.UNION_OVERLAP_CHANGED, "type", loc,

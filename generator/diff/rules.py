@@ -136,6 +136,10 @@ METHOD_DESTABILIZED = _rule("method-destabilized", "method", POSSIBLY, WIRE, ANY
     "a stable method became unstable",
     "It leaves the stable protocol: it may change or disappear without a new protocol version, and "
     "peers that validate against the stable schema no longer accept it.")
+REFERENCE_UNSUPPORTED = _rule("reference-unsupported", "method", POSSIBLY, WIRE, ANY,
+    "the reference has a construct our schema format cannot express (compare-reference only)",
+    "Nothing in our schema can match it, so peers following the reference may send or expect messages "
+    "ours does not describe; schema/differences.json says why it is left out.")
 # -- features
 FEATURE_ADDED = _rule("feature-added", "feature", SAFE, WIRE, ANY,
     "an optional feature was added",
@@ -368,6 +372,10 @@ STABILIZED = {"method": METHOD_STABILIZED, "feature": FEATURE_STABILIZED, "type"
 DESTABILIZED = {"method": METHOD_DESTABILIZED, "feature": FEATURE_DESTABILIZED, "type": TYPE_DESTABILIZED,
                 "field": FIELD_DESTABILIZED}
 ENUM_VALUE_REMOVED = {REQUEST: REQUEST_ENUM_VALUE_REMOVED, RESPONSE: RESPONSE_ENUM_VALUE_REMOVED}
+
+# Emitted by compare-reference (generator/reference.py) about a reference it reads, never by comparing two
+# schemas of ours.
+REFERENCE_ONLY = frozenset({REFERENCE_UNSUPPORTED.id})
 
 BY_ID: dict[str, Rule] = {r.id: r for r in RULES}
 assert len(BY_ID) == len(RULES), "rule ids must be unique"
