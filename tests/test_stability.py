@@ -21,6 +21,7 @@ UNSTABLE_METHODS = {
     "nes/start", "nes/suggest", "nes/accept", "nes/reject", "nes/close",
     "document/didOpen", "document/didChange", "document/didClose", "document/didSave", "document/didFocus",
     "mcp/connect", "mcp/disconnect", "session/archive", "session/unarchive",
+    "auth/status", "auth/status_update", "session/status", "session/set_title",
 }
 
 

@@ -196,6 +196,27 @@ FEATURES: dict[str, FeatureSpec] = {
         description="`session/resume`.",
         stability="stable",
     ),
+    "session.status": FeatureSpec(
+        name="session.status",
+        side="agent",
+        capability=("agentCapabilities", "sessionCapabilities", "status"),
+        description="`session/status`.",
+        stability="unstable",
+    ),
+    "session.systemPrompt": FeatureSpec(
+        name="session.systemPrompt",
+        side="agent",
+        capability=("agentCapabilities", "sessionCapabilities", "systemPrompt"),
+        description="A client system prompt on session setup requests.",
+        stability="unstable",
+    ),
+    "session.title": FeatureSpec(
+        name="session.title",
+        side="agent",
+        capability=("agentCapabilities", "sessionCapabilities", "title"),
+        description="`session/set_title`.",
+        stability="unstable",
+    ),
     "terminal": FeatureSpec(
         name="terminal",
         side="client",

@@ -38,6 +38,34 @@ class CancelRequestEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class AuthStatusEnvelope(TypedDict):
+    """The ``auth/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["auth/status"]
+    params: m.AuthStatusRequest
+
+
+@with_config(_CONFIG)
+class AuthStatusResultEnvelope(TypedDict):
+    """A success response to ``auth/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.AuthStatusResponse
+
+
+@with_config(_CONFIG)
+class AuthStatusUpdateEnvelope(TypedDict):
+    """The ``auth/status_update`` notification as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    method: Literal["auth/status_update"]
+    params: m.AuthStatusUpdateNotification
+
+
+@with_config(_CONFIG)
 class AuthenticateEnvelope(TypedDict):
     """The ``authenticate`` request as it goes on the wire."""
 
@@ -632,6 +660,44 @@ class SessionSetModeResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class SessionSetTitleEnvelope(TypedDict):
+    """The ``session/set_title`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/set_title"]
+    params: m.SetSessionTitleRequest
+
+
+@with_config(_CONFIG)
+class SessionSetTitleResultEnvelope(TypedDict):
+    """A success response to ``session/set_title`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SetSessionTitleResponse
+
+
+@with_config(_CONFIG)
+class SessionStatusEnvelope(TypedDict):
+    """The ``session/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/status"]
+    params: m.SessionStatusRequest
+
+
+@with_config(_CONFIG)
+class SessionStatusResultEnvelope(TypedDict):
+    """A success response to ``session/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SessionStatusResponse
+
+
+@with_config(_CONFIG)
 class SessionUnarchiveEnvelope(TypedDict):
     """The ``session/unarchive`` request as it goes on the wire."""
 
@@ -765,6 +831,8 @@ class ErrorEnvelope(TypedDict):
 
 CALLS: dict[str, type] = {
     "$/cancel_request": CancelRequestEnvelope,
+    "auth/status": AuthStatusEnvelope,
+    "auth/status_update": AuthStatusUpdateEnvelope,
     "authenticate": AuthenticateEnvelope,
     "document/didChange": DocumentDidChangeEnvelope,
     "document/didClose": DocumentDidCloseEnvelope,
@@ -801,6 +869,8 @@ CALLS: dict[str, type] = {
     "session/resume": SessionResumeEnvelope,
     "session/set_config_option": SessionSetConfigOptionEnvelope,
     "session/set_mode": SessionSetModeEnvelope,
+    "session/set_title": SessionSetTitleEnvelope,
+    "session/status": SessionStatusEnvelope,
     "session/unarchive": SessionUnarchiveEnvelope,
     "session/update": SessionUpdateEnvelope,
     "terminal/create": TerminalCreateEnvelope,
@@ -812,6 +882,7 @@ CALLS: dict[str, type] = {
 """Method -> the envelope of a call of it: a request (with ``id``) or a notification, as the method is."""
 
 RESULTS: dict[str, type] = {
+    "auth/status": AuthStatusResultEnvelope,
     "authenticate": AuthenticateResultEnvelope,
     "elicitation/create": ElicitationCreateResultEnvelope,
     "fs/read_text_file": FsReadTextFileResultEnvelope,
@@ -839,6 +910,8 @@ RESULTS: dict[str, type] = {
     "session/resume": SessionResumeResultEnvelope,
     "session/set_config_option": SessionSetConfigOptionResultEnvelope,
     "session/set_mode": SessionSetModeResultEnvelope,
+    "session/set_title": SessionSetTitleResultEnvelope,
+    "session/status": SessionStatusResultEnvelope,
     "session/unarchive": SessionUnarchiveResultEnvelope,
     "terminal/create": TerminalCreateResultEnvelope,
     "terminal/kill": TerminalKillResultEnvelope,

@@ -29,6 +29,12 @@ class Agent(Protocol):
         """
         raise not_implemented("$/cancel_request")
 
+    async def auth_status(self, params: m.AuthStatusRequest) -> m.AuthStatusResponse:
+        """
+        `auth/status` (request, unstable). Reports the agent's authentication state and accounts without changing anything. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("auth/status")
+
     async def authenticate(
         self, params: m.AuthenticateRequest
     ) -> m.AuthenticateResponse:
@@ -225,6 +231,22 @@ class Agent(Protocol):
         """
         raise not_implemented("session/set_mode")
 
+    async def session_set_title(
+        self, params: m.SetSessionTitleRequest
+    ) -> m.SetSessionTitleResponse:
+        """
+        `session/set_title` (request, unstable). Sets a session's title; unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("session/set_title")
+
+    async def session_status(
+        self, params: m.SessionStatusRequest
+    ) -> m.SessionStatusResponse:
+        """
+        `session/status` (request, unstable). Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("session/status")
+
     async def session_unarchive(
         self, params: m.UnarchiveSessionRequest
     ) -> m.UnarchiveSessionResponse:
@@ -242,6 +264,12 @@ class Client(Protocol):
         `$/cancel_request` (notification, stable). Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.
         """
         raise not_implemented("$/cancel_request")
+
+    async def auth_status_update(self, params: m.AuthStatusUpdateNotification) -> None:
+        """
+        `auth/status_update` (notification, unstable). The agent's authentication state changed (sent by agents that advertise `auth.status`). UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("auth/status_update")
 
     async def elicitation_complete(
         self, params: m.CompleteElicitationNotification

@@ -13,6 +13,8 @@ from acp_types._runtime import MethodSpec, lookup, wire_payload
 from acp_types.v1 import models as m
 
 CANCEL_REQUEST = "$/cancel_request"
+AUTH_STATUS = "auth/status"
+AUTH_STATUS_UPDATE = "auth/status_update"
 AUTHENTICATE = "authenticate"
 DOCUMENT_DID_CHANGE = "document/didChange"
 DOCUMENT_DID_CLOSE = "document/didClose"
@@ -49,6 +51,8 @@ SESSION_REQUEST_PERMISSION = "session/request_permission"
 SESSION_RESUME = "session/resume"
 SESSION_SET_CONFIG_OPTION = "session/set_config_option"
 SESSION_SET_MODE = "session/set_mode"
+SESSION_SET_TITLE = "session/set_title"
+SESSION_STATUS = "session/status"
 SESSION_UNARCHIVE = "session/unarchive"
 SESSION_UPDATE = "session/update"
 TERMINAL_CREATE = "terminal/create"
@@ -107,6 +111,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
         def __getitem__(
             self, key: Literal["$/cancel_request"], /
         ) -> MethodSpec[m.CancelRequestNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/status"], /
+        ) -> MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/status_update"], /
+        ) -> MethodSpec[m.AuthStatusUpdateNotification, Never]: ...
 
         @overload
         def __getitem__(
@@ -292,6 +306,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
+            self, key: Literal["session/set_title"], /
+        ) -> MethodSpec[m.SetSessionTitleRequest, m.SetSessionTitleResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/status"], /
+        ) -> MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse]: ...
+
+        @overload
+        def __getitem__(
             self, key: Literal["session/unarchive"], /
         ) -> MethodSpec[m.UnarchiveSessionRequest, m.UnarchiveSessionResponse]: ...
 
@@ -346,6 +370,30 @@ METHODS: MethodTable = MethodTable(
             stability="stable",
             description="Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.",
             handler="cancel_request",
+        ),
+        AUTH_STATUS: MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse](
+            name="auth/status",
+            params=m.AuthStatusRequest,
+            result=m.AuthStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("agentCapabilities", "auth", "status"),
+            errors=(),
+            stability="unstable",
+            description="Reports the agent's authentication state and accounts without changing anything.",
+            handler="auth_status",
+        ),
+        AUTH_STATUS_UPDATE: MethodSpec[m.AuthStatusUpdateNotification, Never](
+            name="auth/status_update",
+            params=m.AuthStatusUpdateNotification,
+            result=None,
+            side="client",
+            kind="notification",
+            capability=None,
+            errors=(),
+            stability="unstable",
+            description="The agent's authentication state changed (sent by agents that advertise `auth.status`).",
+            handler="auth_status_update",
         ),
         AUTHENTICATE: MethodSpec[m.AuthenticateRequest, m.AuthenticateResponse](
             name="authenticate",
@@ -788,6 +836,32 @@ METHODS: MethodTable = MethodTable(
             description="Switches the session to one of the modes the agent advertised.",
             handler="session_set_mode",
         ),
+        SESSION_SET_TITLE: MethodSpec[
+            m.SetSessionTitleRequest, m.SetSessionTitleResponse
+        ](
+            name="session/set_title",
+            params=m.SetSessionTitleRequest,
+            result=m.SetSessionTitleResponse,
+            side="agent",
+            kind="request",
+            capability=("agentCapabilities", "sessionCapabilities", "title"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Sets a session's title; unknown sessions yield -32002.",
+            handler="session_set_title",
+        ),
+        SESSION_STATUS: MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse](
+            name="session/status",
+            params=m.SessionStatusRequest,
+            result=m.SessionStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("agentCapabilities", "sessionCapabilities", "status"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002.",
+            handler="session_status",
+        ),
         SESSION_UNARCHIVE: MethodSpec[
             m.UnarchiveSessionRequest, m.UnarchiveSessionResponse
         ](
@@ -892,6 +966,18 @@ letters and digits turned into ``_``, then snake_case.
 def parse_params(
     method: Literal["$/cancel_request"], params: Any
 ) -> m.CancelRequestNotification: ...
+
+
+@overload
+def parse_params(
+    method: Literal["auth/status"], params: Any
+) -> m.AuthStatusRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["auth/status_update"], params: Any
+) -> m.AuthStatusUpdateNotification: ...
 
 
 @overload
@@ -1102,6 +1188,18 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["session/set_title"], params: Any
+) -> m.SetSessionTitleRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["session/status"], params: Any
+) -> m.SessionStatusRequest: ...
+
+
+@overload
+def parse_params(
     method: Literal["session/unarchive"], params: Any
 ) -> m.UnarchiveSessionRequest: ...
 
@@ -1161,6 +1259,12 @@ def parse_params(method: str, params: Any) -> Any:
     if spec is None:
         return wire_payload(params, method)
     return spec.validate_params(params)
+
+
+@overload
+def parse_result(
+    method: Literal["auth/status"], result: Any
+) -> m.AuthStatusResponse: ...
 
 
 @overload
@@ -1317,6 +1421,18 @@ def parse_result(
 def parse_result(
     method: Literal["session/set_mode"], result: Any
 ) -> m.SetSessionModeResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/set_title"], result: Any
+) -> m.SetSessionTitleResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/status"], result: Any
+) -> m.SessionStatusResponse: ...
 
 
 @overload

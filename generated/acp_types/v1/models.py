@@ -90,12 +90,27 @@ class LogoutCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class AuthStatusCapabilities(AcpModel):
+    """
+    Marker: the agent answers `auth/status` and may send `auth/status_update`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class AgentAuthCapabilities(AcpModel):
     """
     Authentication features of a v1 agent.
 
     Attributes:
         logout: Support for the `logout` method.
+        status: Present: `auth/status` is supported.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -106,6 +121,9 @@ class AgentAuthCapabilities(AcpModel):
 
     logout: Annotated[LogoutCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `logout` method."""
+
+    status: Annotated[AuthStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `auth/status` is supported."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -265,6 +283,84 @@ class SessionForkCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SessionStatusCapabilities(AcpModel):
+    """Marker: the agent answers `session/status`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionTitleCapabilities(AcpModel):
+    """Marker: the agent accepts `session/set_title`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptOverrideCapabilities(AcpModel):
+    """Marker: the `override` system prompt mode is supported."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptModeCapabilities(AcpModel):
+    """
+    System prompt modes supported besides `append` (which every agent advertising system prompts supports).
+
+    Attributes:
+        override: Present: `override` is supported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    override: Annotated[
+        SessionSystemPromptOverrideCapabilities | None, OMIT_ON_ERROR
+    ] = None
+    """Present: `override` is supported."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptCapabilities(AcpModel):
+    """
+    Present (`{}`): `systemPrompt` is accepted on session setup requests, in `append` mode at least.
+
+    Attributes:
+        mode: The modes supported besides `append`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: Annotated[SessionSystemPromptModeCapabilities | None, OMIT_ON_ERROR] = None
+    """The modes supported besides `append`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class SessionCapabilities(AcpModel):
     """
     Optional session methods and features of a v1 agent; each counts only when its field is present and not null.
@@ -277,16 +373,21 @@ class SessionCapabilities(AcpModel):
         close: Support for `session/close`.
         archive: Support for `session/archive`, `session/unarchive` and the `archived` list filter.
         fork: Support for `session/fork`.
+        status: Present: `session/status` is supported.
+        title: Present: `session/set_title` is supported.
+        system_prompt: Present: setup requests may carry `systemPrompt`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ]
 
     list: Annotated[SessionListCapabilities | None, OMIT_ON_ERROR] = None
@@ -315,6 +416,19 @@ class SessionCapabilities(AcpModel):
 
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
+
+    status: Annotated[SessionStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/status` is supported."""
+
+    title: Annotated[SessionTitleCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/set_title` is supported."""
+
+    system_prompt: Annotated[
+        SessionSystemPromptCapabilities | None,
+        Field(alias="systemPrompt"),
+        OMIT_ON_ERROR,
+    ] = None
+    """Present: setup requests may carry `systemPrompt`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1270,6 +1384,45 @@ class ArchiveSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
+
+
+class AuthAccount(AcpModel):
+    """
+    An account or credential the agent has set up (a signed-in user, an API key). Display information only: not an identifier to rely on, and not something to log or pass on.
+
+    Attributes:
+        label: What to show for this account.
+        active: Whether this is the account the agent uses now.
+        name: The user's display name.
+        email: The account's email address.
+        organization: The organization the account belongs to.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    label: str
+    """What to show for this account."""
+
+    active: _A_bool_None_OMIT_ON_ERROR_b3494b = None
+    """Whether this is the account the agent uses now."""
+
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The user's display name."""
+
+    email: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The account's email address."""
+
+    organization: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The organization the account belongs to."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class AuthCapabilities(AcpModel):
     """
     Authentication method types the client can carry out, which limits what the agent may offer in `authMethods`.
@@ -1409,6 +1562,91 @@ AuthMethod = TypeAliasType(
 """
 One way of authenticating offered by the agent. Entries without `type`, or with a type this version does not list, are agent-handled methods.
 """
+
+
+AuthState = TypeAliasType(
+    "AuthState",
+    Annotated[
+        Union[
+            Literal["authenticated", "unauthenticated", "not_required", "unknown"], str
+        ],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""
+The agent's authentication state as a whole. Open: an unknown value is kept.
+"""
+
+
+class AuthStatusRequest(AcpModel):
+    """
+    Parameters of `auth/status`: ask for the authentication state without changing it. The agent must not refuse it with auth_required.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_AuthAccount_Non_aa987c = Annotated[
+    list[OnErrorOmit[AuthAccount]] | None, NOT_NULL, OMIT_ON_ERROR
+]
+
+
+class AuthStatusResponse(AcpModel):
+    """
+    Result of `auth/status`: the authentication state and the configured accounts.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class AuthStatusUpdateNotification(AcpModel):
+    """
+    Params of `auth/status_update`: the authentication state changed; the same fields as the `auth/status` result. Sent by an agent that advertises `auth.status`, only when something differs from what it last sent.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthenticateRequest(AcpModel):
@@ -1561,7 +1799,6 @@ class BooleanConfigOptionCapabilities(AcpModel):
 
 
 _A_Literal_boolean_d16f93 = Literal["boolean"]
-_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1892,6 +2129,20 @@ class ClientNesCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SubagentCapabilities(AcpModel):
+    """
+    Marker: the client can show subagent sessions (`subagent_update`, `session_message`).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class ClientCapabilities(AcpModel):
     """
     Capabilities a v1 client advertises in `initialize`.
@@ -1905,6 +2156,7 @@ class ClientCapabilities(AcpModel):
         plan: Support for plans sent as `plan_update` and `plan_removed`.
         nes: Support for next-edit suggestions.
         position_encodings: The position encodings the client can use, preferred first.
+        subagents: Present: the client takes subagent updates.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -1945,6 +2197,9 @@ class ClientCapabilities(AcpModel):
         OMIT_ON_ERROR,
     ] = None
     """The position encodings the client can use, preferred first."""
+
+    subagents: Annotated[SubagentCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client takes subagent updates."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2076,6 +2331,11 @@ class CompactionSummaryChunk(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_list_OnErrorOmit_ContentBlock_FA_ab4184 = Annotated[
+    list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+]
+
+
 class CompactionUpdate(AcpModel):
     """
     Branch `compaction_update`: the agent started, finished, failed or abandoned compacting the session's context.
@@ -2114,9 +2374,7 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    summary: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
     """The summary that replaces the compacted context, once known."""
 
     error: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -4092,9 +4350,54 @@ How to reach one MCP server. Entries without `type`, or with a type other than `
 """
 
 
-_A_str_WireKey_additional_directori_6f55d1 = dict[
+SystemPromptMode = TypeAliasType(
+    "SystemPromptMode",
     Annotated[
-        str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
+        Union[Literal["append", "override"], str], Field(union_mode="left_to_right")
+    ],
+)
+"""
+How the agent combines a client's system prompt with its own instructions. Open: an unknown mode is kept, and an agent refuses a mode it does not support.
+"""
+
+
+_A_list_ContentBlock_FAST_UNION_e57dcc = list[Annotated[ContentBlock, FAST_UNION]]
+
+
+class SystemPrompt(AcpModel):
+    """
+    System-level instructions the client gives a session. Sent only to an agent advertising `session.systemPrompt`; an agent that cannot apply them fails the request instead of setting the session up without them.
+
+    Attributes:
+        mode: How to combine them with the agent's instructions.
+        content: The instructions.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: SystemPromptMode
+    """How to combine them with the agent's instructions."""
+
+    content: _A_list_ContentBlock_FAST_UNION_e57dcc
+    """The instructions."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_additional_directori_d3fa3f = dict[
+    Annotated[
+        str,
+        WireKey(
+            "additional_directories",
+            "mcp_servers",
+            "meta",
+            "session_id",
+            "system_prompt",
+        ),
     ],
     Any,
 ]
@@ -4110,6 +4413,9 @@ _A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
+_A_SystemPrompt_None_systemPrompt_6a0606 = Annotated[
+    SystemPrompt | None, Field(alias="systemPrompt")
+]
 
 
 class ForkSessionRequest(AcpModel):
@@ -4121,15 +4427,16 @@ class ForkSessionRequest(AcpModel):
         cwd: Absolute working directory of the new session.
         additional_directories: Absolute paths of further directories the new session may use.
         mcp_servers: MCP servers the new session connects to.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
@@ -4142,6 +4449,11 @@ class ForkSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4243,6 +4555,135 @@ class ForkSessionResponse(AcpModel):
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """The new session's configuration options."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class Usage(AcpModel):
+    """
+    Tokens spent by one turn, split by kind.
+
+    Attributes:
+        total_tokens: All tokens of the turn.
+        input_tokens: Input tokens, cached ones included.
+        output_tokens: Output tokens.
+        thought_tokens: Tokens spent on reasoning.
+        cached_read_tokens: Input tokens served from a cache.
+        cached_write_tokens: Input tokens written to a cache.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ]
+
+    total_tokens: Annotated[
+        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+    ]
+    """All tokens of the turn."""
+
+    input_tokens: Annotated[
+        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+    ]
+    """Input tokens, cached ones included."""
+
+    output_tokens: Annotated[
+        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+    ]
+    """Output tokens."""
+
+    thought_tokens: Annotated[
+        int | None,
+        Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
+        OMIT_ON_ERROR,
+    ] = None
+    """Tokens spent on reasoning."""
+
+    cached_read_tokens: Annotated[
+        int | None,
+        Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
+        OMIT_ON_ERROR,
+    ] = None
+    """Input tokens served from a cache."""
+
+    cached_write_tokens: Annotated[
+        int | None,
+        Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
+        OMIT_ON_ERROR,
+    ] = None
+    """Input tokens written to a cache."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_stop_reason_35286a = dict[
+    Annotated[str, WireKey("meta", "stop_reason")], Any
+]
+_A_Usage_None_OMIT_ON_ERROR_548672 = Annotated[Usage | None, OMIT_ON_ERROR]
+
+
+class IdleStateUpdate(AcpModel):
+    """
+    State `idle`: the session can take a new prompt.
+
+    Attributes:
+        stop_reason: Why the foreground work stopped, when this state ends it.
+        error: What went wrong, when `stopReason` is `error`.
+        usage: Tokens spent by the turn, if the agent reports them.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a
+
+    __acp_tags__ = (("state", "state", "idle"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["idle"] = "idle"
+    else:
+        state: Literal["idle"]
+
+    stop_reason: Annotated[str | None, Field(alias="stopReason"), OMIT_ON_ERROR] = None
+    """Why the foreground work stopped, when this state ends it."""
+
+    error: Annotated[Error | None, OMIT_ON_ERROR] = None
+    """What went wrong, when `stopReason` is `error`."""
+
+    usage: _A_Usage_None_OMIT_ON_ERROR_548672 = None
+    """Tokens spent by the turn, if the agent reports them."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4707,15 +5148,16 @@ class LoadSessionRequest(AcpModel):
         cwd: Absolute working directory of the session.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         session_id: The session to load.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
@@ -4730,6 +5172,11 @@ class LoadSessionRequest(AcpModel):
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to load."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -5394,17 +5841,28 @@ class NewSessionRequest(AcpModel):
         cwd: Absolute working directory of the session; relative paths resolve against it.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         mcp_servers: MCP servers the agent should connect to for this session.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ]
 
@@ -5420,6 +5878,11 @@ class NewSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -5839,7 +6302,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: list[Annotated[ContentBlock, FAST_UNION]]
+    prompt: _A_list_ContentBlock_FAST_UNION_e57dcc
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5854,92 +6317,6 @@ StopReason = TypeAliasType(
 """Why the agent stopped working on a prompt turn."""
 
 
-class Usage(AcpModel):
-    """
-    Tokens spent by one turn, split by kind.
-
-    Attributes:
-        total_tokens: All tokens of the turn.
-        input_tokens: Input tokens, cached ones included.
-        output_tokens: Output tokens.
-        thought_tokens: Tokens spent on reasoning.
-        cached_read_tokens: Input tokens served from a cache.
-        cached_write_tokens: Input tokens written to a cache.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "cached_read_tokens",
-                    "cached_write_tokens",
-                    "input_tokens",
-                    "meta",
-                    "output_tokens",
-                    "thought_tokens",
-                    "total_tokens",
-                ),
-            ],
-            Any,
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "cached_read_tokens",
-                    "cached_write_tokens",
-                    "input_tokens",
-                    "meta",
-                    "output_tokens",
-                    "thought_tokens",
-                    "total_tokens",
-                ),
-            ],
-            Any,
-        ]
-
-    total_tokens: Annotated[
-        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
-    ]
-    """All tokens of the turn."""
-
-    input_tokens: Annotated[
-        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
-    ]
-    """Input tokens, cached ones included."""
-
-    output_tokens: Annotated[
-        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
-    ]
-    """Output tokens."""
-
-    thought_tokens: Annotated[
-        int | None,
-        Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """Tokens spent on reasoning."""
-
-    cached_read_tokens: Annotated[
-        int | None,
-        Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """Input tokens served from a cache."""
-
-    cached_write_tokens: Annotated[
-        int | None,
-        Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """Input tokens written to a cache."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
 class PromptResponse(AcpModel):
     """
     Result of `session/prompt`, sent when the turn is over.
@@ -5951,16 +6328,14 @@ class PromptResponse(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "stop_reason")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a = Field(init=False)
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any]
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a
 
     stop_reason: Annotated[StopReason, Field(alias="stopReason")]
     """Why the turn ended."""
 
-    usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
+    usage: _A_Usage_None_OMIT_ON_ERROR_548672 = None
     """Tokens spent by the turn, if the agent reports them."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6350,6 +6725,29 @@ class RequestPermissionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class RequiresActionStateUpdate(AcpModel):
+    """
+    State `requires_action`: the agent waits for the user (a permission, an elicitation).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "requires_action"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["requires_action"] = "requires_action"
+    else:
+        state: Literal["requires_action"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class ResumeSessionRequest(AcpModel):
     """
     Parameters of `session/resume`: reconnect to an existing session without replaying its history.
@@ -6359,15 +6757,16 @@ class ResumeSessionRequest(AcpModel):
         cwd: Absolute working directory of the session.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         mcp_servers: MCP servers the agent should connect to for this session.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
@@ -6382,6 +6781,11 @@ class ResumeSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the agent should connect to for this session."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6408,6 +6812,41 @@ class ResumeSessionResponse(AcpModel):
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Current config options of the session."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class RunningStateUpdate(AcpModel):
+    """State `running`: foreground work is under way."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "running"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["running"] = "running"
+    else:
+        state: Literal["running"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionCancelCapabilities(AcpModel):
+    """
+    Marker: work in this subagent session can be cancelled without ending the session.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6455,6 +6894,137 @@ class SessionInfoUpdate(AcpModel):
     """
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_MessageId_messageId_0611cc = Annotated[MessageId, Field(alias="messageId")]
+
+
+class SessionMessage(AcpModel):
+    """
+    Branch `session_message`: creates or updates a message between two sessions (a parent and a subagent), keyed by `messageId`.
+
+    Attributes:
+        message_id: The message.
+        sender_session_id: The session that sent it.
+        recipient_session_id: The session it went to.
+        sender_message_id: The message's id in the sender's session.
+        recipient_message_id: The message's id in the recipient's session.
+        content: The whole content (it replaces what was there).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ] = "session_message"
+    else:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message."""
+
+    sender_session_id: Annotated[
+        SessionId | None, Field(alias="senderSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session that sent it."""
+
+    recipient_session_id: Annotated[
+        SessionId | None, Field(alias="recipientSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session it went to."""
+
+    sender_message_id: Annotated[
+        MessageId | None, Field(alias="senderMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the sender's session."""
+
+    recipient_message_id: Annotated[
+        MessageId | None, Field(alias="recipientMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the recipient's session."""
+
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    """The whole content (it replaces what was there)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionMessageChunk(AcpModel):
+    """
+    Branch `session_message_chunk`: one more content block of a message between sessions; who sent it comes from `session_message`.
+
+    Attributes:
+        message_id: The message this block belongs to.
+        content: The block.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message_chunk"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ] = "session_message_chunk"
+    else:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message this block belongs to."""
+
+    content: _A_ContentBlock_FAST_UNION_516dd6
+    """The block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6693,6 +7263,147 @@ class UsageUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SubagentSessionCapabilities(AcpModel):
+    """
+    What the client may do to one subagent session; support on ordinary sessions does not carry over to a child.
+
+    Attributes:
+        cancel: Present: the client may cancel the child's work.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[SessionCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client may cancel the child's work."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class UnknownStateUpdate(AcpModel):
+    """
+    State `unknown`: the agent cannot currently tell what the foreground work is doing; the previous state is no longer confirmed (not an outcome, nothing is cancelled).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "unknown"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["unknown"] = "unknown"
+    else:
+        state: Literal["unknown"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+StateUpdate = TypeAliasType(
+    "StateUpdate",
+    Annotated[
+        Union[
+            Annotated[RunningStateUpdate, Tag("running")],
+            Annotated[IdleStateUpdate, Tag("idle")],
+            Annotated[RequiresActionStateUpdate, Tag("requires_action")],
+            Annotated[UnknownStateUpdate, Tag("unknown")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "state",
+                "state",
+                frozenset(["idle", "requires_action", "running", "unknown"]),
+                open=True,
+                default=None,
+            )
+        ),
+        SerializeAsAny(),
+    ],
+)
+"""
+What a session's foreground work is doing, as a value (reported by `session/status` and in `subagent_update`), discriminated by `state`. Open: an unknown state is kept.
+"""
+
+
+class SubagentUpdate(AcpModel):
+    """
+    Branch `subagent_update`: the session created and owns a child session; later updates change the child's details, not its owner. The first one for a child comes before any other message naming it.
+
+    Attributes:
+        session_id: The child session.
+        title: The child's title.
+        capabilities: What the client may do to the child.
+        state: What the child's foreground work is doing.
+        cwd: The child's working directory.
+        additional_directories: The child's extra workspace roots.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "subagent_update"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ] = "subagent_update"
+    else:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The child session."""
+
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The child's title."""
+
+    capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
+    """What the client may do to the child."""
+
+    state: Annotated[Annotated[StateUpdate, FAST_UNION] | None, OMIT_ON_ERROR] = None
+    """What the child's foreground work is doing."""
+
+    cwd: _A_str_None_297b0b = None
+    """The child's working directory."""
+
+    additional_directories: Annotated[
+        list[str] | None, Field(alias="additionalDirectories")
+    ] = None
+    """The child's extra workspace roots."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 SessionUpdate = TypeAliasType(
     "SessionUpdate",
     Annotated[
@@ -6713,6 +7424,9 @@ SessionUpdate = TypeAliasType(
             Notice,
             CompactionUpdate,
             CompactionSummaryChunk,
+            SubagentUpdate,
+            SessionMessage,
+            SessionMessageChunk,
         ],
         Field(discriminator="session_update"),
         SerializeAsAny(),
@@ -6741,6 +7455,55 @@ class SessionNotification(AcpModel):
 
     update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+SessionStatus = TypeAliasType(
+    "SessionStatus",
+    Annotated[Union[Literal["open", "saved"], str], Field(union_mode="left_to_right")],
+)
+"""
+Whether the agent holds a session in memory, as `session/status` reports it. Open: an unknown value is kept.
+"""
+
+
+class SessionStatusRequest(AcpModel):
+    """
+    Parameters of `session/status`: ask about a session without touching it (no load, resume, close or attach). An unknown session gets -32002 with its id in the error data.
+
+    Attributes:
+        session_id: The session asked about.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session asked about."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionStatusResponse(AcpModel):
+    """
+    Result of `session/status`.
+
+    Attributes:
+        status: Whether the session is in memory.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    status: SessionStatus
+    """Whether the session is in memory."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6958,6 +7721,50 @@ class SetSessionModeResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SetSessionTitleRequest(AcpModel):
+    """
+    Parameters of `session/set_title`: give a session a title. Any session `session/list` would return may be retitled, active or not; an unknown one gets -32002. Afterwards the agent should not replace the title with one of its own.
+
+    Attributes:
+        session_id: The session to retitle.
+        title: The new title.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session to retitle."""
+
+    title: str
+    """The new title."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SetSessionTitleResponse(AcpModel):
+    """
+    Result of `session/set_title`, sent once the title is stored.
+
+    Attributes:
+        title: The title as the agent stored it.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    title: str
+    """The title as the agent stored it."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 

@@ -35,6 +35,16 @@ class AgentPeer(_Peer):
 
     __slots__ = ()
 
+    async def auth_status(
+        self, params: m.AuthStatusRequest | dict[str, Any]
+    ) -> m.AuthStatusResponse:
+        """
+        `auth/status` (request, unstable). Reports the agent's authentication state and accounts without changing anything.
+        """
+        return cast(
+            "m.AuthStatusResponse", await self.connection.request("auth/status", params)
+        )
+
     async def authenticate(
         self, params: m.AuthenticateRequest | dict[str, Any]
     ) -> m.AuthenticateResponse:
@@ -304,6 +314,28 @@ class AgentPeer(_Peer):
             await self.connection.request("session/set_mode", params),
         )
 
+    async def session_set_title(
+        self, params: m.SetSessionTitleRequest | dict[str, Any]
+    ) -> m.SetSessionTitleResponse:
+        """
+        `session/set_title` (request, unstable). Sets a session's title; unknown sessions yield -32002.
+        """
+        return cast(
+            "m.SetSessionTitleResponse",
+            await self.connection.request("session/set_title", params),
+        )
+
+    async def session_status(
+        self, params: m.SessionStatusRequest | dict[str, Any]
+    ) -> m.SessionStatusResponse:
+        """
+        `session/status` (request, unstable). Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002.
+        """
+        return cast(
+            "m.SessionStatusResponse",
+            await self.connection.request("session/status", params),
+        )
+
     async def session_unarchive(
         self, params: m.UnarchiveSessionRequest | dict[str, Any]
     ) -> m.UnarchiveSessionResponse:
@@ -320,6 +352,14 @@ class ClientPeer(_Peer):
     """What an agent calls on its client in ACP v1."""
 
     __slots__ = ()
+
+    async def auth_status_update(
+        self, params: m.AuthStatusUpdateNotification | dict[str, Any]
+    ) -> None:
+        """
+        `auth/status_update` (notification, unstable). The agent's authentication state changed (sent by agents that advertise `auth.status`).
+        """
+        await self.connection.notify("auth/status_update", params)
 
     async def elicitation_complete(
         self, params: m.CompleteElicitationNotification | dict[str, Any]

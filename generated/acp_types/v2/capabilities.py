@@ -143,6 +143,27 @@ FEATURES: dict[str, FeatureSpec] = {
         description="`session/resume`, part of the session baseline in v2.",
         stability="stable",
     ),
+    "session.status": FeatureSpec(
+        name="session.status",
+        side="agent",
+        capability=("capabilities", "session", "status"),
+        description="`session/status`.",
+        stability="unstable",
+    ),
+    "session.systemPrompt": FeatureSpec(
+        name="session.systemPrompt",
+        side="agent",
+        capability=("capabilities", "session", "systemPrompt"),
+        description="A client system prompt on session setup requests.",
+        stability="unstable",
+    ),
+    "session.title": FeatureSpec(
+        name="session.title",
+        side="agent",
+        capability=("capabilities", "session", "title"),
+        description="`session/set_title`.",
+        stability="unstable",
+    ),
 }
 """Feature name -> the capability that advertises it."""
 

@@ -76,6 +76,34 @@ class AuthLogoutResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class AuthStatusEnvelope(TypedDict):
+    """The ``auth/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["auth/status"]
+    params: m.AuthStatusRequest
+
+
+@with_config(_CONFIG)
+class AuthStatusResultEnvelope(TypedDict):
+    """A success response to ``auth/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.AuthStatusResponse
+
+
+@with_config(_CONFIG)
+class AuthStatusUpdateEnvelope(TypedDict):
+    """The ``auth/status_update`` notification as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    method: Literal["auth/status_update"]
+    params: m.AuthStatusUpdateNotification
+
+
+@with_config(_CONFIG)
 class DocumentDidChangeEnvelope(TypedDict):
     """The ``document/didChange`` notification as it goes on the wire."""
 
@@ -556,6 +584,44 @@ class SessionSetConfigOptionResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class SessionSetTitleEnvelope(TypedDict):
+    """The ``session/set_title`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/set_title"]
+    params: m.SetSessionTitleRequest
+
+
+@with_config(_CONFIG)
+class SessionSetTitleResultEnvelope(TypedDict):
+    """A success response to ``session/set_title`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SetSessionTitleResponse
+
+
+@with_config(_CONFIG)
+class SessionStatusEnvelope(TypedDict):
+    """The ``session/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/status"]
+    params: m.SessionStatusRequest
+
+
+@with_config(_CONFIG)
+class SessionStatusResultEnvelope(TypedDict):
+    """A success response to ``session/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SessionStatusResponse
+
+
+@with_config(_CONFIG)
 class SessionUnarchiveEnvelope(TypedDict):
     """The ``session/unarchive`` request as it goes on the wire."""
 
@@ -634,6 +700,8 @@ CALLS: dict[str, type] = {
     "$/cancel_request": CancelRequestEnvelope,
     "auth/login": AuthLoginEnvelope,
     "auth/logout": AuthLogoutEnvelope,
+    "auth/status": AuthStatusEnvelope,
+    "auth/status_update": AuthStatusUpdateEnvelope,
     "document/didChange": DocumentDidChangeEnvelope,
     "document/didClose": DocumentDidCloseEnvelope,
     "document/didFocus": DocumentDidFocusEnvelope,
@@ -664,6 +732,8 @@ CALLS: dict[str, type] = {
     "session/request_permission": SessionRequestPermissionEnvelope,
     "session/resume": SessionResumeEnvelope,
     "session/set_config_option": SessionSetConfigOptionEnvelope,
+    "session/set_title": SessionSetTitleEnvelope,
+    "session/status": SessionStatusEnvelope,
     "session/unarchive": SessionUnarchiveEnvelope,
     "session/update": SessionUpdateEnvelope,
     "terminal/cancel": TerminalCancelEnvelope,
@@ -674,6 +744,7 @@ CALLS: dict[str, type] = {
 RESULTS: dict[str, type] = {
     "auth/login": AuthLoginResultEnvelope,
     "auth/logout": AuthLogoutResultEnvelope,
+    "auth/status": AuthStatusResultEnvelope,
     "elicitation/create": ElicitationCreateResultEnvelope,
     "initialize": InitializeResultEnvelope,
     "mcp/connect": McpConnectResultEnvelope,
@@ -695,6 +766,8 @@ RESULTS: dict[str, type] = {
     "session/request_permission": SessionRequestPermissionResultEnvelope,
     "session/resume": SessionResumeResultEnvelope,
     "session/set_config_option": SessionSetConfigOptionResultEnvelope,
+    "session/set_title": SessionSetTitleResultEnvelope,
+    "session/status": SessionStatusResultEnvelope,
     "session/unarchive": SessionUnarchiveResultEnvelope,
     "terminal/cancel": TerminalCancelResultEnvelope,
     "tool_call/cancel": ToolCallCancelResultEnvelope,

@@ -15,6 +15,8 @@ from acp_types.v2 import models as m
 CANCEL_REQUEST = "$/cancel_request"
 AUTH_LOGIN = "auth/login"
 AUTH_LOGOUT = "auth/logout"
+AUTH_STATUS = "auth/status"
+AUTH_STATUS_UPDATE = "auth/status_update"
 DOCUMENT_DID_CHANGE = "document/didChange"
 DOCUMENT_DID_CLOSE = "document/didClose"
 DOCUMENT_DID_FOCUS = "document/didFocus"
@@ -45,6 +47,8 @@ SESSION_PROMPT = "session/prompt"
 SESSION_REQUEST_PERMISSION = "session/request_permission"
 SESSION_RESUME = "session/resume"
 SESSION_SET_CONFIG_OPTION = "session/set_config_option"
+SESSION_SET_TITLE = "session/set_title"
+SESSION_STATUS = "session/status"
 SESSION_UNARCHIVE = "session/unarchive"
 SESSION_UPDATE = "session/update"
 TERMINAL_CANCEL = "terminal/cancel"
@@ -115,6 +119,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
         def __getitem__(
             self, key: Literal["auth/logout"], /
         ) -> MethodSpec[m.LogoutAuthRequest, m.LogoutAuthResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/status"], /
+        ) -> MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/status_update"], /
+        ) -> MethodSpec[m.AuthStatusUpdateNotification, Never]: ...
 
         @overload
         def __getitem__(
@@ -270,6 +284,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
+            self, key: Literal["session/set_title"], /
+        ) -> MethodSpec[m.SetSessionTitleRequest, m.SetSessionTitleResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/status"], /
+        ) -> MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse]: ...
+
+        @overload
+        def __getitem__(
             self, key: Literal["session/unarchive"], /
         ) -> MethodSpec[m.UnarchiveSessionRequest, m.UnarchiveSessionResponse]: ...
 
@@ -331,6 +355,30 @@ METHODS: MethodTable = MethodTable(
             stability="stable",
             description="Ends the current authenticated state; callable only when `authMethods` is non-empty.",
             handler="auth_logout",
+        ),
+        AUTH_STATUS: MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse](
+            name="auth/status",
+            params=m.AuthStatusRequest,
+            result=m.AuthStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "auth", "status"),
+            errors=(),
+            stability="unstable",
+            description="Reports the agent's authentication state and accounts without changing anything.",
+            handler="auth_status",
+        ),
+        AUTH_STATUS_UPDATE: MethodSpec[m.AuthStatusUpdateNotification, Never](
+            name="auth/status_update",
+            params=m.AuthStatusUpdateNotification,
+            result=None,
+            side="client",
+            kind="notification",
+            capability=None,
+            errors=(),
+            stability="unstable",
+            description="The agent's authentication state changed (sent by agents that advertise `auth.status`).",
+            handler="auth_status_update",
         ),
         DOCUMENT_DID_CHANGE: MethodSpec[m.DidChangeDocumentNotification, Never](
             name="document/didChange",
@@ -701,6 +749,32 @@ METHODS: MethodTable = MethodTable(
             description="Changes one session config option and returns the full updated option list.",
             handler="session_set_config_option",
         ),
+        SESSION_SET_TITLE: MethodSpec[
+            m.SetSessionTitleRequest, m.SetSessionTitleResponse
+        ](
+            name="session/set_title",
+            params=m.SetSessionTitleRequest,
+            result=m.SetSessionTitleResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "title"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Sets a session's title; unknown sessions yield -32002.",
+            handler="session_set_title",
+        ),
+        SESSION_STATUS: MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse](
+            name="session/status",
+            params=m.SessionStatusRequest,
+            result=m.SessionStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "status"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002.",
+            handler="session_status",
+        ),
         SESSION_UNARCHIVE: MethodSpec[
             m.UnarchiveSessionRequest, m.UnarchiveSessionResponse
         ](
@@ -775,6 +849,18 @@ def parse_params(method: Literal["auth/login"], params: Any) -> m.LoginAuthReque
 def parse_params(
     method: Literal["auth/logout"], params: Any
 ) -> m.LogoutAuthRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["auth/status"], params: Any
+) -> m.AuthStatusRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["auth/status_update"], params: Any
+) -> m.AuthStatusUpdateNotification: ...
 
 
 @overload
@@ -951,6 +1037,18 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["session/set_title"], params: Any
+) -> m.SetSessionTitleRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["session/status"], params: Any
+) -> m.SessionStatusRequest: ...
+
+
+@overload
+def parse_params(
     method: Literal["session/unarchive"], params: Any
 ) -> m.UnarchiveSessionRequest: ...
 
@@ -1002,6 +1100,12 @@ def parse_result(method: Literal["auth/login"], result: Any) -> m.LoginAuthRespo
 def parse_result(
     method: Literal["auth/logout"], result: Any
 ) -> m.LogoutAuthResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["auth/status"], result: Any
+) -> m.AuthStatusResponse: ...
 
 
 @overload
@@ -1124,6 +1228,18 @@ def parse_result(
 def parse_result(
     method: Literal["session/set_config_option"], result: Any
 ) -> m.SetSessionConfigOptionResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/set_title"], result: Any
+) -> m.SetSessionTitleResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/status"], result: Any
+) -> m.SessionStatusResponse: ...
 
 
 @overload

@@ -87,9 +87,9 @@ class AcceptNesNotification(AcpModel):
 _A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 
 
-class AgentAuthCapabilities(AcpModel):
+class AuthStatusCapabilities(AcpModel):
     """
-    Authentication-related extensions of a v2 agent; no standard fields are defined yet.
+    Marker: the agent answers `auth/status` and may send `auth/status_update`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -97,6 +97,26 @@ class AgentAuthCapabilities(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class AgentAuthCapabilities(AcpModel):
+    """
+    Authentication-related extensions of a v2 agent; no standard fields are defined yet.
+
+    Attributes:
+        status: Present: `auth/status` is supported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    status: Annotated[AuthStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `auth/status` is supported."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -293,6 +313,84 @@ class SessionForkCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SessionStatusCapabilities(AcpModel):
+    """Marker: the agent answers `session/status`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionTitleCapabilities(AcpModel):
+    """Marker: the agent accepts `session/set_title`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptOverrideCapabilities(AcpModel):
+    """Marker: the `override` system prompt mode is supported."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptModeCapabilities(AcpModel):
+    """
+    System prompt modes supported besides `append` (which every agent advertising system prompts supports).
+
+    Attributes:
+        override: Present: `override` is supported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    override: Annotated[
+        SessionSystemPromptOverrideCapabilities | None, OMIT_ON_ERROR
+    ] = None
+    """Present: `override` is supported."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptCapabilities(AcpModel):
+    """
+    Present (`{}`): `systemPrompt` is accepted on session setup requests, in `append` mode at least.
+
+    Attributes:
+        mode: The modes supported besides `append`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: Annotated[SessionSystemPromptModeCapabilities | None, OMIT_ON_ERROR] = None
+    """The modes supported besides `append`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class SessionCapabilities(AcpModel):
     """
     Session support of a v2 agent. Being present commits the agent to `session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel` and `session/update`; the fields add optional extras.
@@ -304,16 +402,21 @@ class SessionCapabilities(AcpModel):
         additional_directories: Support for `additionalDirectories` on session setup requests.
         archive: Support for `session/archive`, `session/unarchive` and the `archived` list filter.
         fork: Support for `session/fork`.
+        status: Present: `session/status` is supported.
+        title: Present: `session/set_title` is supported.
+        system_prompt: Present: setup requests may carry `systemPrompt`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ]
 
     prompt: Annotated[PromptCapabilities | None, OMIT_ON_ERROR] = None
@@ -341,6 +444,19 @@ class SessionCapabilities(AcpModel):
 
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
+
+    status: Annotated[SessionStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/status` is supported."""
+
+    title: Annotated[SessionTitleCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/set_title` is supported."""
+
+    system_prompt: Annotated[
+        SessionSystemPromptCapabilities | None,
+        Field(alias="systemPrompt"),
+        OMIT_ON_ERROR,
+    ] = None
+    """Present: setup requests may carry `systemPrompt`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1414,6 +1530,45 @@ class ArchiveSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
+
+
+class AuthAccount(AcpModel):
+    """
+    An account or credential the agent has set up (a signed-in user, an API key). Display information only: not an identifier to rely on, and not something to log or pass on.
+
+    Attributes:
+        label: What to show for this account.
+        active: Whether this is the account the agent uses now.
+        name: The user's display name.
+        email: The account's email address.
+        organization: The organization the account belongs to.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    label: str
+    """What to show for this account."""
+
+    active: _A_bool_None_OMIT_ON_ERROR_b3494b = None
+    """Whether this is the account the agent uses now."""
+
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The user's display name."""
+
+    email: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The account's email address."""
+
+    organization: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The organization the account belongs to."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 AuthMethodId = TypeAliasType("AuthMethodId", str)
 """Identifier of an authentication method advertised by the agent."""
 
@@ -1565,6 +1720,91 @@ One way of authenticating offered by the agent, tagged by method type. Types sta
 """
 
 
+AuthState = TypeAliasType(
+    "AuthState",
+    Annotated[
+        Union[
+            Literal["authenticated", "unauthenticated", "not_required", "unknown"], str
+        ],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""
+The agent's authentication state as a whole. Open: an unknown value is kept.
+"""
+
+
+class AuthStatusRequest(AcpModel):
+    """
+    Parameters of `auth/status`: ask for the authentication state without changing it. The agent must not refuse it with auth_required.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_AuthAccount_Non_aa987c = Annotated[
+    list[OnErrorOmit[AuthAccount]] | None, NOT_NULL, OMIT_ON_ERROR
+]
+
+
+class AuthStatusResponse(AcpModel):
+    """
+    Result of `auth/status`: the authentication state and the configured accounts.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class AuthStatusUpdateNotification(AcpModel):
+    """
+    Params of `auth/status_update`: the authentication state changed; the same fields as the `auth/status` result. Sent by an agent that advertises `auth.status`, only when something differs from what it last sent.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class TextCommandInput(AcpModel):
     """
     Free-form text input (`type: "text"`): everything typed after the command name is passed to the agent as is.
@@ -1687,6 +1927,35 @@ class AvailableCommandsUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class BackgroundSubagent(AcpModel):
+    """
+    Background item `subagent`: a child session announced with `subagent_update` that keeps working.
+
+    Attributes:
+        session_id: The child session.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    __acp_tags__ = (("type", "type", "subagent"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        type: Literal["subagent"] = "subagent"
+    else:
+        type: Literal["subagent"]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The child session."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 TerminalId = TypeAliasType("TerminalId", str)
 """
 Identifier of an agent-owned display terminal, unique and never reused within its session.
@@ -1773,13 +2042,14 @@ BackgroundWork = TypeAliasType(
         Union[
             Annotated[BackgroundTerminal, Tag("terminal")],
             Annotated[BackgroundToolCall, Tag("tool_call")],
+            Annotated[BackgroundSubagent, Tag("subagent")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
                 "type",
                 "type",
-                frozenset(["terminal", "tool_call"]),
+                frozenset(["subagent", "terminal", "tool_call"]),
                 open=True,
                 default=None,
             )
@@ -1793,7 +2063,6 @@ One piece of work that runs on its own beside the foreground work, discriminated
 
 
 _A_Literal_boolean_d16f93 = Literal["boolean"]
-_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -4481,6 +4750,44 @@ How to reach one MCP server, tagged by transport. Tags starting with `_` are imp
 """
 
 
+SystemPromptMode = TypeAliasType(
+    "SystemPromptMode",
+    Annotated[
+        Union[Literal["append", "override"], str], Field(union_mode="left_to_right")
+    ],
+)
+"""
+How the agent combines a client's system prompt with its own instructions. Open: an unknown mode is kept, and an agent refuses a mode it does not support.
+"""
+
+
+_A_list_ContentBlock_FAST_UNION_e57dcc = list[Annotated[ContentBlock, FAST_UNION]]
+
+
+class SystemPrompt(AcpModel):
+    """
+    System-level instructions the client gives a session. Sent only to an agent advertising `session.systemPrompt`; an agent that cannot apply them fails the request instead of setting the session up without them.
+
+    Attributes:
+        mode: How to combine them with the agent's instructions.
+        content: The instructions.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: SystemPromptMode
+    """How to combine them with the agent's instructions."""
+
+    content: _A_list_ContentBlock_FAST_UNION_e57dcc
+    """The instructions."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = Annotated[
     list[OnErrorOmit[AbsolutePath]] | None,
     Field(alias="additionalDirectories"),
@@ -4493,6 +4800,9 @@ _A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
+_A_SystemPrompt_None_systemPrompt_6a0606 = Annotated[
+    SystemPrompt | None, Field(alias="systemPrompt")
+]
 
 
 class ForkSessionRequest(AcpModel):
@@ -4504,6 +4814,7 @@ class ForkSessionRequest(AcpModel):
         cwd: Absolute working directory of the new session.
         additional_directories: Absolute paths of further directories the new session may use.
         mcp_servers: MCP servers the new session connects to.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -4511,7 +4822,13 @@ class ForkSessionRequest(AcpModel):
         __pydantic_extra__: dict[
             Annotated[
                 str,
-                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "session_id",
+                    "system_prompt",
+                ),
             ],
             Any,
         ] = Field(init=False)
@@ -4519,7 +4836,13 @@ class ForkSessionRequest(AcpModel):
         __pydantic_extra__: dict[
             Annotated[
                 str,
-                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "session_id",
+                    "system_prompt",
+                ),
             ],
             Any,
         ]
@@ -4535,6 +4858,11 @@ class ForkSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4595,6 +4923,55 @@ StopReason = TypeAliasType(
 """
 Why the agent stopped its foreground work; carried by an idle `state_update`.
 """
+
+
+_A_Literal_idle_66c871 = Literal["idle"]
+_A_StopReason_None_stopReason_OMIT_ad1d4e = Annotated[
+    StopReason | None, Field(alias="stopReason"), OMIT_ON_ERROR
+]
+_A_Error_None_OMIT_ON_ERROR_dcb74c = Annotated[Error | None, OMIT_ON_ERROR]
+_A_list_BackgroundWork_FAST_UNION_N_a245b2 = Annotated[
+    list[Annotated[BackgroundWork, FAST_UNION]] | None, OMIT_ON_ERROR
+]
+
+
+class IdleStateSnapshot(AcpModel):
+    """
+    State `idle`: the session can take a new prompt.
+
+    Attributes:
+        stop_reason: Why the foreground work stopped, when this state ends it.
+        error: What went wrong, when `stopReason` is `error`.
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "stop_reason")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any]
+
+    __acp_tags__ = (("state", "state", "idle"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["idle"] = "idle"
+    else:
+        state: _A_Literal_idle_66c871
+
+    stop_reason: _A_StopReason_None_stopReason_OMIT_ad1d4e = None
+    """Why the foreground work stopped, when this state ends it."""
+
+    error: _A_Error_None_OMIT_ON_ERROR_dcb74c = None
+    """What went wrong, when `stopReason` is `error`."""
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Usage(AcpModel):
@@ -4686,9 +5063,6 @@ class Usage(AcpModel):
 _A_Literal_state_update_sessionUpda_068b80 = Annotated[
     Literal["state_update"], Field(alias="sessionUpdate")
 ]
-_A_list_BackgroundWork_FAST_UNION_N_a245b2 = Annotated[
-    list[Annotated[BackgroundWork, FAST_UNION]] | None, OMIT_ON_ERROR
-]
 
 
 class IdleStateUpdate(AcpModel):
@@ -4731,11 +5105,9 @@ class IdleStateUpdate(AcpModel):
     if TYPE_CHECKING:
         state: Literal["idle"] = "idle"
     else:
-        state: Literal["idle"]
+        state: _A_Literal_idle_66c871
 
-    stop_reason: Annotated[
-        StopReason | None, Field(alias="stopReason"), OMIT_ON_ERROR
-    ] = None
+    stop_reason: _A_StopReason_None_stopReason_OMIT_ad1d4e = None
     """
     Why the foreground work stopped, when this transition ends it. Omitted and `null` both mean no reason is reported.
     """
@@ -4748,7 +5120,7 @@ class IdleStateUpdate(AcpModel):
     Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
 
-    error: Annotated[Error | None, OMIT_ON_ERROR] = None
+    error: _A_Error_None_OMIT_ON_ERROR_dcb74c = None
     """What went wrong, when `stopReason` is `error`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5002,6 +5374,9 @@ Which sessions `session/list` returns with respect to their archive state. Open:
 """
 
 
+_A_AbsolutePath_None_922038 = AbsolutePath | None
+
+
 class ListSessionsRequest(AcpModel):
     """
     Parameters of `session/list`; every field is optional and an empty object asks for the first page.
@@ -5018,7 +5393,7 @@ class ListSessionsRequest(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    cwd: AbsolutePath | None = None
+    cwd: _A_AbsolutePath_None_922038 = None
     """Only list sessions with this working directory."""
 
     cursor: SessionListCursor | None = None
@@ -5817,17 +6192,28 @@ class NewSessionRequest(AcpModel):
         cwd: Working directory of the session; relative paths resolve against it.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         mcp_servers: MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ]
 
@@ -5842,6 +6228,11 @@ class NewSessionRequest(AcpModel):
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
+    """
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6276,7 +6667,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: list[Annotated[ContentBlock, FAST_UNION]]
+    prompt: _A_list_ContentBlock_FAST_UNION_e57dcc
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -6790,6 +7181,38 @@ class RequestPermissionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_Literal_requires_action_e3ede8 = Literal["requires_action"]
+
+
+class RequiresActionStateSnapshot(AcpModel):
+    """
+    State `requires_action`: the agent waits for the user (a permission, an elicitation).
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "requires_action"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["requires_action"] = "requires_action"
+    else:
+        state: _A_Literal_requires_action_e3ede8
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class RequiresActionStateUpdate(AcpModel):
     """
     State `requires_action`: foreground work waits for the user, for example on a permission request.
@@ -6825,7 +7248,7 @@ class RequiresActionStateUpdate(AcpModel):
     if TYPE_CHECKING:
         state: Literal["requires_action"] = "requires_action"
     else:
-        state: Literal["requires_action"]
+        state: _A_Literal_requires_action_e3ede8
 
     background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
     """
@@ -6845,6 +7268,7 @@ class ResumeSessionRequest(AcpModel):
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none. Stored roots are not restored implicitly.
         mcp_servers: MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
         replay_from: Where history replay starts; omitted or null means no replay.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6858,6 +7282,7 @@ class ResumeSessionRequest(AcpModel):
                     "meta",
                     "replay_from",
                     "session_id",
+                    "system_prompt",
                 ),
             ],
             Any,
@@ -6872,6 +7297,7 @@ class ResumeSessionRequest(AcpModel):
                     "meta",
                     "replay_from",
                     "session_id",
+                    "system_prompt",
                 ),
             ],
             Any,
@@ -6899,6 +7325,11 @@ class ResumeSessionRequest(AcpModel):
         OMIT_ON_ERROR,
     ] = None
     """Where history replay starts; omitted or null means no replay."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6929,6 +7360,38 @@ class ResumeSessionResponse(AcpModel):
     """
     Current slash commands; omitted or empty means none. Never null on the wire.
     """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_running_50d091 = Literal["running"]
+
+
+class RunningStateSnapshot(AcpModel):
+    """
+    State `running`: foreground work is under way.
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "running"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["running"] = "running"
+    else:
+        state: _A_Literal_running_50d091
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6968,12 +7431,26 @@ class RunningStateUpdate(AcpModel):
     if TYPE_CHECKING:
         state: Literal["running"] = "running"
     else:
-        state: Literal["running"]
+        state: _A_Literal_running_50d091
 
     background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
     """
     Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionCancelCapabilities(AcpModel):
+    """
+    Marker: work in this subagent session can be cancelled without ending the session.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -7025,6 +7502,134 @@ class SessionInfoUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SessionMessage(AcpModel):
+    """
+    Branch `session_message`: creates or updates a message between two sessions (a parent and a subagent), keyed by `messageId`.
+
+    Attributes:
+        message_id: The message.
+        sender_session_id: The session that sent it.
+        recipient_session_id: The session it went to.
+        sender_message_id: The message's id in the sender's session.
+        recipient_message_id: The message's id in the recipient's session.
+        content: The whole content (it replaces what was there).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ] = "session_message"
+    else:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message."""
+
+    sender_session_id: Annotated[
+        SessionId | None, Field(alias="senderSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session that sent it."""
+
+    recipient_session_id: Annotated[
+        SessionId | None, Field(alias="recipientSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session it went to."""
+
+    sender_message_id: Annotated[
+        MessageId | None, Field(alias="senderMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the sender's session."""
+
+    recipient_message_id: Annotated[
+        MessageId | None, Field(alias="recipientMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the recipient's session."""
+
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    """The whole content (it replaces what was there)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionMessageChunk(AcpModel):
+    """
+    Branch `session_message_chunk`: one more content block of a message between sessions; who sent it comes from `session_message`.
+
+    Attributes:
+        message_id: The message this block belongs to.
+        content: The block.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message_chunk"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ] = "session_message_chunk"
+    else:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message this block belongs to."""
+
+    content: _A_ContentBlock_FAST_UNION_516dd6
+    """The block."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class SessionNotFoundErrorData(AcpModel):
     """
     `data` of a -32002 error answering a request that names an unknown or inactive session.
@@ -7041,6 +7646,125 @@ class SessionNotFoundErrorData(AcpModel):
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session id the request named."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+SessionStatus = TypeAliasType(
+    "SessionStatus",
+    Annotated[Union[Literal["open", "saved"], str], Field(union_mode="left_to_right")],
+)
+"""
+Whether the agent holds a session in memory, as `session/status` reports it. Open: an unknown value is kept.
+"""
+
+
+class SessionStatusRequest(AcpModel):
+    """
+    Parameters of `session/status`: ask about a session without touching it (no load, resume, close or attach). An unknown session gets -32002 with its id in the error data.
+
+    Attributes:
+        session_id: The session asked about.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session asked about."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_unknown_fdda7d = Literal["unknown"]
+
+
+class UnknownStateSnapshot(AcpModel):
+    """
+    State `unknown`: the agent cannot currently tell what the foreground work is doing; the previous state is no longer confirmed (not an outcome, nothing is cancelled).
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "unknown"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["unknown"] = "unknown"
+    else:
+        state: _A_Literal_unknown_fdda7d
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+StateSnapshot = TypeAliasType(
+    "StateSnapshot",
+    Annotated[
+        Union[
+            Annotated[RunningStateSnapshot, Tag("running")],
+            Annotated[IdleStateSnapshot, Tag("idle")],
+            Annotated[RequiresActionStateSnapshot, Tag("requires_action")],
+            Annotated[UnknownStateSnapshot, Tag("unknown")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "state",
+                "state",
+                frozenset(["idle", "requires_action", "running", "unknown"]),
+                open=True,
+                default=None,
+            )
+        ),
+        SerializeAsAny(),
+    ],
+)
+"""
+What a session's foreground work is doing, as a value (reported by `session/status` and in `subagent_update`), discriminated by `state`. Open: an unknown state is kept.
+"""
+
+
+_A_StateSnapshot_FAST_UNION_None_OM_420aed = Annotated[
+    Annotated[StateSnapshot, FAST_UNION] | None, OMIT_ON_ERROR
+]
+
+
+class SessionStatusResponse(AcpModel):
+    """
+    Result of `session/status`.
+
+    Attributes:
+        status: Whether the session is in memory.
+        state: What the session's foreground work is doing, when the agent reports it.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    status: SessionStatus
+    """Whether the session is in memory."""
+
+    state: _A_StateSnapshot_FAST_UNION_None_OM_420aed = None
+    """
+    What the session's foreground work is doing, when the agent reports it.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -7125,6 +7849,49 @@ class UserMessage(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class UnknownStateUpdate(AcpModel):
+    """
+    State `unknown`: the agent cannot currently tell what the foreground work is doing; the client stops showing the previous state as current.
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
+
+    __acp_tags__ = (
+        ("session_update", "sessionUpdate", "state_update"),
+        ("state", "state", "unknown"),
+    )
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["state_update"], Field(alias="sessionUpdate")
+        ] = "state_update"
+    else:
+        session_update: _A_Literal_state_update_sessionUpda_068b80
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["unknown"] = "unknown"
+    else:
+        state: _A_Literal_unknown_fdda7d
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 StateUpdate = TypeAliasType(
     "StateUpdate",
     Annotated[
@@ -7132,13 +7899,14 @@ StateUpdate = TypeAliasType(
             Annotated[RunningStateUpdate, Tag("running")],
             Annotated[IdleStateUpdate, Tag("idle")],
             Annotated[RequiresActionStateUpdate, Tag("requires_action")],
+            Annotated[UnknownStateUpdate, Tag("unknown")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
                 "state",
                 "state",
-                frozenset(["idle", "requires_action", "running"]),
+                frozenset(["idle", "requires_action", "running", "unknown"]),
                 open=True,
                 default=None,
             )
@@ -7546,6 +8314,97 @@ class UsageUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SubagentSessionCapabilities(AcpModel):
+    """
+    What the client may do to one subagent session; support on ordinary sessions does not carry over to a child.
+
+    Attributes:
+        cancel: Present: the client may cancel the child's work.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[SessionCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client may cancel the child's work."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SubagentUpdate(AcpModel):
+    """
+    Branch `subagent_update`: the session created and owns a child session; later updates change the child's details, not its owner. The first one for a child comes before any other message naming it.
+
+    Attributes:
+        session_id: The child session.
+        title: The child's title.
+        capabilities: What the client may do to the child.
+        state: What the child's foreground work is doing.
+        cwd: The child's working directory.
+        additional_directories: The child's extra workspace roots.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "subagent_update"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ] = "subagent_update"
+    else:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The child session."""
+
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The child's title."""
+
+    capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
+    """What the client may do to the child."""
+
+    state: _A_StateSnapshot_FAST_UNION_None_OM_420aed = None
+    """What the child's foreground work is doing."""
+
+    cwd: _A_AbsolutePath_None_922038 = None
+    """The child's working directory."""
+
+    additional_directories: Annotated[
+        list[AbsolutePath] | None, Field(alias="additionalDirectories")
+    ] = None
+    """The child's extra workspace roots."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 SessionUpdate = TypeAliasType(
     "SessionUpdate",
     Annotated[
@@ -7570,6 +8429,9 @@ SessionUpdate = TypeAliasType(
             Annotated[Notice, Tag("notice")],
             Annotated[CompactionUpdate, Tag("compaction_update")],
             Annotated[CompactionSummaryChunk, Tag("compaction_summary_chunk")],
+            Annotated[SubagentUpdate, Tag("subagent_update")],
+            Annotated[SessionMessage, Tag("session_message")],
+            Annotated[SessionMessageChunk, Tag("session_message_chunk")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
@@ -7590,7 +8452,10 @@ SessionUpdate = TypeAliasType(
                         "plan_removed",
                         "plan_update",
                         "session_info_update",
+                        "session_message",
+                        "session_message_chunk",
                         "state_update",
+                        "subagent_update",
                         "terminal_output_chunk",
                         "terminal_update",
                         "tool_call_content_chunk",
@@ -7787,6 +8652,50 @@ class SetSessionConfigOptionResponse(AcpModel):
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
     """The complete, updated list of options; one change may affect others."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SetSessionTitleRequest(AcpModel):
+    """
+    Parameters of `session/set_title`: give a session a title. Any session `session/list` would return may be retitled, active or not; an unknown one gets -32002. Afterwards the agent should not replace the title with one of its own.
+
+    Attributes:
+        session_id: The session to retitle.
+        title: The new title.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session to retitle."""
+
+    title: str
+    """The new title."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SetSessionTitleResponse(AcpModel):
+    """
+    Result of `session/set_title`, sent once the title is stored.
+
+    Attributes:
+        title: The title as the agent stored it.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    title: str
+    """The title as the agent stored it."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
