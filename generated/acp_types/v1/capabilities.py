@@ -70,7 +70,7 @@ FEATURES: dict[str, FeatureSpec] = {
         name="mcp.acp",
         side="agent",
         capability=("agentCapabilities", "mcpCapabilities", "acp"),
-        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/*`).",
+        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/message`).",
         stability="unstable",
     ),
     "mcp.http": FeatureSpec(
@@ -86,27 +86,6 @@ FEATURES: dict[str, FeatureSpec] = {
         capability=("agentCapabilities", "mcpCapabilities", "sse"),
         description="MCP servers over HTTP+SSE.",
         stability="stable",
-    ),
-    "nes.jump": FeatureSpec(
-        name="nes.jump",
-        side="client",
-        capability=("clientCapabilities", "nes", "jump"),
-        description="Next-edit suggestions that move the cursor.",
-        stability="unstable",
-    ),
-    "nes.rename": FeatureSpec(
-        name="nes.rename",
-        side="client",
-        capability=("clientCapabilities", "nes", "rename"),
-        description="Next-edit suggestions that rename a symbol.",
-        stability="unstable",
-    ),
-    "nes.searchAndReplace": FeatureSpec(
-        name="nes.searchAndReplace",
-        side="client",
-        capability=("clientCapabilities", "nes", "searchAndReplace"),
-        description="Search-and-replace next-edit suggestions.",
-        stability="unstable",
     ),
     "plan.multiple": FeatureSpec(
         name="plan.multiple",

@@ -42,7 +42,7 @@ FEATURES: dict[str, FeatureSpec] = {
         name="mcp.acp",
         side="agent",
         capability=("capabilities", "session", "mcp", "acp"),
-        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/*`).",
+        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/message`).",
         stability="unstable",
     ),
     "mcp.http": FeatureSpec(
@@ -58,27 +58,6 @@ FEATURES: dict[str, FeatureSpec] = {
         capability=("capabilities", "session", "mcp", "stdio"),
         description="MCP servers launched as stdio subprocesses.",
         stability="stable",
-    ),
-    "nes.jump": FeatureSpec(
-        name="nes.jump",
-        side="client",
-        capability=("capabilities", "nes", "jump"),
-        description="Next-edit suggestions that move the cursor.",
-        stability="unstable",
-    ),
-    "nes.rename": FeatureSpec(
-        name="nes.rename",
-        side="client",
-        capability=("capabilities", "nes", "rename"),
-        description="Next-edit suggestions that rename a symbol.",
-        stability="unstable",
-    ),
-    "nes.searchAndReplace": FeatureSpec(
-        name="nes.searchAndReplace",
-        side="client",
-        capability=("capabilities", "nes", "searchAndReplace"),
-        description="Search-and-replace next-edit suggestions.",
-        stability="unstable",
     ),
     "prompt.audio": FeatureSpec(
         name="prompt.audio",

@@ -104,51 +104,6 @@ class AuthStatusUpdateEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
-class DocumentDidChangeEnvelope(TypedDict):
-    """The ``document/didChange`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didChange"]
-    params: m.DidChangeDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidCloseEnvelope(TypedDict):
-    """The ``document/didClose`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didClose"]
-    params: m.DidCloseDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidFocusEnvelope(TypedDict):
-    """The ``document/didFocus`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didFocus"]
-    params: m.DidFocusDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidOpenEnvelope(TypedDict):
-    """The ``document/didOpen`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didOpen"]
-    params: m.DidOpenDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidSaveEnvelope(TypedDict):
-    """The ``document/didSave`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didSave"]
-    params: m.DidSaveDocumentNotification
-
-
-@with_config(_CONFIG)
 class ElicitationCompleteEnvelope(TypedDict):
     """The ``elicitation/complete`` notification as it goes on the wire."""
 
@@ -196,44 +151,6 @@ class InitializeResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
-class McpConnectEnvelope(TypedDict):
-    """The ``mcp/connect`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["mcp/connect"]
-    params: m.ConnectMcpRequest
-
-
-@with_config(_CONFIG)
-class McpConnectResultEnvelope(TypedDict):
-    """A success response to ``mcp/connect`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.ConnectMcpResponse
-
-
-@with_config(_CONFIG)
-class McpDisconnectEnvelope(TypedDict):
-    """The ``mcp/disconnect`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["mcp/disconnect"]
-    params: m.DisconnectMcpRequest
-
-
-@with_config(_CONFIG)
-class McpDisconnectResultEnvelope(TypedDict):
-    """A success response to ``mcp/disconnect`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.DisconnectMcpResponse
-
-
-@with_config(_CONFIG)
 class McpMessageEnvelope(TypedDict):
     """The ``mcp/message`` request as it goes on the wire."""
 
@@ -250,81 +167,6 @@ class McpMessageResultEnvelope(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
     result: m.MessageMcpResponse
-
-
-@with_config(_CONFIG)
-class NesAcceptEnvelope(TypedDict):
-    """The ``nes/accept`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["nes/accept"]
-    params: m.AcceptNesNotification
-
-
-@with_config(_CONFIG)
-class NesCloseEnvelope(TypedDict):
-    """The ``nes/close`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/close"]
-    params: m.CloseNesRequest
-
-
-@with_config(_CONFIG)
-class NesCloseResultEnvelope(TypedDict):
-    """A success response to ``nes/close`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.CloseNesResponse
-
-
-@with_config(_CONFIG)
-class NesRejectEnvelope(TypedDict):
-    """The ``nes/reject`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["nes/reject"]
-    params: m.RejectNesNotification
-
-
-@with_config(_CONFIG)
-class NesStartEnvelope(TypedDict):
-    """The ``nes/start`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/start"]
-    params: m.StartNesRequest
-
-
-@with_config(_CONFIG)
-class NesStartResultEnvelope(TypedDict):
-    """A success response to ``nes/start`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.StartNesResponse
-
-
-@with_config(_CONFIG)
-class NesSuggestEnvelope(TypedDict):
-    """The ``nes/suggest`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/suggest"]
-    params: m.SuggestNesRequest
-
-
-@with_config(_CONFIG)
-class NesSuggestResultEnvelope(TypedDict):
-    """A success response to ``nes/suggest`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.SuggestNesResponse
 
 
 @with_config(_CONFIG)
@@ -702,22 +544,10 @@ CALLS: dict[str, type] = {
     "auth/logout": AuthLogoutEnvelope,
     "auth/status": AuthStatusEnvelope,
     "auth/status_update": AuthStatusUpdateEnvelope,
-    "document/didChange": DocumentDidChangeEnvelope,
-    "document/didClose": DocumentDidCloseEnvelope,
-    "document/didFocus": DocumentDidFocusEnvelope,
-    "document/didOpen": DocumentDidOpenEnvelope,
-    "document/didSave": DocumentDidSaveEnvelope,
     "elicitation/complete": ElicitationCompleteEnvelope,
     "elicitation/create": ElicitationCreateEnvelope,
     "initialize": InitializeEnvelope,
-    "mcp/connect": McpConnectEnvelope,
-    "mcp/disconnect": McpDisconnectEnvelope,
     "mcp/message": McpMessageEnvelope,
-    "nes/accept": NesAcceptEnvelope,
-    "nes/close": NesCloseEnvelope,
-    "nes/reject": NesRejectEnvelope,
-    "nes/start": NesStartEnvelope,
-    "nes/suggest": NesSuggestEnvelope,
     "providers/disable": ProvidersDisableEnvelope,
     "providers/list": ProvidersListEnvelope,
     "providers/set": ProvidersSetEnvelope,
@@ -747,12 +577,7 @@ RESULTS: dict[str, type] = {
     "auth/status": AuthStatusResultEnvelope,
     "elicitation/create": ElicitationCreateResultEnvelope,
     "initialize": InitializeResultEnvelope,
-    "mcp/connect": McpConnectResultEnvelope,
-    "mcp/disconnect": McpDisconnectResultEnvelope,
     "mcp/message": McpMessageResultEnvelope,
-    "nes/close": NesCloseResultEnvelope,
-    "nes/start": NesStartResultEnvelope,
-    "nes/suggest": NesSuggestResultEnvelope,
     "providers/disable": ProvidersDisableResultEnvelope,
     "providers/list": ProvidersListResultEnvelope,
     "providers/set": ProvidersSetResultEnvelope,

@@ -17,22 +17,10 @@ AUTH_LOGIN = "auth/login"
 AUTH_LOGOUT = "auth/logout"
 AUTH_STATUS = "auth/status"
 AUTH_STATUS_UPDATE = "auth/status_update"
-DOCUMENT_DID_CHANGE = "document/didChange"
-DOCUMENT_DID_CLOSE = "document/didClose"
-DOCUMENT_DID_FOCUS = "document/didFocus"
-DOCUMENT_DID_OPEN = "document/didOpen"
-DOCUMENT_DID_SAVE = "document/didSave"
 ELICITATION_COMPLETE = "elicitation/complete"
 ELICITATION_CREATE = "elicitation/create"
 INITIALIZE = "initialize"
-MCP_CONNECT = "mcp/connect"
-MCP_DISCONNECT = "mcp/disconnect"
 MCP_MESSAGE = "mcp/message"
-NES_ACCEPT = "nes/accept"
-NES_CLOSE = "nes/close"
-NES_REJECT = "nes/reject"
-NES_START = "nes/start"
-NES_SUGGEST = "nes/suggest"
 PROVIDERS_DISABLE = "providers/disable"
 PROVIDERS_LIST = "providers/list"
 PROVIDERS_SET = "providers/set"
@@ -132,31 +120,6 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
-            self, key: Literal["document/didChange"], /
-        ) -> MethodSpec[m.DidChangeDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didClose"], /
-        ) -> MethodSpec[m.DidCloseDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didFocus"], /
-        ) -> MethodSpec[m.DidFocusDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didOpen"], /
-        ) -> MethodSpec[m.DidOpenDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didSave"], /
-        ) -> MethodSpec[m.DidSaveDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
             self, key: Literal["elicitation/complete"], /
         ) -> MethodSpec[m.CompleteElicitationNotification, Never]: ...
 
@@ -172,43 +135,8 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
-            self, key: Literal["mcp/connect"], /
-        ) -> MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["mcp/disconnect"], /
-        ) -> MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse]: ...
-
-        @overload
-        def __getitem__(
             self, key: Literal["mcp/message"], /
         ) -> MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/accept"], /
-        ) -> MethodSpec[m.AcceptNesNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/close"], /
-        ) -> MethodSpec[m.CloseNesRequest, m.CloseNesResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/reject"], /
-        ) -> MethodSpec[m.RejectNesNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/start"], /
-        ) -> MethodSpec[m.StartNesRequest, m.StartNesResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/suggest"], /
-        ) -> MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse]: ...
 
         @overload
         def __getitem__(
@@ -380,66 +308,6 @@ METHODS: MethodTable = MethodTable(
             description="The agent's authentication state changed (sent by agents that advertise `auth.status`).",
             handler="auth_status_update",
         ),
-        DOCUMENT_DID_CHANGE: MethodSpec[m.DidChangeDocumentNotification, Never](
-            name="document/didChange",
-            params=m.DidChangeDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didChange"),
-            errors=(),
-            stability="unstable",
-            description="An open document changed; carries the changes in the sync kind the agent asked for.",
-            handler="document_did_change",
-        ),
-        DOCUMENT_DID_CLOSE: MethodSpec[m.DidCloseDocumentNotification, Never](
-            name="document/didClose",
-            params=m.DidCloseDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didClose"),
-            errors=(),
-            stability="unstable",
-            description="The client closed a document.",
-            handler="document_did_close",
-        ),
-        DOCUMENT_DID_FOCUS: MethodSpec[m.DidFocusDocumentNotification, Never](
-            name="document/didFocus",
-            params=m.DidFocusDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didFocus"),
-            errors=(),
-            stability="unstable",
-            description="The user moved to a document; carries the cursor and the visible range.",
-            handler="document_did_focus",
-        ),
-        DOCUMENT_DID_OPEN: MethodSpec[m.DidOpenDocumentNotification, Never](
-            name="document/didOpen",
-            params=m.DidOpenDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didOpen"),
-            errors=(),
-            stability="unstable",
-            description="The client opened a document; carries its full text and version.",
-            handler="document_did_open",
-        ),
-        DOCUMENT_DID_SAVE: MethodSpec[m.DidSaveDocumentNotification, Never](
-            name="document/didSave",
-            params=m.DidSaveDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didSave"),
-            errors=(),
-            stability="unstable",
-            description="A document was saved.",
-            handler="document_did_save",
-        ),
         ELICITATION_COMPLETE: MethodSpec[m.CompleteElicitationNotification, Never](
             name="elicitation/complete",
             params=m.CompleteElicitationNotification,
@@ -478,30 +346,6 @@ METHODS: MethodTable = MethodTable(
             description="Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.",
             handler="initialize",
         ),
-        MCP_CONNECT: MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse](
-            name="mcp/connect",
-            params=m.ConnectMcpRequest,
-            result=m.ConnectMcpResponse,
-            side="client",
-            kind="request",
-            capability=None,
-            errors=(-32002,),
-            stability="unstable",
-            description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
-            handler="mcp_connect",
-        ),
-        MCP_DISCONNECT: MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse](
-            name="mcp/disconnect",
-            params=m.DisconnectMcpRequest,
-            result=m.DisconnectMcpResponse,
-            side="client",
-            kind="request",
-            capability=None,
-            errors=(),
-            stability="unstable",
-            description="Closes a connection opened with `mcp/connect`.",
-            handler="mcp_disconnect",
-        ),
         MCP_MESSAGE: MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse](
             name="mcp/message",
             params=m.MessageMcpRequest,
@@ -511,69 +355,9 @@ METHODS: MethodTable = MethodTable(
             capability=None,
             errors=(-32002,),
             stability="unstable",
-            description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
+            description="Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002.",
             handler="mcp_message",
             notification_params=m.MessageMcpNotification,
-        ),
-        NES_ACCEPT: MethodSpec[m.AcceptNesNotification, Never](
-            name="nes/accept",
-            params=m.AcceptNesNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Tells the agent the user took a suggestion.",
-            handler="nes_accept",
-        ),
-        NES_CLOSE: MethodSpec[m.CloseNesRequest, m.CloseNesResponse](
-            name="nes/close",
-            params=m.CloseNesRequest,
-            result=m.CloseNesResponse,
-            side="agent",
-            kind="request",
-            capability=("capabilities", "nes"),
-            errors=(-32002,),
-            stability="unstable",
-            description="Ends a next-edit suggestion session.",
-            handler="nes_close",
-        ),
-        NES_REJECT: MethodSpec[m.RejectNesNotification, Never](
-            name="nes/reject",
-            params=m.RejectNesNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Tells the agent the user did not take a suggestion, and why.",
-            handler="nes_reject",
-        ),
-        NES_START: MethodSpec[m.StartNesRequest, m.StartNesResponse](
-            name="nes/start",
-            params=m.StartNesRequest,
-            result=m.StartNesResponse,
-            side="agent",
-            kind="request",
-            capability=("capabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
-            handler="nes_start",
-        ),
-        NES_SUGGEST: MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse](
-            name="nes/suggest",
-            params=m.SuggestNesRequest,
-            result=m.SuggestNesResponse,
-            side="agent",
-            kind="request",
-            capability=("capabilities", "nes"),
-            errors=(-32002,),
-            stability="unstable",
-            description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
-            handler="nes_suggest",
         ),
         PROVIDERS_DISABLE: MethodSpec[
             m.DisableProviderRequest, m.DisableProviderResponse
@@ -865,36 +649,6 @@ def parse_params(
 
 @overload
 def parse_params(
-    method: Literal["document/didChange"], params: Any
-) -> m.DidChangeDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didClose"], params: Any
-) -> m.DidCloseDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didFocus"], params: Any
-) -> m.DidFocusDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didOpen"], params: Any
-) -> m.DidOpenDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didSave"], params: Any
-) -> m.DidSaveDocumentNotification: ...
-
-
-@overload
-def parse_params(
     method: Literal["elicitation/complete"], params: Any
 ) -> m.CompleteElicitationNotification: ...
 
@@ -911,46 +665,8 @@ def parse_params(method: Literal["initialize"], params: Any) -> m.InitializeRequ
 
 @overload
 def parse_params(
-    method: Literal["mcp/connect"], params: Any
-) -> m.ConnectMcpRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["mcp/disconnect"], params: Any
-) -> m.DisconnectMcpRequest: ...
-
-
-@overload
-def parse_params(
     method: Literal["mcp/message"], params: Any
 ) -> m.MessageMcpRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/accept"], params: Any
-) -> m.AcceptNesNotification: ...
-
-
-@overload
-def parse_params(method: Literal["nes/close"], params: Any) -> m.CloseNesRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/reject"], params: Any
-) -> m.RejectNesNotification: ...
-
-
-@overload
-def parse_params(method: Literal["nes/start"], params: Any) -> m.StartNesRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/suggest"], params: Any
-) -> m.SuggestNesRequest: ...
 
 
 @overload
@@ -1122,34 +838,8 @@ def parse_result(
 
 @overload
 def parse_result(
-    method: Literal["mcp/connect"], result: Any
-) -> m.ConnectMcpResponse: ...
-
-
-@overload
-def parse_result(
-    method: Literal["mcp/disconnect"], result: Any
-) -> m.DisconnectMcpResponse: ...
-
-
-@overload
-def parse_result(
     method: Literal["mcp/message"], result: Any
 ) -> m.MessageMcpResponse: ...
-
-
-@overload
-def parse_result(method: Literal["nes/close"], result: Any) -> m.CloseNesResponse: ...
-
-
-@overload
-def parse_result(method: Literal["nes/start"], result: Any) -> m.StartNesResponse: ...
-
-
-@overload
-def parse_result(
-    method: Literal["nes/suggest"], result: Any
-) -> m.SuggestNesResponse: ...
 
 
 @overload
