@@ -291,7 +291,7 @@ def test_mcp_message_goes_both_ways_through_the_typed_peers(version: str) -> Non
         await c.initialize(init_params(version))
         ask = m.MessageMcpRequest(server_id="srv_1", request_id="mcpreq_1", method="tools/list")
         answer = await c.peer.mcp_message(ask)
-        assert type(answer).__name__ == "McpMessageResult" and answer.result == {"echo": "tools/list"}
+        assert type(answer).__name__ == "MessageMcpResponseResult" and answer.result == {"echo": "tools/list"}
         scalar = await a.peer.mcp_message({"serverId": "srv_1", "requestId": "mcpreq_2", "method": "scalar"})
         assert scalar.result == 7
         await c.close()

@@ -1546,6 +1546,18 @@ class CompactionCapabilities(AcpModel):
     """Marker: the client can display context compaction updates."""
 
 
+class NoticeCapabilities(AcpModel):
+    """Marker: the client shows `notice` session updates."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 _A_str_WireKey_config_options_meta_2288a1 = dict[
     Annotated[str, WireKey("config_options", "meta")], Any
 ]
@@ -1558,6 +1570,7 @@ class ClientSessionCapabilities(AcpModel):
     Attributes:
         config_options: Config option kinds the client supports beyond the baseline.
         compaction: Support for context compaction updates.
+        notices: Present: the client shows notices.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -1577,6 +1590,9 @@ class ClientSessionCapabilities(AcpModel):
 
     compaction: Annotated[CompactionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for context compaction updates."""
+
+    notices: Annotated[NoticeCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client shows notices."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2799,7 +2815,12 @@ CreateElicitationRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "mode", "mode", frozenset(["form", "url"]), open=True, default=None
+                "mode",
+                "mode",
+                frozenset(["form", "url"]),
+                open=True,
+                default=None,
+                unknown_required=("message",),
             )
         ),
         SerializeAsAny(),
@@ -4367,7 +4388,7 @@ class McpError(AcpModel):
         data: Optional error data; an explicit null is kept apart from an omitted key.
     """
 
-    code: Annotated[int, Field(ge=-2147483648, le=2147483647)]
+    code: int
     """The MCP error code (never an ACP one)."""
 
     message: str
@@ -4377,46 +4398,6 @@ class McpError(AcpModel):
     """
     Optional error data; an explicit null is kept apart from an omitted key.
     """
-
-
-class McpMessageError(AcpModel):
-    """
-    Outcome `error`: the inner MCP request failed.
-
-    Attributes:
-        error: The MCP error.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    error: McpError
-    """The MCP error."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class McpMessageResult(AcpModel):
-    """
-    Outcome `result`: the inner MCP result, passed on unchanged; present even when it is null.
-
-    Attributes:
-        result: The inner MCP result (any JSON value, null included).
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    result: Any
-    """The inner MCP result (any JSON value, null included)."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpRequestId = TypeAliasType("McpRequestId", str)
@@ -4500,16 +4481,60 @@ class MessageMcpRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class MessageMcpResponseResult(AcpModel):
+    """
+    Outcome `result`: the inner MCP result, passed on unchanged; present even when it is null.
+
+    Attributes:
+        result: The inner MCP result (any JSON value, null included).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    result: Any
+    """The inner MCP result (any JSON value, null included)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class MessageMcpResponseError(AcpModel):
+    """
+    Outcome `error`: the inner MCP request failed.
+
+    Attributes:
+        error: The MCP error.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    error: McpError
+    """The MCP error."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 MessageMcpResponse = TypeAliasType(
     "MessageMcpResponse",
     Annotated[
         Union[
-            Annotated[McpMessageResult, Tag("McpMessageResult")],
-            Annotated[McpMessageError, Tag("McpMessageError")],
+            Annotated[MessageMcpResponseResult, Tag("MessageMcpResponseResult")],
+            Annotated[MessageMcpResponseError, Tag("MessageMcpResponseError")],
         ],
         Discriminator(
             presence_discriminator(
-                {"result": "McpMessageResult", "error": "McpMessageError"}, first=True
+                {
+                    "result": "MessageMcpResponseResult",
+                    "error": "MessageMcpResponseError",
+                },
+                first=True,
             )
         ),
         SerializeAsAny(),
@@ -5999,6 +6024,7 @@ class SubagentUpdate(AcpModel):
     Attributes:
         session_id: The child session.
         title: The child's title.
+        description: What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
         capabilities: What the client may do to the child.
         state: What the child's foreground work is doing.
         cwd: The child's working directory.
@@ -6045,6 +6071,11 @@ class SubagentUpdate(AcpModel):
 
     title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """The child's title."""
+
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """
+    What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
+    """
 
     capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
     """What the client may do to the child."""

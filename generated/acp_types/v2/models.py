@@ -686,9 +686,6 @@ class Icon(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
-
-
 class ResourceLink(AcpModel):
     """
     A reference to a resource the agent can fetch itself, such as a file URI. Every agent accepts resource links in prompts.
@@ -737,7 +734,9 @@ class ResourceLink(AcpModel):
     mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the resource, if known."""
 
-    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    size: Annotated[int | None, Field(ge=0, le=18446744073709551615), OMIT_ON_ERROR] = (
+        None
+    )
     """Size of the resource in bytes, if known."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -1435,6 +1434,7 @@ class AvailableCommand(AcpModel):
     A slash command the agent offers in a session; the user runs it by typing `/name` in a prompt.
 
     Attributes:
+        type: `command` for the commands this version defines. Optional here: seed 001's setup examples leave it out, while the published schema requires it, so a sender that wants every reader to take its commands writes it.
         name: Command name as typed after the slash, for example `web` or `test`.
         description: Short human-readable text explaining what the command does.
         input: How the command takes input; absent or null when it takes none.
@@ -1445,6 +1445,11 @@ class AvailableCommand(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    type: Annotated[str | None, NOT_NULL] = None
+    """
+    `command` for the commands this version defines. Optional here: seed 001's setup examples leave it out, while the published schema requires it, so a sender that wants every reader to take its commands writes it.
+    """
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -2241,7 +2246,11 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
+    options: Annotated[
+        list[OnErrorOmit[SessionConfigSelectOption]],
+        Field(min_length=1),
+        DEFAULT_ON_ERROR,
+    ]
     """The values in this group."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2406,6 +2415,7 @@ SessionConfigOption = TypeAliasType(
                 frozenset(["boolean", "select"]),
                 open=True,
                 default=None,
+                unknown_required=("configId", "name"),
             )
         ),
         SerializeAsAny(),
@@ -2497,7 +2507,7 @@ class Cost(AcpModel):
 
     Attributes:
         amount: The amount, in units of `currency`.
-        currency: ISO 4217 code of the currency, such as `USD`.
+        currency: Unit of `amount`: an ISO 4217 code such as `USD` for money, or another unit such as `credits`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -2509,8 +2519,10 @@ class Cost(AcpModel):
     amount: int | float
     """The amount, in units of `currency`."""
 
-    currency: Annotated[str, Field(pattern="^[A-Z]{3}$")]
-    """ISO 4217 code of the currency, such as `USD`."""
+    currency: str
+    """
+    Unit of `amount`: an ISO 4217 code such as `USD` for money, or another unit such as `credits`.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2723,7 +2735,7 @@ class IntegerPropertySchema(AcpModel):
     maximum: _A_int_None_95fd59 = None
     """Largest value allowed, inclusive."""
 
-    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    default: Annotated[int | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2908,15 +2920,13 @@ class ElicitationSchema(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
+    type: ElicitationSchemaType
     """Always `object`."""
 
     title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Title of the form."""
 
-    properties: Annotated[
-        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
-    ] = {}
+    properties: dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]]
     """The form fields by name."""
 
     required: list[str] | None = None
@@ -3094,7 +3104,12 @@ CreateElicitationRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "mode", "mode", frozenset(["form", "url"]), open=True, default=None
+                "mode",
+                "mode",
+                frozenset(["form", "url"]),
+                open=True,
+                default=None,
+                unknown_required=("message",),
             )
         ),
         SerializeAsAny(),
@@ -3878,9 +3893,6 @@ How the agent combines a client's system prompt with its own instructions. Open:
 """
 
 
-_A_list_ContentBlock_FAST_UNION_e57dcc = list[Annotated[ContentBlock, FAST_UNION]]
-
-
 class SystemPrompt(AcpModel):
     """
     System-level instructions the client gives a session. Sent only to an agent advertising `session.systemPrompt`; an agent that cannot apply them fails the request instead of setting the session up without them.
@@ -3899,7 +3911,7 @@ class SystemPrompt(AcpModel):
     mode: SystemPromptMode
     """How to combine them with the agent's instructions."""
 
-    content: _A_list_ContentBlock_FAST_UNION_e57dcc
+    content: list[Annotated[ContentBlock, FAST_UNION]]
     """The instructions."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3984,9 +3996,21 @@ class ForkSessionRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_str_WireKey_available_commands_c_861ab0 = dict[
+    Annotated[
+        str, WireKey("available_commands", "config_options", "meta", "session_id")
+    ],
+    Any,
+]
 _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = Annotated[
     list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
     Field(alias="configOptions"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
+    list[OnErrorOmit[AvailableCommand]] | None,
+    Field(alias="availableCommands"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
@@ -3999,23 +4023,27 @@ class ForkSessionResponse(AcpModel):
     Attributes:
         session_id: Identifier of the new session.
         config_options: The new session's configuration options.
+        available_commands: Initial slash commands; omitted or empty means none. Never null on the wire.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0 = Field(
+            init=False
+        )
     else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-        ]
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
     """The new session's configuration options."""
+
+    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    """
+    Initial slash commands; omitted or empty means none. Never null on the wire.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4681,7 +4709,7 @@ class McpError(AcpModel):
         data: Optional error data; an explicit null is kept apart from an omitted key.
     """
 
-    code: Annotated[int, Field(ge=-2147483648, le=2147483647)]
+    code: int
     """The MCP error code (never an ACP one)."""
 
     message: str
@@ -4691,46 +4719,6 @@ class McpError(AcpModel):
     """
     Optional error data; an explicit null is kept apart from an omitted key.
     """
-
-
-class McpMessageError(AcpModel):
-    """
-    Outcome `error`: the inner MCP request failed.
-
-    Attributes:
-        error: The MCP error.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    error: McpError
-    """The MCP error."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class McpMessageResult(AcpModel):
-    """
-    Outcome `result`: the inner MCP result, passed on unchanged; present even when it is null.
-
-    Attributes:
-        result: The inner MCP result (any JSON value, null included).
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    result: Any
-    """The inner MCP result (any JSON value, null included)."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 McpRequestId = TypeAliasType("McpRequestId", str)
@@ -4814,16 +4802,60 @@ class MessageMcpRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class MessageMcpResponseResult(AcpModel):
+    """
+    Outcome `result`: the inner MCP result, passed on unchanged; present even when it is null.
+
+    Attributes:
+        result: The inner MCP result (any JSON value, null included).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    result: Any
+    """The inner MCP result (any JSON value, null included)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class MessageMcpResponseError(AcpModel):
+    """
+    Outcome `error`: the inner MCP request failed.
+
+    Attributes:
+        error: The MCP error.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    error: McpError
+    """The MCP error."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 MessageMcpResponse = TypeAliasType(
     "MessageMcpResponse",
     Annotated[
         Union[
-            Annotated[McpMessageResult, Tag("McpMessageResult")],
-            Annotated[McpMessageError, Tag("McpMessageError")],
+            Annotated[MessageMcpResponseResult, Tag("MessageMcpResponseResult")],
+            Annotated[MessageMcpResponseError, Tag("MessageMcpResponseError")],
         ],
         Discriminator(
             presence_discriminator(
-                {"result": "McpMessageResult", "error": "McpMessageError"}, first=True
+                {
+                    "result": "MessageMcpResponseResult",
+                    "error": "MessageMcpResponseError",
+                },
+                first=True,
             )
         ),
         SerializeAsAny(),
@@ -4888,14 +4920,6 @@ class NewSessionRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
-    list[OnErrorOmit[AvailableCommand]] | None,
-    Field(alias="availableCommands"),
-    NOT_NULL,
-    OMIT_ON_ERROR,
-]
-
-
 class NewSessionResponse(AcpModel):
     """
     Result of `session/new`: the new session's id and its initial state.
@@ -4908,21 +4932,11 @@ class NewSessionResponse(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey("available_commands", "config_options", "meta", "session_id"),
-            ],
-            Any,
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0 = Field(
+            init=False
+        )
     else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey("available_commands", "config_options", "meta", "session_id"),
-            ],
-            Any,
-        ]
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
@@ -5317,7 +5331,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: _A_list_ContentBlock_FAST_UNION_e57dcc
+    prompt: Annotated[list[Annotated[ContentBlock, FAST_UNION]], Field(min_length=1)]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5552,7 +5566,7 @@ class ToolCallLocation(AcpModel):
 
     Attributes:
         path: Absolute path of the file.
-        line: Line within the file, if relevant.
+        line: 1-based line within the file, if relevant (0 is not a line).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -5564,8 +5578,8 @@ class ToolCallLocation(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
-    """Line within the file, if relevant."""
+    line: Annotated[int | None, Field(ge=1, le=4294967295), OMIT_ON_ERROR] = None
+    """1-based line within the file, if relevant (0 is not a line)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6690,7 +6704,7 @@ class TerminalExitStatus(AcpModel):
     How a terminal's command ended. Its presence alone marks the terminal as exited, even when neither code nor signal is known.
 
     Attributes:
-        exit_code: The exit code, if known.
+        exit_code: The exit code as the platform reports it, if known; negative codes (signed Windows codes) included.
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
@@ -6702,10 +6716,10 @@ class TerminalExitStatus(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any]
 
-    exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
-    """The exit code, if known."""
+    exit_code: Annotated[int | None, Field(alias="exitCode"), OMIT_ON_ERROR] = None
+    """
+    The exit code as the platform reports it, if known; negative codes (signed Windows codes) included.
+    """
 
     signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
@@ -6961,6 +6975,7 @@ class SubagentUpdate(AcpModel):
     Attributes:
         session_id: The child session.
         title: The child's title.
+        description: What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
         capabilities: What the client may do to the child.
         state: What the child's foreground work is doing.
         cwd: The child's working directory.
@@ -7007,6 +7022,11 @@ class SubagentUpdate(AcpModel):
 
     title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """The child's title."""
+
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """
+    What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
+    """
 
     capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
     """What the client may do to the child."""
@@ -7243,7 +7263,7 @@ SetSessionConfigOptionRequest = TypeAliasType(
                 frozenset(["boolean", "id"]),
                 open=True,
                 default=None,
-                unknown_required=("value",),
+                unknown_required=("sessionId", "configId", "value"),
             )
         ),
         SerializeAsAny(),
