@@ -33,7 +33,7 @@ from typing import Any, TextIO
 from generator.diff import rules
 from generator.diff.command import FAIL_LEVELS
 from generator.diff.compare import Change, compare
-from generator.diff.report import counts
+from generator.diff.report import breaks, counts
 from generator.diff.rules import LEVEL_TITLES, LEVELS
 from generator.errors import Problem, SchemaError, UsageError, pointer
 from generator.loader import LoadedVersion, load_version, meta_problems, parse_json
@@ -981,9 +981,19 @@ def _groups(found: list[Finding]) -> tuple[list[Finding], list[Finding], list[Fi
     return open_, deliberate, naming, unstable
 
 
+# how a pairing of peers reads here: the reference is the "new" side of the comparison, ours the "old"
+_SIDES_NAMED = ("the reference", "ours")
+
+
+def _breaks(c: Change) -> str:
+    text = breaks(c, _SIDES_NAMED)
+    return f"breaks {text}" if text else ""
+
+
 def _line(f: Finding) -> str:
     c = f.change
-    ctx = "; ".join(x for x in (c.level, c.direction or "", f"entry {f.deliberate.id}" if f.deliberate else "") if x)
+    ctx = "; ".join(x for x in (c.level, c.direction or "", _breaks(c),
+                                f"entry {f.deliberate.id}" if f.deliberate else "") if x)
     return f"{c.location}: {c.message} [{c.rule_id}; {ctx}]"
 
 
@@ -1018,11 +1028,12 @@ def markdown_report(canonical: Protocol, reference: Protocol, found: list[Findin
                          ("Unstable only", unstable)):
         if not group:
             continue
-        lines += [f"## {title} ({len(group)})", "", "| level | location | change | rule | entry |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += [f"## {title} ({len(group)})", "", "| level | location | change | breaks | rule | entry |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for f in group:
             c = f.change
-            lines.append(f"| {c.level} | `{md_cell(c.location)}` | {md_cell(c.message)} | `{c.rule_id}` | "
+            lines.append(f"| {c.level} | `{md_cell(c.location)}` | {md_cell(c.message)} | "
+                         f"{md_cell(breaks(c, _SIDES_NAMED))} | `{c.rule_id}` | "
                          f"{f.deliberate.id if f.deliberate else ''} |")
         lines.append("")
     return "\n".join(lines)

@@ -25,6 +25,7 @@ from conftest import ROOT
 from generator import cli
 from generator.crossversion import CrossMap
 from generator.diff import report
+from generator.diff import rules as rules_module
 from generator.diff.compare import compare, flows
 from generator.diff.rules import BY_ID, RULES
 from generator.loader import load_version
@@ -311,7 +312,7 @@ CASES: list[Case] = [
     Case("method-gate-removed", P, W, _method(capability=None)),
     Case("method-gate-moved", B, W, _method(capability="agentCapabilities.extra")),
     Case("method-error-added", P, W, _method(errors=[-32002])),
-    Case("method-error-removed", S, W, nothing, base=_method(errors=[-32002])),
+    Case("method-error-removed", P, W, nothing, base=_method(errors=[-32002])),
     Case("stability-promoted", S, W, nothing, base=_method(stability="draft")),
     Case("stability-demoted", P, W, _method(stability="proposal")),
     Case("method-stabilized", S, W, nothing, base=_method(stability="unstable")),
@@ -335,20 +336,21 @@ CASES: list[Case] = [
     Case("field-stabilized", S, W, nothing, base=_count(**{"x-acp-stability": "unstable"})),
     Case("field-destabilized", P, W, _count(**{"x-acp-stability": "unstable"})),
     Case("request-required-field-added", B, W, _add_field(True)),
-    Case("response-required-field-added", B, SRC, _add_field(True), direction=RESP),
-    Case("request-field-removed", B, SRC, _remove_field("count")),
+    Case("response-required-field-added", B, W, _add_field(True), direction=RESP),
+    Case("request-optional-field-removed", B, SRC, _remove_field("count")),
+    Case("request-required-field-removed", B, W, _remove_field("name")),
     Case("response-required-field-removed", B, W, _remove_field("name"), direction=RESP),
     Case("response-optional-field-removed", B, SRC, _remove_field("count"), direction=RESP),
     Case("field-renamed", B, W, both(_rename_field, _doc(version="v2")),
          crossmap=_map(fields=[("Payload.count", "Payload.total")])),
     Case("request-field-became-required", B, W, _require("count", True)),
-    Case("response-field-became-required", B, SRC, _require("count", True), direction=RESP),
-    Case("request-field-became-optional", P, SRC, _require("name", False)),
+    Case("response-field-became-required", B, W, _require("count", True), direction=RESP),
+    Case("request-field-became-optional", B, W, _require("name", False)),
     Case("response-field-became-optional", B, W, _require("name", False), direction=RESP),
-    Case("request-field-became-nullable", P, SRC, nullable_count),
+    Case("request-field-became-nullable", B, W, nullable_count),
     Case("response-field-became-nullable", B, W, nullable_count, direction=RESP),
     Case("request-field-became-non-nullable", B, W, nothing, base=nullable_count),
-    Case("response-field-became-non-nullable", S, W, nothing, base=nullable_count, direction=RESP),
+    Case("response-field-became-non-nullable", B, W, nothing, base=nullable_count, direction=RESP),
     Case("field-type-changed", B, W, _count(type="string")),
     Case("type-annotation-changed", S, SRC, both(
         lambda d: d["defs"].update(Count={"type": "integer", "description": "An alias."}),
@@ -359,21 +361,22 @@ CASES: list[Case] = [
          direction=RESP),
     Case("tolerance-added", S, W, _count(**{"x-acp-on-error": "omit"})),
     Case("request-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"})),
-    Case("response-tolerance-removed", S, W, nothing, base=_count(**{"x-acp-on-error": "omit"}), direction=RESP),
+    Case("response-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"}), direction=RESP),
     # unions
-    Case("request-union-variant-added", S, W, add_square_variant),
+    Case("request-closed-union-variant-added", B, W, add_square_variant),
+    Case("request-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape")),
     Case("response-closed-union-variant-added", B, W, add_square_variant, direction=RESP),
     Case("response-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape"),
          direction=RESP),
     Case("request-union-variant-removed", B, W, drop_square),
-    Case("response-union-variant-removed", S, W, drop_square, direction=RESP),
+    Case("response-union-variant-removed", B, W, drop_square, direction=RESP),
     Case("union-variant-tag-changed", B, W, lambda d: field(d, "Square", "kind").update(const="box")),
     Case("union-variant-type-changed", P, W, box_for_square),
     Case("union-discriminator-changed", B, W, lambda d: retag(d, "type")),
     Case("union-default-changed", B, W, lambda d: default_branch(d, "Square"), base=lambda d: default_branch(d, "Circle")),
     Case("union-became-open", P, SRC, _open("Shape")),
     Case("request-union-became-closed", B, W, nothing, base=_open("Shape")),
-    Case("response-union-became-closed", P, SRC, nothing, base=_open("Shape"), direction=RESP),
+    Case("response-union-became-closed", B, W, nothing, base=_open("Shape"), direction=RESP),
     # issue 12: how receivers read what the reference reads
     Case("union-unknown-reading-changed", P, W, _unknown_default, base=_plain_default),
     Case("union-unknown-required-changed", P, W,
@@ -384,15 +387,17 @@ CASES: list[Case] = [
          lambda d: d["defs"]["Payload"].update({"x-acp-required-one-of": ["count", "id"]})),
     Case("alias-same-kind-changed", P, W, _shapes(True), base=_shapes(False)),
     # enums
-    Case("request-enum-value-added", S, W, _enum(["red", "green", "blue"])),
+    Case("request-closed-enum-value-added", B, W, _enum(["red", "green", "blue"])),
+    Case("request-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
+         base=_open("Color")),
     Case("response-closed-enum-value-added", B, W, _enum(["red", "green", "blue"]), direction=RESP),
     Case("response-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
          base=_open("Color"), direction=RESP),
     Case("request-enum-value-removed", B, W, _enum(["red"])),
-    Case("response-enum-value-removed", S, W, _enum(["red"]), direction=RESP),
+    Case("response-enum-value-removed", B, W, _enum(["red"]), direction=RESP),
     Case("enum-became-open", P, SRC, _open("Color")),
     Case("request-enum-became-closed", B, W, nothing, base=_open("Color")),
-    Case("response-enum-became-closed", P, SRC, nothing, base=_open("Color"), direction=RESP),
+    Case("response-enum-became-closed", B, W, nothing, base=_open("Color"), direction=RESP),
     # aliases
     Case("alias-type-changed", B, W, lambda d: d["defs"]["PayloadId"].update(type="integer")),
 ]
@@ -406,13 +411,16 @@ TWINS = {
     "request-field-became-nullable": "response-field-became-nullable",
     "request-field-became-non-nullable": "response-field-became-non-nullable",
     "request-tolerance-removed": "response-tolerance-removed",
-    "request-union-variant-added": "response-closed-union-variant-added",
+    "request-closed-union-variant-added": "response-closed-union-variant-added",
+    "request-open-union-variant-added": "response-open-union-variant-added",
     "request-union-variant-removed": "response-union-variant-removed",
     "request-union-became-closed": "response-union-became-closed",
-    "request-enum-value-added": "response-closed-enum-value-added",
+    "request-closed-enum-value-added": "response-closed-enum-value-added",
+    "request-open-enum-value-added": "response-open-enum-value-added",
     "request-enum-value-removed": "response-enum-value-removed",
     "request-enum-became-closed": "response-enum-became-closed",
-    "request-field-removed": "response-optional-field-removed",
+    "request-optional-field-removed": "response-optional-field-removed",
+    "request-required-field-removed": "response-required-field-removed",
 }
 
 
@@ -517,7 +525,7 @@ def test_field_rename_hint_within_a_type(tmp_path: Path) -> None:
     _rename_field(rev)
     old, new = protocols(tmp_path, base, rev)
     hints = {c.rule_id: c.hint for c in compare(old, new)}
-    assert hints["request-field-removed"] == "possibly renamed to `total`"
+    assert hints["request-optional-field-removed"] == "possibly renamed to `total`"
     assert hints["optional-field-added"] == "possibly renamed from `count`"
 
 
@@ -579,7 +587,7 @@ def test_v1_to_v2_agrees_with_the_protocol_notes(v1_to_v2) -> None:
         ("request-field-became-required", "AgentMessageChunk.messageId"),
         ("request-field-became-required", "UserMessageChunk.messageId"),
         ("response-required-field-removed", "PromptResponse.stopReason"),
-        ("request-field-removed", "RequestPermissionRequest.toolCall"),
+        ("request-required-field-removed", "RequestPermissionRequest.toolCall"),
         ("type-renamed", "SessionNotification"),
         ("type-renamed", "CancelNotification"),
         ("type-removed", "Plan"),
@@ -688,8 +696,8 @@ def test_changes_to_the_unstable_surface_are_marked(tmp_path: Path) -> None:
         (nothing, lambda d: d["defs"]["Payload"]["properties"].update(note={"type": "string", "x-acp-stability": "unstable"}),
          "optional-field-added", True),
         (nothing, both(add_square_variant, lambda d: d["defs"]["Triangle"].update({"x-acp-stability": "unstable"})),
-         "request-union-variant-added", True),
-        (nothing, add_square_variant, "request-union-variant-added", False),
+         "request-closed-union-variant-added", True),
+        (nothing, add_square_variant, "request-closed-union-variant-added", False),
     ]
     for i, (base_edit, rev_edit, rule_id, unstable) in enumerate(cases):
         base, rev = base_doc(), base_doc()
@@ -727,11 +735,12 @@ def test_cli_ignore_unstable(tmp_path: Path, capsys, monkeypatch) -> None:
 def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     code, text, _ = run_cli(["old/v1", "new/v1"], pair, capsys, monkeypatch)
     assert code == 0
-    assert "BREAKING (1)" in text and "[request-required-field-added; request, sent by the client]" in text
+    assert "BREAKING (1)" in text
+    assert "[request-required-field-added; request, sent by the client; breaks new agent reading an old client]" in text
     assert "\033[" not in text  # not a terminal: no colour
     code, md, _ = run_cli(["old/v1", "new/v1", "--format", "markdown"], pair, capsys, monkeypatch)
     assert "| `Payload.note` | required field `note` added to `Payload` | wire | request, sent by the client " \
-           "| `request-required-field-added` |" in md
+           "| new agent reading an old client | `request-required-field-added` |" in md
     code, js, _ = run_cli(["old/v1", "new/v1", "--format", "json"], pair, capsys, monkeypatch)
     doc = json.loads(js)
     assert set(doc) == {"format", "old", "new", "crossVersionMap", "summary", "changes"}
@@ -739,7 +748,7 @@ def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     assert doc["old"]["source"] == "old/v1"
     first = doc["changes"][0]
     assert set(first) == {"rule", "level", "axis", "scope", "location", "message", "old", "new", "direction",
-                          "sentBy", "hint", "unstable"}
+                          "sentBy", "hint", "unstable", "breaks"}
     assert (first["rule"], first["scope"], first["location"]) == ("method-added", "method", "run/again")
     for text_out in (text, md, js):
         assert str(pair) not in text_out
@@ -883,3 +892,46 @@ def test_every_rule_is_emitted_through_its_constant() -> None:
     assert not strings & {r.id for r in rule_module.RULES}, "a rule id is spelled out in compare.py"
     for r in rule_module.RULES:
         assert getattr(rule_module, r.id.upper().replace("-", "_")) is r, r.id
+
+
+# ---------------------------------------------------------------- both pairings of independent upgrades
+
+
+def test_each_wire_rule_is_judged_for_both_pairings() -> None:
+    """The level is the worse pairing; a source-only rule is safe on the wire in both pairings."""
+    from generator.diff.rules import PAIRINGS, SOURCE, WIRE, level_rank
+
+    for r in RULES:
+        outcomes = [r.outcome(p) for p in PAIRINGS]
+        worst = min(outcomes, key=level_rank)
+        if r.axis == WIRE:
+            assert worst != S and r.level == worst or worst == S and r.level == S, r.id
+        else:
+            assert r.axis == SOURCE and worst == S, f"{r.id} breaks the wire in a pairing but says source"
+
+
+def test_twins_are_judged_alike() -> None:
+    """Neither peer upgrades first: a request rule and its response twin break the same pairings."""
+    from generator.diff.rules import rule
+
+    for request_rule, response_rule in TWINS.items():
+        a, b = rule(request_rule), rule(response_rule)
+        assert (a.level, a.axis, a.new_reader, a.old_reader) == (b.level, b.axis, b.new_reader, b.old_reader), \
+            request_rule
+
+
+@pytest.mark.parametrize("case_rule, direction, breaks", [
+    # the issue's example: a client on the new schema rejects every answer of an agent on the old one
+    ("response-required-field-added", RESP, "new client reading an old agent"),
+    ("request-required-field-added", REQ, "new agent reading an old client"),
+    ("response-field-became-optional", RESP, "old client reading a new agent"),
+    ("request-closed-union-variant-added", REQ, "old agent reading a new client"),
+], ids=lambda x: x if isinstance(x, str) and "-" in x else None)
+def test_a_change_names_the_pairing_it_breaks(case_rule: str, direction: str, breaks: str, tmp_path: Path) -> None:
+    from generator.diff.report import breaks as breaks_text
+
+    case = next(c for c in CASES if c.rule == case_rule)
+    _, _, changes = run_case(case, tmp_path, direction)
+    hit = next(c for c in changes if c.rule_id == case_rule)
+    assert breaks_text(hit) == breaks
+    assert hit.to_json()["breaks"] == list(rules_module.rule(case_rule).breaks)

@@ -495,7 +495,7 @@ def test_against_the_unstable_reference_the_unstable_surface_counts(tmp_path: Pa
     assert code == 1
     assert doc["counts"]["unstable"] == 0
     open_ = {(c["location"], c["rule"]) for c in doc["changes"] if c["deliberate"] is None}
-    assert {("shiny/start", "ungated-method-added"), ("SessionUpdate", "request-union-variant-added"),
+    assert {("shiny/start", "ungated-method-added"), ("SessionUpdate", "request-closed-union-variant-added"),
             ("InitializeResponse.shiny", "optional-field-added"),
             ("InitializeResponse.shinyNote", "optional-field-added")} <= open_
 

@@ -11,7 +11,19 @@ import json
 from generator import __version__
 from generator.crossversion import CrossMap
 from generator.diff.compare import Change, compare
-from generator.diff.rules import ANY, AXES, LEVEL_TITLES, LEVELS, RULES, SUBJECTS, level_rank
+from generator.diff.rules import (
+    ANY,
+    AXES,
+    LEVEL_TITLES,
+    LEVELS,
+    NEW_READER,
+    PAIRING_TITLES,
+    PAIRINGS,
+    RULES,
+    SUBJECTS,
+    level_rank,
+    rule,
+)
 from generator.model import Protocol
 from generator.render.templated import md_cell
 
@@ -53,6 +65,34 @@ def _context(c: Change) -> str:
     return ", ".join(bits)
 
 
+def breaks(c: Change, sides: tuple[str, str] | None = None) -> str:
+    """Which pairing of peers the change breaks, naming the peers when one side writes the payload.
+
+    The old and new schemas are the two sides of the diff; "new agent reading an old client" is an agent
+    built on the new schema receiving what a client built on the old one writes. ``sides`` names the new and
+    the old schema otherwise ("client on the reference reading agent on ours").
+    """
+    r = rule(c.rule_id)
+    if len(r.breaks) == 2 and r.new_reader == r.old_reader and c.sent_by not in ("client", "agent"):
+        return "both pairings"
+    parts = []
+    for pairing in r.breaks:
+        if c.sent_by in ("client", "agent"):
+            writer = c.sent_by
+            reader = "agent" if writer == "client" else "client"
+            if sides is not None:
+                new_side, old_side = sides if pairing == NEW_READER else sides[::-1]
+                text = f"{reader} on {new_side} reading {writer} on {old_side}"
+            else:
+                text = (f"new {reader} reading an old {writer}" if pairing == NEW_READER
+                        else f"old {reader} reading a new {writer}")
+        else:
+            text = PAIRING_TITLES[pairing]
+        parts.append(text if len(r.breaks) == 1 or r.outcome(pairing) == c.level
+                     else f"{text} ({r.outcome(pairing)})")
+    return "; ".join(parts)
+
+
 # ---------------------------------------------------------------- text
 
 
@@ -76,7 +116,7 @@ def text_report(old: Protocol, new: Protocol, changes: list[Change], crossmap: C
                 continue
             lines.append(f"  {axis} ({len(sub)})")
             for c in sub:
-                ctx = _context(c)
+                ctx = "; ".join(x for x in (_context(c), breaks(c) and "breaks " + breaks(c)) if x)
                 tail = paint(f"[{c.rule_id}{'; ' + ctx if ctx else ''}]", _DIM)
                 lines.append(f"    {c.location}: {c.message}{' [unstable]' if c.unstable else ''}  {tail}")
                 if c.hint:
@@ -101,7 +141,9 @@ def markdown_changes(old: Protocol, new: Protocol, changes: list[Change], crossm
     out.append(f"- New: {_describe(new)}")
     out.append(f"- Pairing: {_pairing(old, new, crossmap)}")
     out.append("- Levels and axes follow the rules in `docs/diff-rules.md`: *wire* breaks peers speaking the "
-               "protocol, *source* breaks code importing `acp_types`.")
+               "protocol, *source* breaks code importing `acp_types`. *Breaks* names the pairing of peers that "
+               "fails, one built on the old schema and one on the new: \"new client reading an old agent\" is a "
+               "client on the new schema receiving what an agent on the old one writes.")
     out.append("")
     if not changes:
         out.append("No changes.")
@@ -118,12 +160,12 @@ def markdown_changes(old: Protocol, new: Protocol, changes: list[Change], crossm
         if not group:
             continue
         out += ["", f"## {LEVEL_TITLES[level]} ({len(group)})", ""]
-        out.append("| where | change | axis | direction | rule |")
-        out.append("| --- | --- | --- | --- | --- |")
+        out.append("| where | change | axis | direction | breaks | rule |")
+        out.append("| --- | --- | --- | --- | --- | --- |")
         for c in group:
             message = c.message + (" (unstable)" if c.unstable else "") + (f" (hint: {c.hint})" if c.hint else "")
             out.append(f"| `{md_cell(c.location)}` | {md_cell(message)} | {c.axis} | {md_cell(_context(c)) or '—'} "
-                       f"| `{c.rule_id}` |")
+                       f"| {md_cell(breaks(c)) or '—'} | `{c.rule_id}` |")
     return "\n".join(out) + "\n"
 
 
@@ -169,15 +211,19 @@ def rules_markdown() -> str:
     out.append(rules_module.CONVENTIONS.strip())
     out.append("")
     out.append("Levels: **breaking**, **possibly-breaking**, **safe**. A rule whose direction is *any* is judged "
-               "the same way in requests and responses.")
+               "the same way in requests and responses. The two pairing columns give the wire outcome when the "
+               "payload's reader follows the new schema and its writer the old one, and the other way round.")
     for subject in SUBJECTS:
         group = [r for r in RULES if r.subject == subject]
         if not group:
             continue
         out += ["", f"## {subject.capitalize()}", ""]
-        out.append("| rule | level | axis | direction | when | why |")
-        out.append("| --- | --- | --- | --- | --- | --- |")
+        out.append(f"| rule | level | axis | direction | {' | '.join(PAIRING_TITLES[p] for p in PAIRINGS)} "
+                   "| when | why |")
+        out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in sorted(group, key=lambda r: (level_rank(r.level), r.id)):
             direction = "any" if r.direction == ANY else r.direction
-            out.append(f"| `{r.id}` | {r.level} | {r.axis} | {direction} | {md_cell(r.summary)} | {md_cell(r.rationale)} |")
+            outcomes = " | ".join(r.outcome(p) for p in PAIRINGS)
+            out.append(f"| `{r.id}` | {r.level} | {r.axis} | {direction} | {outcomes} | {md_cell(r.summary)} "
+                       f"| {md_cell(r.rationale)} |")
     return "\n".join(out) + "\n"
