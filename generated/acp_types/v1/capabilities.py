@@ -24,6 +24,13 @@ FEATURES: dict[str, FeatureSpec] = {
         description="Logging out through the protocol.",
         stability="stable",
     ),
+    "auth.status": FeatureSpec(
+        name="auth.status",
+        side="agent",
+        capability=("agentCapabilities", "auth", "status"),
+        description="`auth/status` and `auth/status_update`.",
+        stability="unstable",
+    ),
     "auth.terminal": FeatureSpec(
         name="auth.terminal",
         side="client",

@@ -17,6 +17,13 @@ from acp_types._runtime import FeatureSpec, MethodSpec, advertised, lookup
 from acp_types.v2.methods import METHODS
 
 FEATURES: dict[str, FeatureSpec] = {
+    "auth.status": FeatureSpec(
+        name="auth.status",
+        side="agent",
+        capability=("capabilities", "auth", "status"),
+        description="`auth/status` and `auth/status_update`.",
+        stability="unstable",
+    ),
     "auth.terminal": FeatureSpec(
         name="auth.terminal",
         side="client",
