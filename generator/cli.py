@@ -104,6 +104,17 @@ def _parser() -> argparse.ArgumentParser:
     maps.add_argument("--no-map", action="store_true",
                       help="pair by name only, even between different versions")
     _add_compare_reference(sub)
+    s = sub.add_parser(
+        "snapshot-release", help="keep the schemas of a git revision as the previous release the changelog "
+                                 "is diffed against",
+        description="Copy every version folder of --schema as it is at git revision REV (default HEAD; read with "
+                    "git, no checkout) to releases/NAME/<version>/ beside them, record NAME, the full revision and "
+                    "the sha256 of each snapshot in releases.json, and remove older snapshots. make generate then "
+                    "writes generated/docs/changelog-<version>.md: the diff from the snapshot to the working "
+                    "folder. Run it on the last commit of a release, before adopting the next one. Exit codes: 0 "
+                    "done, 2 the revision or its schemas cannot be read (nothing is written).")
+    s.add_argument("name", metavar="NAME", help="the release's year and month, such as 2026-08")
+    s.add_argument("--revision", default="HEAD", metavar="REV", help="the git revision to take (default: HEAD)")
     return p
 
 
@@ -172,6 +183,13 @@ def _run(args: argparse.Namespace) -> int:
         from generator.diff import command
 
         return command.run(args)
+    if args.command == "snapshot-release":
+        from generator.diff import changelog
+
+        for line in changelog.snapshot_release(args.schema, args.name, args.revision):
+            print(line)
+        print(f"{_display(args.schema / changelog.RELEASES_FILE).rstrip('/')}: written; now `make generate`")
+        return EXIT_OK
     from generator import writer
 
     if args.command in ("generate", "check"):

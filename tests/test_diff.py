@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -935,3 +936,119 @@ def test_a_change_names_the_pairing_it_breaks(case_rule: str, direction: str, br
     hit = next(c for c in changes if c.rule_id == case_rule)
     assert breaks_text(hit) == breaks
     assert hit.to_json()["breaks"] == list(rules_module.rule(case_rule).breaks)
+
+
+# ---------------------------------------------------------------- the changelog since the previous release
+
+
+def _release_repo(tmp_path: Path) -> Path:
+    """A repository whose schema/v1 is committed (the release), then edited: a required result field."""
+    repo = tmp_path / "clone"
+    base = base_doc(RESP)
+    write_version(base, repo / "schema" / "v1")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "release")
+    rev = copy.deepcopy(base)
+    _add_field(True)(rev)
+    write_version(rev, repo / "schema" / "v1")
+    return repo
+
+
+def test_snapshot_release_and_the_changelog(tmp_path: Path, capsys, monkeypatch) -> None:
+    from generator.diff import changelog
+
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-08"]) == 0
+    out = capsys.readouterr().out
+    assert "releases/2026-08/v1/: 2 files of" in out
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    doc = json.loads((schema / "releases.json").read_text("utf-8"))
+    entry = doc["baselines"]["v1"]
+    assert (entry["release"], entry["revision"], entry["snapshot"]) == ("2026-08", head, "releases/2026-08/v1")
+    # the snapshot is the committed state, not the edited working folder
+    committed = subprocess.run(["git", "show", "HEAD:schema/v1/types.json"], cwd=repo, capture_output=True).stdout
+    assert (schema / "releases" / "2026-08" / "v1" / "types.json").read_bytes() == committed
+    protocols = {"v1": load(schema / "v1", "schema/v1")}
+    docs = changelog.changelogs(protocols, schema, "schema")
+    assert list(docs) == ["docs/changelog-v1.md"]
+    text = docs["docs/changelog-v1.md"]
+    assert text.startswith("# Changes to v1 since the 2026-08 release\n")
+    assert f"git revision `{head[:12]}`" in text
+    assert ("| `Payload.note` | required field `note` added to `Payload` | wire | response, sent by the agent "
+            "| new client reading an old agent | `response-required-field-added` |") in text
+    assert changelog.changelogs(protocols, schema, "schema") == docs, "deterministic"
+    # a later release replaces the snapshot and removes the old one
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "next")
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-11"]) == 0
+    assert sorted(p.name for p in (schema / "releases").iterdir()) == ["2026-11"]
+    assert "No changes." in changelog.changelogs(protocols, schema, "schema")["docs/changelog-v1.md"]
+
+
+def test_an_edited_snapshot_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from generator.diff import changelog
+    from generator.errors import SchemaError
+
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    monkeypatch.chdir(repo)
+    changelog.snapshot_release(schema, "2026-08")
+    protocols = {"v1": load(schema / "v1", "schema/v1")}
+    (schema / "releases" / "2026-08" / "v1" / "protocol.json").write_text(
+        (schema / "v1" / "protocol.json").read_text("utf-8") + "\n", "utf-8")
+    with pytest.raises(SchemaError) as info:
+        changelog.changelogs(protocols, schema, "schema")
+    (problem,) = info.value.problems
+    assert (problem.file, problem.pointer) == ("schema/releases.json", "/baselines/v1/sha256")
+    assert "not the snapshot recorded here" in problem.message
+    shutil.rmtree(schema / "releases")
+    with pytest.raises(SchemaError) as info:
+        changelog.changelogs(protocols, schema, "schema")
+    assert "schema/releases/2026-08/v1/ is missing" in info.value.problems[0].message
+
+
+@pytest.mark.parametrize("args, message", [
+    (["snapshot-release", "2026-8"], "a release is named by its year and month"),
+    (["snapshot-release", "2026-08", "--revision", "nosuchrev"], "nosuchrev"),
+])
+def test_snapshot_release_bad_input_writes_nothing(args: list[str], message: str, tmp_path: Path, capsys,
+                                                   monkeypatch) -> None:
+    repo = _release_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(repo / "schema"), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (repo / "schema" / "releases.json").exists() and not (repo / "schema" / "releases").exists()
+
+
+def test_the_project_baseline_is_the_recorded_revision() -> None:
+    """schema/releases/<name>/<v> is exactly what the recorded revision holds (the August 2026 release)."""
+    from generator.diff import changelog
+    from generator.loader import load_version
+    from generator.sources import GitSource
+
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.strip()
+    baselines = changelog.load_baselines(ROOT / "schema")
+    assert {b.version for b in baselines} == {"v1", "v2"}
+    for b in baselines:
+        assert changelog.previous_release(ROOT / "schema", b).digest == b.sha256
+        if shallow == "true":
+            continue  # a shallow clone lacks the revision; the digest above still pins the snapshot
+        assert load_version(GitSource(ROOT, b.revision, f"schema/{b.version}")).digest == b.sha256, b.version
+
+
+def test_snapshot_of_a_revision_that_does_not_build_writes_nothing(tmp_path: Path, capsys, monkeypatch) -> None:
+    repo = _release_repo(tmp_path)
+    broken = base_doc()
+    broken["protocol"]["version"] = "v2"
+    broken["protocol"]["methods"]["run"]["params"] = "NoSuchType"
+    write_version(broken, repo / "schema" / "v2")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "broken v2")
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(repo / "schema"), "snapshot-release", "2026-08"]) == 2
+    assert "v2/protocol.json" in capsys.readouterr().err
+    assert not (repo / "schema" / "releases.json").exists() and not (repo / "schema" / "releases").exists()
