@@ -104,6 +104,17 @@ def _parser() -> argparse.ArgumentParser:
     maps.add_argument("--no-map", action="store_true",
                       help="pair by name only, even between different versions")
     _add_compare_reference(sub)
+    s = sub.add_parser(
+        "snapshot-release", help="keep the schemas of a git revision as the previous release the changelog "
+                                 "is diffed against",
+        description="Copy every version folder of --schema as it is at git revision REV (default HEAD; read with "
+                    "git, no checkout) to releases/NAME/<version>/ beside them, record NAME, the full revision and "
+                    "the sha256 of each snapshot in releases.json, and remove older snapshots. make generate then "
+                    "writes generated/docs/changelog-<version>.md: the diff from the snapshot to the working "
+                    "folder. Run it on the last commit of a release, before adopting the next one. Exit codes: 0 "
+                    "done, 2 the revision or its schemas cannot be read (nothing is written).")
+    s.add_argument("name", metavar="NAME", help="the release's year and month, such as 2026-08")
+    s.add_argument("--revision", default="HEAD", metavar="REV", help="the git revision to take (default: HEAD)")
     return p
 
 
@@ -111,10 +122,12 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
     r = sub.add_parser(
         "compare-reference", help="list every wire difference between a canonical version and a published "
                                   "ACP reference schema",
-        description="Read a published ACP reference schema (a folder with schema.json and meta.json, or the "
-                    "schema.json itself with meta.json beside it; with --unstable its schema.unstable.json and "
-                    "meta.unstable.json, read against that stable pair) into the intermediate model and compare it "
-                    "with the canonical version (--schema DIR/<version>), with the diff's rules and levels. "
+        description="Read a published ACP reference schema (a folder with schema.json, or the file itself; with "
+                    "--unstable its schema.unstable.json, read against the stable schema.json beside it) into the "
+                    "intermediate model and compare it with the canonical version (--schema DIR/<version>), with "
+                    "the diff's rules and levels. The methods are the schema's x-method / x-side annotations, or "
+                    "meta.json (meta.unstable.json) when it lies beside the schema. A construct our format cannot "
+                    "express is reported by name (rule reference-unsupported), like any other difference. "
                     "Differences listed in schema/differences.json are shown as deliberate and never fail "
                     "--fail-on; differences of names only are listed apart. Exit codes: 0 done, 1 an "
                     "unexplained difference at the --fail-on level, 2 a side cannot be read or the arguments "
@@ -122,7 +135,7 @@ def _add_compare_reference(sub: argparse._SubParsersAction) -> None:  # type: ig
     r.add_argument("reference", type=Path, metavar="REFERENCE",
                    help="reference folder, schema.json, or schema.unstable.json (implies --unstable)")
     r.add_argument("--unstable", action="store_true",
-                   help="compare with the folder's unstable schema (schema.unstable.json and meta.unstable.json), "
+                   help="compare with the folder's unstable schema (schema.unstable.json, and meta.unstable.json if any), "
                         "read against the stable pair beside it: what only the unstable pair has reads as unstable")
     r.add_argument("--version", dest="version_name", required=True, metavar="VERSION",
                    help="the canonical version to compare with, a folder of --schema such as v1 (and the "
@@ -170,6 +183,13 @@ def _run(args: argparse.Namespace) -> int:
         from generator.diff import command
 
         return command.run(args)
+    if args.command == "snapshot-release":
+        from generator.diff import changelog
+
+        for line in changelog.snapshot_release(args.schema, args.name, args.revision):
+            print(line)
+        print(f"{_display(args.schema / changelog.RELEASES_FILE).rstrip('/')}: written; now `make generate`")
+        return EXIT_OK
     from generator import writer
 
     if args.command in ("generate", "check"):

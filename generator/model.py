@@ -127,6 +127,9 @@ class UnionType:
     unknown_default: bool = False
     # x-acp-union "unknownRequired": the wire properties an unknown variant of an open union must carry
     unknown_required: tuple[str, ...] = ()
+    # an unknown variant must carry at least one of these: read from a published reference only (our format
+    # has no marker for it yet), so the comparison can tell
+    unknown_required_one_of: tuple[str, ...] = ()
     # x-acp-union "overlap": "first": with several presence keys, the first listed branch is chosen
     overlap_first: bool = False
 

@@ -21,6 +21,7 @@ import black
 from generator import __version__
 from generator.core_schemas import Recording
 from generator.crossversion import CrossMap, build_crossmap, entry_problems
+from generator.diff import changelog
 from generator.diff import report as diff_report
 from generator.diff.compare import pair_names
 from generator.errors import Problem, SchemaError
@@ -86,7 +87,7 @@ def load_protocol(folder: Path, label: str) -> Protocol:
 def load_inputs(schema_root: Path | None = None) -> Inputs:
     """Load and check every version and the cross-version map; raise SchemaError listing every problem."""
     root = (schema_root or ROOT / "schema").resolve()
-    prefix = "schema" if root == (ROOT / "schema").resolve() else _display(root)
+    prefix = _schema_label(root)
     protocols: dict[str, Protocol] = {}
     problems: list[Problem] = []
     versions = discover_versions(root)
@@ -120,6 +121,10 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
     if problems:
         raise SchemaError(problems)
     return Inputs(protocols, tuple(crossmaps), root)
+
+
+def _schema_label(root: Path) -> str:
+    return "schema" if root.resolve() == (ROOT / "schema").resolve() else _display(root)
 
 
 def _display(path: Path) -> str:
@@ -237,7 +242,8 @@ def protocol_facts(inputs: Inputs) -> dict[str, list[str]]:
 
 
 def _render_docs(inputs: Inputs) -> dict[str, str]:
-    """generated/docs/: the capability tables, a diff report per adjacent pair of versions, the rule table."""
+    """generated/docs/: the capability tables, a diff report per adjacent pair of versions, the rule table, and
+    each version's changes since its previous release (schema/releases.json)."""
     out: dict[str, str] = {}
     md_header = header("the protocol.json of each version in schema/", comment="").replace("\n", " ").strip()
     out["docs/capabilities.md"] = templated.render(
@@ -246,6 +252,7 @@ def _render_docs(inputs: Inputs) -> dict[str, str]:
     for old, new, cm in inputs.pairs():
         out[f"docs/{old.version}-to-{new.version}.md"] = diff_report.markdown_report(old, new, cm)
     out["docs/diff-rules.md"] = diff_report.rules_markdown()
+    out.update(changelog.changelogs(inputs.protocols, inputs.schema_root, _schema_label(inputs.schema_root)))
     return out
 
 

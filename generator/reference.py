@@ -33,17 +33,17 @@ from typing import Any, TextIO
 from generator.diff import rules
 from generator.diff.command import FAIL_LEVELS
 from generator.diff.compare import Change, compare
-from generator.diff.report import counts
+from generator.diff.report import breaks, counts
 from generator.diff.rules import LEVEL_TITLES, LEVELS
 from generator.errors import Problem, SchemaError, UsageError, pointer
 from generator.loader import LoadedVersion, load_version, meta_problems, parse_json
-from generator.model import Protocol, build_protocol
+from generator.model import Protocol, UnionType, build_protocol
 from generator.render.templated import md_cell
 from generator.sources import DirSource
 
 REF = "#/$defs/"
 # The JSON-RPC envelopes: our runtime models them (acp_types._jsonrpc), not the schema.
-ENVELOPE = re.compile(r"^(Agent|Client|ProtocolLevel|Ext)(Request|Response|Notification)$")
+ENVELOPE = re.compile(r"^(Agent|Client|ProtocolLevel|Ext|Proxy)(Request|Response|Notification)$")
 # `format` values that name the Rust type behind a number, not a wire format
 RUST_FORMATS = frozenset({"int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
                           "float", "double"})
@@ -54,6 +54,39 @@ _SIDES = {"agentMethods": "agent", "clientMethods": "client", "protocolMethods":
 # Rules about names only: they change generated code, never a message.
 NAMING_RULES = frozenset(r.id for r in (rules.TYPE_ADDED, rules.TYPE_REMOVED, rules.TYPE_RENAMED,
                                          rules.TYPE_ANNOTATION_CHANGED))
+
+
+# Every keyword the translator reads (or knows to carry no wire rule: annotations); any other one in a
+# reference is reported as unsupported by name, so nothing in a new publication is dropped unseen.
+_READ_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "not", "type", "const", "properties", "required",
+                            "items", "additionalProperties", "default", "discriminator", "x-method", "x-side",
+                            "x-deserialize-default-on-error", "x-deserialize-skip-invalid-items",
+                            "x-deserialize-default-on-null", *_CONSTRAINTS})
+# unevaluatedProperties: true is JSON Schema's default; contentEncoding is an annotation in 2020-12
+_ANNOTATIONS = frozenset({"title", "description", "contentEncoding", "x-docs-ignore", "examples", "deprecated",
+                          "$comment"})
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
+_SCHEMA_VALUES = ("items", "additionalProperties", "not", "unevaluatedProperties")
+
+
+def _audit(node: Any, ptr: str, out: list[tuple[str, str]]) -> None:
+    """(pointer, what) for every keyword of a schema node and its sub-schemas that is not read."""
+    if not isinstance(node, dict):
+        return
+    for key, value in node.items():
+        where = ptr + pointer(key)
+        if key == "properties" and isinstance(value, dict):
+            for name, sub in value.items():
+                _audit(sub, where + pointer(name), out)
+        elif key in _SCHEMA_LISTS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                _audit(sub, f"{where}/{i}", out)
+        elif key == "unevaluatedProperties" and value is True:
+            continue
+        elif key in _SCHEMA_VALUES:
+            _audit(value, where, out)
+        elif key not in _READ_KEYWORDS and key not in _ANNOTATIONS:
+            out.append((where, f"the keyword `{key}` is not read"))
 
 
 def _pascal(text: str) -> str:
@@ -68,41 +101,51 @@ UNSTABLE_SCHEMA, UNSTABLE_META = "schema.unstable.json", "meta.unstable.json"
 
 @dataclass(frozen=True)
 class Located:
-    """The files of one reference: the schema and meta read, and for an unstable one the stable pair beside it."""
+    """The files of one reference: the schema and its meta (None: the schema's x-method annotations name the
+    methods), and for an unstable one the stable pair beside it."""
 
     schema: Path
-    meta: Path
-    stable: tuple[Path, Path] | None = None  # set when ``schema`` is the unstable schema
+    meta: Path | None
+    stable: tuple[Path, Path | None] | None = None  # set when ``schema`` is the unstable schema
 
     @property
     def unstable(self) -> bool:
         return self.stable is not None
 
 
+def _meta_beside(schema: Path, name: str) -> Path | None:
+    meta = schema.parent / name
+    return meta if meta.is_file() else None
+
+
 def locate(path: Path, unstable: bool = False) -> Located:
     """The files of a reference: a folder holding them, or the schema file itself.
 
-    A stable reference is ``schema.json`` + ``meta.json``. An unstable one (``unstable``, or the path is a
-    ``schema.unstable.json``) is ``schema.unstable.json`` + ``meta.unstable.json`` read against the stable
-    ``schema.json`` + ``meta.json`` beside them, which tell what is unstable: what only the unstable pair has.
+    A stable reference is ``schema.json``, with ``meta.json`` beside it when there is one. An unstable one
+    (``unstable``, or the path is a ``schema.unstable.json``) is ``schema.unstable.json`` (and
+    ``meta.unstable.json``) read against the stable ``schema.json`` (and ``meta.json``) beside it, which tells
+    what is unstable: what only the unstable schema has. Without a meta file, the methods are the schema's
+    ``x-method`` / ``x-side`` annotations (the published packages ship no meta file).
     """
     if not path.is_dir() and path.name == UNSTABLE_SCHEMA:
         unstable = True
     names = (UNSTABLE_SCHEMA, UNSTABLE_META) if unstable else ("schema.json", "meta.json")
     schema = path / names[0] if path.is_dir() else path
-    meta = schema.parent / names[1]
     if not schema.is_file():
         raise UsageError(f"{path}: no reference schema here (expected a folder with {names[0]}, or the file)")
-    if not meta.is_file():
-        raise UsageError(f"{meta}: the reference's {names[1]} (its method names) is missing beside {schema.name}")
+    meta = _meta_beside(schema, names[1])
     if not unstable:
         return Located(schema, meta)
-    stable = (schema.parent / "schema.json", schema.parent / "meta.json")
-    for f in stable:
-        if not f.is_file() or f.resolve() == schema.resolve():
-            raise UsageError(f"{f}: an unstable reference is read against the stable {f.name} beside it, which "
-                             "tells what is unstable; pass the published folder as it is")
-    return Located(schema, meta, stable)
+    stable = schema.parent / "schema.json"
+    if not stable.is_file() or stable.resolve() == schema.resolve():
+        raise UsageError(f"{stable}: an unstable reference is read against the stable {stable.name} beside it, "
+                         "which tells what is unstable; pass the published folder as it is")
+    stable_meta = _meta_beside(stable, "meta.json")
+    if (meta is None) != (stable_meta is None):
+        present, absent = (meta, "meta.json") if stable_meta is None else (stable_meta, UNSTABLE_META)
+        raise UsageError(f"{schema.parent / absent}: is missing while {present} is there; an unstable reference "
+                         "is read with both meta files or with neither (then from the x-method annotations)")
+    return Located(schema, meta, (stable, stable_meta))
 
 
 def _read(path: Path) -> tuple[Any, bytes]:
@@ -126,7 +169,21 @@ class _Translator:
         self.problems: list[Problem] = []
         self.uses: Counter[str] = Counter()
         self.nested: list[tuple[str, str, Any]] = []
+        # (definition, pointer, what): constructs read as well as our format allows, reported by name
+        self.unsupported: list[tuple[str, str, str]] = []
+        # open union -> the keys of which an unknown variant must carry at least one
+        self.unknown_one_of: dict[str, list[str]] = {}
         self._count(self.src)
+        # how many unions have a branch of each tag value: a branch is named after its value alone only when
+        # no other union has that value, so the names do not depend on the order definitions are read in
+        self.tag_values: Counter[str] = Counter()
+        for d in self.src.values():
+            branches = (d.get("anyOf") or d.get("oneOf")) if isinstance(d, dict) else None
+            if isinstance(branches, list) and (tag := _tag_of(branches)) is not None:
+                self.tag_values.update({_pascal(str(b["properties"][tag]["const"])) for b in branches
+                                        if isinstance(b, dict) and isinstance(b.get("properties"), dict)
+                                        and isinstance(b["properties"].get(tag), dict)
+                                        and "const" in b["properties"][tag]})
 
     def _count(self, node: Any) -> None:
         if isinstance(node, dict):
@@ -150,6 +207,10 @@ class _Translator:
         return ref[len(REF):]
 
     def run(self) -> dict[str, dict[str, Any]]:
+        for name in sorted(self.src):
+            found: list[tuple[str, str]] = []
+            _audit(self.src[name], pointer("$defs", name), found)
+            self.unsupported += [(name, where, what) for where, what in found]
         for name in sorted(self.src):
             d = self.src[name]
             if not isinstance(d, dict):
@@ -238,25 +299,33 @@ class _Translator:
             self.problem(ptr, f"{name}: arrays of one kind must each hold a named definition", "fix the reference")
             return {"description": desc}
         item_name = f"{name}Item"
-        self.out[item_name] = self.presence_union(item_name, f"One entry of {name}.", refs, ptr)
+        self.out[item_name] = self.presence_union(item_name, f"One entry of {name}.",
+                                                  [(r, list(self.src[r].get("required", []))) for r in refs], ptr)
         out: dict[str, Any] = {"description": desc, "type": ["array", "null"] if nullable else "array",
                                "items": {"$ref": REF + item_name}, "x-acp-same-kind": True}
         return out
 
-    def presence_union(self, name: str, desc: str, branches: list[str], ptr: str) -> dict[str, Any]:
-        """Untagged branches told apart by a required key only each one has; the first listed wins."""
-        required = {b: list(self.src[b].get("required", [])) for b in branches}
+    def presence_union(self, name: str, desc: str, branches: list[tuple[str, list[str]]], ptr: str
+                       ) -> dict[str, Any]:
+        """Untagged branches (name, required keys) told apart by a required key only each one has; the first
+        listed wins."""
         presence: dict[str, str] = {}
-        for b in branches:
-            others = set().union(*(set(required[o]) for o in branches if o != b))
-            own = [key for key in required[b] if key not in others]  # in the order the branch lists them
+        for b, req in branches:
+            others = set().union(*(set(r) for o, r in branches if o != b))
+            own = [key for key in req if key not in others]  # in the order the branch lists them
             if not own:
                 self.problem(ptr, f"{name}: branch {b!r} has no required key of its own to be told apart by",
                              "this shape of untagged union is not understood")
                 continue
             presence[own[0]] = b
-        return {"description": desc, "oneOf": [{"$ref": REF + b} for b in branches],
+        return {"description": desc, "oneOf": [{"$ref": REF + b} for b, _ in branches],
                 "x-acp-union": {"presence": presence, "overlap": "first"}}
+
+    def flat_inline(self, b: dict[str, Any], ptr: str) -> tuple[dict[str, Any], list[str], list[list[str]]]:
+        """An inline object branch's properties and required keys."""
+        req = [r for r in b.get("required", []) if isinstance(r, str)]
+        props = {k: self.prop(v, k in req, ptr + pointer("properties", k)) for k, v in b["properties"].items()}
+        return props, req, []
 
     def flat(self, name: str, ptr: str) -> tuple[dict[str, Any], list[str], list[list[str]]]:
         """A definition's properties with its own untagged ``anyOf`` scopes merged in as optional."""
@@ -265,21 +334,39 @@ class _Translator:
                                  for k, v in d.get("properties", {}).items()}
         required = list(d.get("required", []))
         one_of: list[list[str]] = []
-        if isinstance(d.get("anyOf"), list) and not _tag_of(d["anyOf"]):
-            keys: list[str] = []
-            for i, b in enumerate(d["anyOf"]):
-                refs = [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else [])
+        keys = self.scopes(name, d, ptr, props)
+        if keys:
+            one_of.append(keys)
+        return props, required, one_of
+
+    def scopes(self, name: str, node: dict[str, Any], ptr: str, props: dict[str, Any]) -> list[str]:
+        """The keys of ``node``'s untagged alternatives (``anyOf``: at least one of them; what our
+        x-acp-required-one-of says), their properties merged into ``props`` as optional.
+
+        A ``oneOf`` of them also forbids carrying two at once, which our format cannot say: it is read as
+        ``anyOf`` and reported as unsupported by name.
+        """
+        keys: list[str] = []
+        for word in ("anyOf", "oneOf"):
+            alternatives = node.get(word)
+            if not isinstance(alternatives, list) or _tag_of(alternatives):
+                continue
+            for i, b in enumerate(alternatives):
+                refs = [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else []) \
+                    if isinstance(b, dict) else [None]
                 for ref in refs:
-                    t = self.target(ref, f"{ptr}/anyOf/{i}")
+                    t = self.target(ref, f"{ptr}/{word}/{i}")
                     if t is None:
                         continue
                     sub, sub_req, _ = self.flat(t, pointer("$defs", t))
                     for k, v in sub.items():
                         props.setdefault(k, v)
                     keys.extend(k for k in sub_req if k not in keys)
-            if keys:
-                one_of.append(keys)
-        return props, required, one_of
+            if word == "oneOf" and keys:
+                self.unsupported.append((name, f"{ptr}/oneOf", f"`{name}` must carry exactly one of {keys} "
+                                         "(a oneOf of alternatives); our format says at least one "
+                                         "(x-acp-required-one-of), so an object with several is read, not refused"))
+        return keys
 
     def object(self, desc: str, props: dict[str, Any], required: list[str], one_of: list[list[str]],
                ptr: str) -> dict[str, Any]:
@@ -294,17 +381,34 @@ class _Translator:
               ptr: str) -> None:
         tag = _tag_of(branches)
         if tag is None:
-            refs = []
+            if any(_any_value(b) for b in branches):
+                # a branch that takes any value (ErrorData's "Other"): the union accepts every JSON value,
+                # and the named branches only document the shapes ACP defines
+                self.out[name] = {"description": desc}
+                return
+            refs: list[tuple[str, list[str]]] = []
             for i, b in enumerate(branches):
-                one = [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else [])
-                t = self.target(one[0] if len(one) == 1 else None, f"{ptr}/{i}")
+                if isinstance(b, dict) and "properties" in b and "$ref" not in b and "allOf" not in b:
+                    # an inline branch: named after the union and its title
+                    bname = name + _pascal(str(b.get("title") or i))
+                    props, req, _ = self.flat_inline(b, f"{ptr}/{i}")
+                    self.out[bname] = self.object(str(b.get("description") or bname), props, req, [], f"{ptr}/{i}")
+                    refs.append((bname, req))
+                    continue
+                one = [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else []) \
+                    if isinstance(b, dict) else []
+                if len(one) != 1:
+                    self.problem(f"{ptr}/{i}", f"{name}: an untagged branch must be one definition or an inline "
+                                 f"object, not {_describe(b)}", "this shape of untagged union is not understood")
+                    continue
+                t = self.target(one[0], f"{ptr}/{i}")
                 if t is not None:
-                    refs.append(t)
+                    refs.append((t, list(self.src[t].get("required", []))))
             if common:
                 self.problem(ptr, f"{name}: an object with untagged alternatives at the top", "not understood")
             if len(refs) == 1:
                 # one untagged alternative: the definition stands for that one
-                self.out[name] = {"description": desc, "$ref": REF + refs[0]}
+                self.out[name] = {"description": desc, "$ref": REF + refs[0][0]}
                 return
             self.out[name] = self.presence_union(name, desc, refs, ptr)
             return
@@ -321,8 +425,13 @@ class _Translator:
             props = b.get("properties", {})
             tprop = props.get(tag, {})
             if "not" in b or (b.get("title") == "other" and "const" not in tprop):
+                # the catch-all branch: an unknown tag still carries what the union requires of every variant
+                # (its own required keys) and what this branch requires beyond the tag
                 open_union = True
-                unknown_required = [r for r in b.get("required", []) if r != tag]
+                unknown_required = [r for r in dict.fromkeys([*common_req, *b.get("required", [])]) if r != tag]
+                unknown_one_of = self.scopes(name, b, bptr, {})
+                if unknown_one_of:
+                    self.unknown_one_of[name] = unknown_one_of
                 continue
             refs = [x.get("$ref") for x in b.get("allOf", []) if "$ref" in x] + ([b["$ref"]] if "$ref" in b else [])
             targets = [t for t in (self.target(r, bptr) for r in refs) if t is not None]
@@ -364,7 +473,8 @@ class _Translator:
                 req = [tag] + [r for r in req if r != tag]
                 if reuse:
                     bname = targets[0]
-                elif _pascal(str(value)) not in self.src and _pascal(str(value)) not in self.out:
+                elif self.tag_values[_pascal(str(value))] == 1 and _pascal(str(value)) not in self.src \
+                        and _pascal(str(value)) not in self.out:
                     bname = _pascal(str(value))
                 else:
                     bname = name + _pascal(str(value))
@@ -411,7 +521,9 @@ class _Translator:
             rest = [b for b in p["anyOf"] if not (isinstance(b, dict) and b.get("type") == "null")]
             if len(rest) == 1 and len(p["anyOf"]) == 2:
                 inner = self.prop(rest[0], required, ptr + "/anyOf/0")
-                if "$ref" in inner:
+                if "$ref" in inner and _takes_any(self.src.get(inner["$ref"][len(REF):])):
+                    out["$ref"] = inner["$ref"]  # it takes null already
+                elif "$ref" in inner:
                     out["anyOf"] = [{"$ref": inner["$ref"]}, {"type": "null"}]
                 else:
                     t = inner.get("type")
@@ -447,6 +559,11 @@ class _Translator:
                 out["x-acp-on-error"] = "omit"
             elif is_array:
                 out["x-acp-on-error"] = "default"
+        if p.get("x-deserialize-default-on-null") is True and p.get("x-deserialize-default-on-error") is not True:
+            # null read as the default value (an empty list or map), and nothing else forgiven: our markers
+            # forgive every invalid value or none
+            self.unsupported.append((_location(ptr), ptr, "a null value is read as the default "
+                                     "(x-deserialize-default-on-null), which no marker of our format says"))
         if p.get("x-deserialize-skip-invalid-items") is True and any_array:
             out["x-acp-invalid-items"] = "skip"
         return out
@@ -454,6 +571,35 @@ class _Translator:
 
 def _is_catch_all_scalar(b: dict[str, Any]) -> bool:
     return b.get("type") == "string" and "const" not in b and "properties" not in b and "enum" not in b
+
+
+def _location(ptr: str) -> str:
+    """``/$defs/Name/properties/key`` -> ``Name.key`` (how the diff names a field), else the definition."""
+    parts = ptr.split("/")
+    if len(parts) == 5 and parts[3] == "properties":
+        return f"{parts[2]}.{parts[4]}".replace("~1", "/").replace("~0", "~")
+    return parts[2].replace("~1", "/").replace("~0", "~")
+
+
+def _takes_any(d: Any) -> bool:
+    """A definition that accepts every JSON value: no constraint at all, or a union with an any-value branch."""
+    if _any_value(d):
+        return True
+    branches = d.get("anyOf") if isinstance(d, dict) else None
+    return isinstance(branches, list) and "properties" not in d and any(_any_value(b) for b in branches)
+
+
+def _any_value(b: Any) -> bool:
+    """A schema that takes any JSON value: nothing but a title or a description."""
+    return isinstance(b, dict) and set(b) <= {"title", "description"}
+
+
+def _describe(node: Any) -> str:
+    """A schema's shape in a few words, for a message naming what is not understood."""
+    if not isinstance(node, dict):
+        return f"a {type(node).__name__}"
+    keys = sorted(k for k in node if k not in ("title", "description"))
+    return "a schema with " + ", ".join(keys) if keys else "an empty schema"
 
 
 def _structured(b: dict[str, Any]) -> bool:
@@ -509,28 +655,80 @@ def _walk(defs: dict[str, Any], root: str, path: tuple[str, ...]) -> bool:
     return True
 
 
-def _read_pair(schema_path: Path, meta_path: Path, version: str, check: bool = True
-               ) -> tuple[_Translator, dict[str, dict[str, Any]], dict[str, Any], bytes, bytes]:
-    """One schema + meta pair, checked and translated: the translator, its definitions, the meta, the bytes."""
+@dataclass
+class _Pair:
+    """One schema (and meta) read and translated."""
+
+    translator: _Translator
+    defs: dict[str, dict[str, Any]]
+    meta: dict[str, Any]
+    files: dict[str, bytes]
+    meta_label: str  # where a method's problem is reported: the meta file, or the schema when annotated
+    method_ptr: dict[str, str]  # wire name -> pointer of its entry in ``meta_label``
+    other_sides: dict[str, tuple[str, str]]  # wire name -> (x-side, pointer): sides our format has no place for
+
+
+def _annotated_meta(defs: dict[str, Any], version: str, label: str
+                    ) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]], list[Problem]]:
+    """The method tables a meta file would hold, from the definitions' ``x-method`` / ``x-side``.
+
+    ``x-side`` names the side that handles the method (agent, client, or protocol for both); a method any
+    other side handles (the proxy chains' ``proxy``) is returned apart, to be reported as unsupported.
+    """
+    meta: dict[str, Any] = {"version": int(version[1:]), **{group: {} for group in _SIDES}}
+    groups = {side: group for group, side in _SIDES.items()}
+    ptrs: dict[str, str] = {}
+    others: dict[str, tuple[str, str]] = {}
+    problems: list[Problem] = []
+    for name in sorted(defs):
+        d = defs[name]
+        if not isinstance(d, dict) or ("x-method" not in d and "x-side" not in d):
+            continue
+        wire, side, ptr = d.get("x-method"), d.get("x-side"), pointer("$defs", name)
+        if not isinstance(wire, str) or not isinstance(side, str):
+            problems.append(Problem(label, ptr, "x-method and x-side come together, each a string",
+                                    "mark a method's definitions with both"))
+        elif side in groups:
+            meta[groups[side]][wire] = wire
+            ptrs.setdefault(wire, ptr)
+        else:
+            others.setdefault(wire, (side, ptr))
+    return meta, ptrs, others, problems
+
+
+def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: bool = True) -> _Pair:
+    """One schema (and meta) pair, checked and translated; without a meta file, from the annotations."""
     schema, schema_bytes = _read(schema_path)
-    meta, meta_bytes = _read(meta_path)
-    label, meta_label = str(schema_path), str(meta_path)
+    label = str(schema_path)
     if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
         raise SchemaError([Problem(label, "", "a reference schema holds its definitions under $defs",
                                    f"pass the published {schema_path.name}")])
-    if not isinstance(meta, dict) or not isinstance(meta.get("version"), int) or not any(
-            isinstance(meta.get(k), dict) for k in _SIDES):
-        raise SchemaError([Problem(meta_label, "", f"{meta_path.name} needs an integer version and method tables "
-                                   "(agentMethods, clientMethods, protocolMethods)",
-                                   f"pass the published {meta_path.name}")])
-    if f"v{meta['version']}" != version:
-        raise UsageError(f"{meta_label}: this reference is protocol version {meta['version']}, "
-                         f"not {version}; pass --version v{meta['version']}")
+    files = {schema_path.name: schema_bytes}
+    others: dict[str, tuple[str, str]] = {}
+    if meta_path is None:
+        meta, ptrs, others, problems = _annotated_meta(schema["$defs"], version, label)
+        if problems:
+            raise SchemaError(problems)
+        meta_label = label
+    else:
+        meta, meta_bytes = _read(meta_path)
+        meta_label = str(meta_path)
+        files[meta_path.name] = meta_bytes
+        if not isinstance(meta, dict) or not isinstance(meta.get("version"), int) or not any(
+                isinstance(meta.get(k), dict) for k in _SIDES):
+            raise SchemaError([Problem(meta_label, "", f"{meta_path.name} needs an integer version and method "
+                                       "tables (agentMethods, clientMethods, protocolMethods)",
+                                       f"pass the published {meta_path.name}")])
+        if f"v{meta['version']}" != version:
+            raise UsageError(f"{meta_label}: this reference is protocol version {meta['version']}, "
+                             f"not {version}; pass --version v{meta['version']}")
+        ptrs = {str(wire): pointer(group, key) for group in _SIDES
+                for key, wire in sorted((meta.get(group) or {}).items())}
     t = _Translator(schema["$defs"], label)
     defs = t.run()
     if check and t.problems:
         raise SchemaError(t.problems)
-    return t, defs, meta, schema_bytes, meta_bytes
+    return _Pair(t, defs, meta, files, meta_label, ptrs, others)
 
 
 def _wire_names(meta: dict[str, Any]) -> set[str]:
@@ -558,27 +756,47 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     With ``unstable`` (or ``path`` naming a ``schema.unstable.json``) the unstable reference is read, and
     what it has beyond the stable reference beside it is marked unstable: methods, definitions, properties.
     """
+    return load_reference(path, version, canonical, names, unstable).protocol
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference read: its protocol, and what in it our format cannot express, as changes to report."""
+
+    protocol: Protocol
+    unsupported: tuple[Change, ...]
+
+
+def load_reference(path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None,
+                   unstable: bool = False) -> Reference:
+    """:func:`read_reference`, with the constructs it could not translate listed as changes."""
     where = locate(path, unstable)
-    schema_path, meta_path = where.schema, where.meta
-    label, meta_label = str(schema_path), str(meta_path)
-    t, defs, meta, schema_bytes, meta_bytes = _read_pair(schema_path, meta_path, version, check=False)
+    pair = _read_pair(where.schema, where.meta, version, check=False)
+    t, defs, meta, label, meta_label = pair.translator, pair.defs, pair.meta, str(where.schema), pair.meta_label
     by_method: dict[str, list[str]] = {}
     for name, d in sorted(t.src.items()):
         if isinstance(d, dict) and isinstance(d.get("x-method"), str):
             by_method.setdefault(d["x-method"], []).append(name)
-    names = {k: v for k, v in (names or {}).items() if k in defs}
+    given = dict(names or {})
+    names = {k: v for k, v in given.items() if k in defs}
+    clashes = sorted((k, v) for k, v in names.items() if v in defs and v not in names)
+    if clashes:
+        raise UsageError("; ".join(f"a naming entry of the differences file maps the reference's {k!r} to "
+                                   f"{v!r}, which the reference {label} defines itself" for k, v in clashes)
+                         + ": drop or update the entry (the reference now names that definition)")
     if names:
         defs = {names.get(n, n): _rename(d, names) for n, d in defs.items()}
     stable_methods: set[str] | None = None
     stable_defs: dict[str, dict[str, Any]] = defs
-    files = {"schema.json": schema_bytes, "meta.json": meta_bytes}
+    files = dict(pair.files)
     if where.stable is not None:
-        _, base, base_meta, base_bytes, base_meta_bytes = _read_pair(*where.stable, version)
-        stable_defs = {names.get(n, n): d for n, d in base.items()}
-        stable_methods = _wire_names(base_meta)
+        base = _read_pair(*where.stable, version)
+        # the stable file names its inline branches by itself (one may be `Cancelled` there and
+        # `RequestPermissionOutcomeCancelled` here, where another branch is `Cancelled` too)
+        stable_defs = {given.get(n, n): d for n, d in base.defs.items()}
+        stable_methods = _wire_names(base.meta) | set(base.other_sides)
         _mark_unstable(defs, stable_defs)
-        files = {UNSTABLE_SCHEMA: schema_bytes, UNSTABLE_META: meta_bytes, "schema.json": base_bytes,
-                 "meta.json": base_meta_bytes}
+        files.update(base.files)
     methods: dict[str, Any] = {}
     sides: dict[str, set[str]] = {}
     for group, side in _SIDES.items():
@@ -586,7 +804,7 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
             sides.setdefault(str(wire), set()).add(side)
     for group, side in _SIDES.items():
         for key, wire in sorted((meta.get(group) or {}).items()):
-            ptr = pointer(group, key)
+            ptr = pair.method_ptr.get(str(wire), pointer(group, key))
             # listed for both sides: either may handle it
             handler = "protocol" if {"agent", "client"} <= sides.get(wire, set()) else side
             if wire in methods:
@@ -636,7 +854,23 @@ def read_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     }
     loaded = LoadedVersion(label=label, protocol=doc, definitions=defs, def_files={n: label for n in defs},
                            files=files)
-    return build_protocol(loaded)
+    unsupported = [_unsupported("method", wire, f"method `{wire}` is handled by the `{side}` side (x-side at "
+                                f"{label}#{ptr}), which our format has no place for (agent, client, protocol)")
+                   for wire, (side, ptr) in sorted(pair.other_sides.items())]
+    unsupported += [_unsupported("type", names.get(n, n), f"{message} ({label}#{ptr})")
+                    for n, ptr, message in t.unsupported]
+    protocol = build_protocol(loaded)
+    one_of = {names.get(n, n): tuple(keys) for n, keys in t.unknown_one_of.items()}
+    if one_of:
+        protocol = replace(protocol, types=tuple(
+            replace(x, unknown_required_one_of=one_of[x.name]) if isinstance(x, UnionType) and x.name in one_of
+            else x for x in protocol.types))
+    return Reference(protocol, tuple(unsupported))
+
+
+def _unsupported(scope: str, location: str, message: str) -> Change:
+    r = rules.REFERENCE_UNSUPPORTED
+    return Change(r.id, r.level, r.axis, scope, location, message)
 
 
 def _method_stability(wire: str, ours: str | None, canonical: Protocol, stable_methods: set[str] | None) -> str:
@@ -720,11 +954,12 @@ class Finding:
 
 
 def findings(canonical: Protocol, reference: Protocol, entries: list[Deliberate],
-             against_unstable: bool = False) -> list[Finding]:
+             against_unstable: bool = False, unsupported: tuple[Change, ...] = ()) -> list[Finding]:
     """Every change from ours to the reference with the entry explaining it. Against an unstable reference
-    the unstable surface is compared like the rest, so no change counts as "unstable only"."""
+    the unstable surface is compared like the rest, so no change counts as "unstable only". ``unsupported``
+    (what the reader could not express) is listed among them."""
     out = []
-    for c in compare(canonical, reference):
+    for c in sorted([*compare(canonical, reference), *unsupported], key=Change.sort_key):
         if against_unstable and c.unstable:
             c = replace(c, unstable=False)
         entry = next((e for e in entries if e.explains(canonical.version, c.rule_id, c.location)), None)
@@ -749,9 +984,19 @@ def _groups(found: list[Finding]) -> tuple[list[Finding], list[Finding], list[Fi
     return open_, deliberate, naming, unstable
 
 
+# how a pairing of peers reads here: the reference is the "new" side of the comparison, ours the "old"
+_SIDES_NAMED = ("the reference", "ours")
+
+
+def _breaks(c: Change) -> str:
+    text = breaks(c, _SIDES_NAMED)
+    return f"breaks {text}" if text else ""
+
+
 def _line(f: Finding) -> str:
     c = f.change
-    ctx = "; ".join(x for x in (c.level, c.direction or "", f"entry {f.deliberate.id}" if f.deliberate else "") if x)
+    ctx = "; ".join(x for x in (c.level, c.direction or "", _breaks(c),
+                                f"entry {f.deliberate.id}" if f.deliberate else "") if x)
     return f"{c.location}: {c.message} [{c.rule_id}; {ctx}]"
 
 
@@ -786,11 +1031,12 @@ def markdown_report(canonical: Protocol, reference: Protocol, found: list[Findin
                          ("Unstable only", unstable)):
         if not group:
             continue
-        lines += [f"## {title} ({len(group)})", "", "| level | location | change | rule | entry |",
-                  "| --- | --- | --- | --- | --- |"]
+        lines += [f"## {title} ({len(group)})", "", "| level | location | change | breaks | rule | entry |",
+                  "| --- | --- | --- | --- | --- | --- |"]
         for f in group:
             c = f.change
-            lines.append(f"| {c.level} | `{md_cell(c.location)}` | {md_cell(c.message)} | `{c.rule_id}` | "
+            lines.append(f"| {c.level} | `{md_cell(c.location)}` | {md_cell(c.message)} | "
+                         f"{md_cell(breaks(c, _SIDES_NAMED))} | `{c.rule_id}` | "
                          f"{f.deliberate.id if f.deliberate else ''} |")
         lines.append("")
     return "\n".join(lines)
@@ -827,8 +1073,9 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         raise UsageError(f"{diff_file}: no such differences file")
     entries = load_differences(diff_file)
     unstable = locate(args.reference, getattr(args, "unstable", False)).unstable
-    reference = read_reference(args.reference, version, canonical, names_for(entries, version), unstable)
-    found = findings(canonical, reference, entries, against_unstable=unstable)
+    read = load_reference(args.reference, version, canonical, names_for(entries, version), unstable)
+    reference = read.protocol
+    found = findings(canonical, reference, entries, against_unstable=unstable, unsupported=read.unsupported)
     if args.format == "json":
         text = json_report(canonical, reference, found)
     elif args.format == "markdown":

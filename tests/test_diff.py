@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from conftest import ROOT
 from generator import cli
 from generator.crossversion import CrossMap
 from generator.diff import report
+from generator.diff import rules as rules_module
 from generator.diff.compare import compare, flows
 from generator.diff.rules import BY_ID, RULES
 from generator.loader import load_version
@@ -311,7 +313,7 @@ CASES: list[Case] = [
     Case("method-gate-removed", P, W, _method(capability=None)),
     Case("method-gate-moved", B, W, _method(capability="agentCapabilities.extra")),
     Case("method-error-added", P, W, _method(errors=[-32002])),
-    Case("method-error-removed", S, W, nothing, base=_method(errors=[-32002])),
+    Case("method-error-removed", P, W, nothing, base=_method(errors=[-32002])),
     Case("stability-promoted", S, W, nothing, base=_method(stability="draft")),
     Case("stability-demoted", P, W, _method(stability="proposal")),
     Case("method-stabilized", S, W, nothing, base=_method(stability="unstable")),
@@ -335,20 +337,21 @@ CASES: list[Case] = [
     Case("field-stabilized", S, W, nothing, base=_count(**{"x-acp-stability": "unstable"})),
     Case("field-destabilized", P, W, _count(**{"x-acp-stability": "unstable"})),
     Case("request-required-field-added", B, W, _add_field(True)),
-    Case("response-required-field-added", B, SRC, _add_field(True), direction=RESP),
-    Case("request-field-removed", B, SRC, _remove_field("count")),
+    Case("response-required-field-added", B, W, _add_field(True), direction=RESP),
+    Case("request-optional-field-removed", B, SRC, _remove_field("count")),
+    Case("request-required-field-removed", B, W, _remove_field("name")),
     Case("response-required-field-removed", B, W, _remove_field("name"), direction=RESP),
     Case("response-optional-field-removed", B, SRC, _remove_field("count"), direction=RESP),
     Case("field-renamed", B, W, both(_rename_field, _doc(version="v2")),
          crossmap=_map(fields=[("Payload.count", "Payload.total")])),
     Case("request-field-became-required", B, W, _require("count", True)),
-    Case("response-field-became-required", B, SRC, _require("count", True), direction=RESP),
-    Case("request-field-became-optional", P, SRC, _require("name", False)),
+    Case("response-field-became-required", B, W, _require("count", True), direction=RESP),
+    Case("request-field-became-optional", B, W, _require("name", False)),
     Case("response-field-became-optional", B, W, _require("name", False), direction=RESP),
-    Case("request-field-became-nullable", P, SRC, nullable_count),
+    Case("request-field-became-nullable", B, W, nullable_count),
     Case("response-field-became-nullable", B, W, nullable_count, direction=RESP),
     Case("request-field-became-non-nullable", B, W, nothing, base=nullable_count),
-    Case("response-field-became-non-nullable", S, W, nothing, base=nullable_count, direction=RESP),
+    Case("response-field-became-non-nullable", B, W, nothing, base=nullable_count, direction=RESP),
     Case("field-type-changed", B, W, _count(type="string")),
     Case("type-annotation-changed", S, SRC, both(
         lambda d: d["defs"].update(Count={"type": "integer", "description": "An alias."}),
@@ -359,21 +362,22 @@ CASES: list[Case] = [
          direction=RESP),
     Case("tolerance-added", S, W, _count(**{"x-acp-on-error": "omit"})),
     Case("request-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"})),
-    Case("response-tolerance-removed", S, W, nothing, base=_count(**{"x-acp-on-error": "omit"}), direction=RESP),
+    Case("response-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"}), direction=RESP),
     # unions
-    Case("request-union-variant-added", S, W, add_square_variant),
+    Case("request-closed-union-variant-added", B, W, add_square_variant),
+    Case("request-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape")),
     Case("response-closed-union-variant-added", B, W, add_square_variant, direction=RESP),
     Case("response-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape"),
          direction=RESP),
     Case("request-union-variant-removed", B, W, drop_square),
-    Case("response-union-variant-removed", S, W, drop_square, direction=RESP),
+    Case("response-union-variant-removed", B, W, drop_square, direction=RESP),
     Case("union-variant-tag-changed", B, W, lambda d: field(d, "Square", "kind").update(const="box")),
     Case("union-variant-type-changed", P, W, box_for_square),
     Case("union-discriminator-changed", B, W, lambda d: retag(d, "type")),
     Case("union-default-changed", B, W, lambda d: default_branch(d, "Square"), base=lambda d: default_branch(d, "Circle")),
     Case("union-became-open", P, SRC, _open("Shape")),
     Case("request-union-became-closed", B, W, nothing, base=_open("Shape")),
-    Case("response-union-became-closed", P, SRC, nothing, base=_open("Shape"), direction=RESP),
+    Case("response-union-became-closed", B, W, nothing, base=_open("Shape"), direction=RESP),
     # issue 12: how receivers read what the reference reads
     Case("union-unknown-reading-changed", P, W, _unknown_default, base=_plain_default),
     Case("union-unknown-required-changed", P, W,
@@ -384,15 +388,17 @@ CASES: list[Case] = [
          lambda d: d["defs"]["Payload"].update({"x-acp-required-one-of": ["count", "id"]})),
     Case("alias-same-kind-changed", P, W, _shapes(True), base=_shapes(False)),
     # enums
-    Case("request-enum-value-added", S, W, _enum(["red", "green", "blue"])),
+    Case("request-closed-enum-value-added", B, W, _enum(["red", "green", "blue"])),
+    Case("request-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
+         base=_open("Color")),
     Case("response-closed-enum-value-added", B, W, _enum(["red", "green", "blue"]), direction=RESP),
     Case("response-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
          base=_open("Color"), direction=RESP),
     Case("request-enum-value-removed", B, W, _enum(["red"])),
-    Case("response-enum-value-removed", S, W, _enum(["red"]), direction=RESP),
+    Case("response-enum-value-removed", B, W, _enum(["red"]), direction=RESP),
     Case("enum-became-open", P, SRC, _open("Color")),
     Case("request-enum-became-closed", B, W, nothing, base=_open("Color")),
-    Case("response-enum-became-closed", P, SRC, nothing, base=_open("Color"), direction=RESP),
+    Case("response-enum-became-closed", B, W, nothing, base=_open("Color"), direction=RESP),
     # aliases
     Case("alias-type-changed", B, W, lambda d: d["defs"]["PayloadId"].update(type="integer")),
 ]
@@ -406,13 +412,16 @@ TWINS = {
     "request-field-became-nullable": "response-field-became-nullable",
     "request-field-became-non-nullable": "response-field-became-non-nullable",
     "request-tolerance-removed": "response-tolerance-removed",
-    "request-union-variant-added": "response-closed-union-variant-added",
+    "request-closed-union-variant-added": "response-closed-union-variant-added",
+    "request-open-union-variant-added": "response-open-union-variant-added",
     "request-union-variant-removed": "response-union-variant-removed",
     "request-union-became-closed": "response-union-became-closed",
-    "request-enum-value-added": "response-closed-enum-value-added",
+    "request-closed-enum-value-added": "response-closed-enum-value-added",
+    "request-open-enum-value-added": "response-open-enum-value-added",
     "request-enum-value-removed": "response-enum-value-removed",
     "request-enum-became-closed": "response-enum-became-closed",
-    "request-field-removed": "response-optional-field-removed",
+    "request-optional-field-removed": "response-optional-field-removed",
+    "request-required-field-removed": "response-required-field-removed",
 }
 
 
@@ -454,7 +463,10 @@ def test_direction_decides_the_rule(request_rule: str, tmp_path: Path) -> None:
 
 
 def test_every_rule_has_a_case() -> None:
-    assert sorted(c.rule for c in CASES) == sorted(r.id for r in RULES)
+    """Every rule of the diff; the reference-only ones have theirs in tests/test_reference.py."""
+    from generator.diff.rules import REFERENCE_ONLY
+
+    assert sorted(c.rule for c in CASES) == sorted(r.id for r in RULES if r.id not in REFERENCE_ONLY)
 
 
 def test_rules_are_well_formed() -> None:
@@ -514,7 +526,7 @@ def test_field_rename_hint_within_a_type(tmp_path: Path) -> None:
     _rename_field(rev)
     old, new = protocols(tmp_path, base, rev)
     hints = {c.rule_id: c.hint for c in compare(old, new)}
-    assert hints["request-field-removed"] == "possibly renamed to `total`"
+    assert hints["request-optional-field-removed"] == "possibly renamed to `total`"
     assert hints["optional-field-added"] == "possibly renamed from `count`"
 
 
@@ -576,7 +588,7 @@ def test_v1_to_v2_agrees_with_the_protocol_notes(v1_to_v2) -> None:
         ("request-field-became-required", "AgentMessageChunk.messageId"),
         ("request-field-became-required", "UserMessageChunk.messageId"),
         ("response-required-field-removed", "PromptResponse.stopReason"),
-        ("request-field-removed", "RequestPermissionRequest.toolCall"),
+        ("request-required-field-removed", "RequestPermissionRequest.toolCall"),
         ("type-renamed", "SessionNotification"),
         ("type-renamed", "CancelNotification"),
         ("type-removed", "Plan"),
@@ -685,8 +697,8 @@ def test_changes_to_the_unstable_surface_are_marked(tmp_path: Path) -> None:
         (nothing, lambda d: d["defs"]["Payload"]["properties"].update(note={"type": "string", "x-acp-stability": "unstable"}),
          "optional-field-added", True),
         (nothing, both(add_square_variant, lambda d: d["defs"]["Triangle"].update({"x-acp-stability": "unstable"})),
-         "request-union-variant-added", True),
-        (nothing, add_square_variant, "request-union-variant-added", False),
+         "request-closed-union-variant-added", True),
+        (nothing, add_square_variant, "request-closed-union-variant-added", False),
     ]
     for i, (base_edit, rev_edit, rule_id, unstable) in enumerate(cases):
         base, rev = base_doc(), base_doc()
@@ -724,11 +736,12 @@ def test_cli_ignore_unstable(tmp_path: Path, capsys, monkeypatch) -> None:
 def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     code, text, _ = run_cli(["old/v1", "new/v1"], pair, capsys, monkeypatch)
     assert code == 0
-    assert "BREAKING (1)" in text and "[request-required-field-added; request, sent by the client]" in text
+    assert "BREAKING (1)" in text
+    assert "[request-required-field-added; request, sent by the client; breaks new agent reading an old client]" in text
     assert "\033[" not in text  # not a terminal: no colour
     code, md, _ = run_cli(["old/v1", "new/v1", "--format", "markdown"], pair, capsys, monkeypatch)
     assert "| `Payload.note` | required field `note` added to `Payload` | wire | request, sent by the client " \
-           "| `request-required-field-added` |" in md
+           "| new agent reading an old client | `request-required-field-added` |" in md
     code, js, _ = run_cli(["old/v1", "new/v1", "--format", "json"], pair, capsys, monkeypatch)
     doc = json.loads(js)
     assert set(doc) == {"format", "old", "new", "crossVersionMap", "summary", "changes"}
@@ -736,7 +749,7 @@ def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     assert doc["old"]["source"] == "old/v1"
     first = doc["changes"][0]
     assert set(first) == {"rule", "level", "axis", "scope", "location", "message", "old", "new", "direction",
-                          "sentBy", "hint", "unstable"}
+                          "sentBy", "hint", "unstable", "breaks"}
     assert (first["rule"], first["scope"], first["location"]) == ("method-added", "method", "run/again")
     for text_out in (text, md, js):
         assert str(pair) not in text_out
@@ -864,7 +877,7 @@ def test_every_rule_is_emitted_through_its_constant() -> None:
 
     from generator.diff import rules as rule_module
 
-    source = (ROOT / "generator" / "diff" / "compare.py").read_text("utf-8")
+    source = "\n".join((ROOT / "generator" / path).read_text("utf-8") for path in ("diff/compare.py", "reference.py"))
     tree = ast.parse(source)
     named = {node.attr for node in ast.walk(tree)
              if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rules"}
@@ -880,3 +893,162 @@ def test_every_rule_is_emitted_through_its_constant() -> None:
     assert not strings & {r.id for r in rule_module.RULES}, "a rule id is spelled out in compare.py"
     for r in rule_module.RULES:
         assert getattr(rule_module, r.id.upper().replace("-", "_")) is r, r.id
+
+
+# ---------------------------------------------------------------- both pairings of independent upgrades
+
+
+def test_each_wire_rule_is_judged_for_both_pairings() -> None:
+    """The level is the worse pairing; a source-only rule is safe on the wire in both pairings."""
+    from generator.diff.rules import PAIRINGS, SOURCE, WIRE, level_rank
+
+    for r in RULES:
+        outcomes = [r.outcome(p) for p in PAIRINGS]
+        worst = min(outcomes, key=level_rank)
+        if r.axis == WIRE:
+            assert worst != S and r.level == worst or worst == S and r.level == S, r.id
+        else:
+            assert r.axis == SOURCE and worst == S, f"{r.id} breaks the wire in a pairing but says source"
+
+
+def test_twins_are_judged_alike() -> None:
+    """Neither peer upgrades first: a request rule and its response twin break the same pairings."""
+    from generator.diff.rules import rule
+
+    for request_rule, response_rule in TWINS.items():
+        a, b = rule(request_rule), rule(response_rule)
+        assert (a.level, a.axis, a.new_reader, a.old_reader) == (b.level, b.axis, b.new_reader, b.old_reader), \
+            request_rule
+
+
+@pytest.mark.parametrize("case_rule, direction, breaks", [
+    # the issue's example: a client on the new schema rejects every answer of an agent on the old one
+    ("response-required-field-added", RESP, "new client reading an old agent"),
+    ("request-required-field-added", REQ, "new agent reading an old client"),
+    ("response-field-became-optional", RESP, "old client reading a new agent"),
+    ("request-closed-union-variant-added", REQ, "old agent reading a new client"),
+], ids=lambda x: x if isinstance(x, str) and "-" in x else None)
+def test_a_change_names_the_pairing_it_breaks(case_rule: str, direction: str, breaks: str, tmp_path: Path) -> None:
+    from generator.diff.report import breaks as breaks_text
+
+    case = next(c for c in CASES if c.rule == case_rule)
+    _, _, changes = run_case(case, tmp_path, direction)
+    hit = next(c for c in changes if c.rule_id == case_rule)
+    assert breaks_text(hit) == breaks
+    assert hit.to_json()["breaks"] == list(rules_module.rule(case_rule).breaks)
+
+
+# ---------------------------------------------------------------- the changelog since the previous release
+
+
+def _release_repo(tmp_path: Path) -> Path:
+    """A repository whose schema/v1 is committed (the release), then edited: a required result field."""
+    repo = tmp_path / "clone"
+    base = base_doc(RESP)
+    write_version(base, repo / "schema" / "v1")
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "release")
+    rev = copy.deepcopy(base)
+    _add_field(True)(rev)
+    write_version(rev, repo / "schema" / "v1")
+    return repo
+
+
+def test_snapshot_release_and_the_changelog(tmp_path: Path, capsys, monkeypatch) -> None:
+    from generator.diff import changelog
+
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-08"]) == 0
+    out = capsys.readouterr().out
+    assert "releases/2026-08/v1/: 2 files of" in out
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    doc = json.loads((schema / "releases.json").read_text("utf-8"))
+    entry = doc["baselines"]["v1"]
+    assert (entry["release"], entry["revision"], entry["snapshot"]) == ("2026-08", head, "releases/2026-08/v1")
+    # the snapshot is the committed state, not the edited working folder
+    committed = subprocess.run(["git", "show", "HEAD:schema/v1/types.json"], cwd=repo, capture_output=True).stdout
+    assert (schema / "releases" / "2026-08" / "v1" / "types.json").read_bytes() == committed
+    protocols = {"v1": load(schema / "v1", "schema/v1")}
+    docs = changelog.changelogs(protocols, schema, "schema")
+    assert list(docs) == ["docs/changelog-v1.md"]
+    text = docs["docs/changelog-v1.md"]
+    assert text.startswith("# Changes to v1 since the 2026-08 release\n")
+    assert f"git revision `{head[:12]}`" in text
+    assert ("| `Payload.note` | required field `note` added to `Payload` | wire | response, sent by the agent "
+            "| new client reading an old agent | `response-required-field-added` |") in text
+    assert changelog.changelogs(protocols, schema, "schema") == docs, "deterministic"
+    # a later release replaces the snapshot and removes the old one
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "next")
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-11"]) == 0
+    assert sorted(p.name for p in (schema / "releases").iterdir()) == ["2026-11"]
+    assert "No changes." in changelog.changelogs(protocols, schema, "schema")["docs/changelog-v1.md"]
+
+
+def test_an_edited_snapshot_is_refused(tmp_path: Path, monkeypatch) -> None:
+    from generator.diff import changelog
+    from generator.errors import SchemaError
+
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    monkeypatch.chdir(repo)
+    changelog.snapshot_release(schema, "2026-08")
+    protocols = {"v1": load(schema / "v1", "schema/v1")}
+    (schema / "releases" / "2026-08" / "v1" / "protocol.json").write_text(
+        (schema / "v1" / "protocol.json").read_text("utf-8") + "\n", "utf-8")
+    with pytest.raises(SchemaError) as info:
+        changelog.changelogs(protocols, schema, "schema")
+    (problem,) = info.value.problems
+    assert (problem.file, problem.pointer) == ("schema/releases.json", "/baselines/v1/sha256")
+    assert "not the snapshot recorded here" in problem.message
+    shutil.rmtree(schema / "releases")
+    with pytest.raises(SchemaError) as info:
+        changelog.changelogs(protocols, schema, "schema")
+    assert "schema/releases/2026-08/v1/ is missing" in info.value.problems[0].message
+
+
+@pytest.mark.parametrize("args, message", [
+    (["snapshot-release", "2026-8"], "a release is named by its year and month"),
+    (["snapshot-release", "2026-08", "--revision", "nosuchrev"], "nosuchrev"),
+])
+def test_snapshot_release_bad_input_writes_nothing(args: list[str], message: str, tmp_path: Path, capsys,
+                                                   monkeypatch) -> None:
+    repo = _release_repo(tmp_path)
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(repo / "schema"), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert not (repo / "schema" / "releases.json").exists() and not (repo / "schema" / "releases").exists()
+
+
+def test_the_project_baseline_is_the_recorded_revision() -> None:
+    """schema/releases/<name>/<v> is exactly what the recorded revision holds (the August 2026 release)."""
+    from generator.diff import changelog
+    from generator.loader import load_version
+    from generator.sources import GitSource
+
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.strip()
+    baselines = changelog.load_baselines(ROOT / "schema")
+    assert {b.version for b in baselines} == {"v1", "v2"}
+    for b in baselines:
+        assert changelog.previous_release(ROOT / "schema", b).digest == b.sha256
+        if shallow == "true":
+            continue  # a shallow clone lacks the revision; the digest above still pins the snapshot
+        assert load_version(GitSource(ROOT, b.revision, f"schema/{b.version}")).digest == b.sha256, b.version
+
+
+def test_snapshot_of_a_revision_that_does_not_build_writes_nothing(tmp_path: Path, capsys, monkeypatch) -> None:
+    repo = _release_repo(tmp_path)
+    broken = base_doc()
+    broken["protocol"]["version"] = "v2"
+    broken["protocol"]["methods"]["run"]["params"] = "NoSuchType"
+    write_version(broken, repo / "schema" / "v2")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "broken v2")
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(repo / "schema"), "snapshot-release", "2026-08"]) == 2
+    assert "v2/protocol.json" in capsys.readouterr().err
+    assert not (repo / "schema" / "releases.json").exists() and not (repo / "schema" / "releases").exists()

@@ -258,12 +258,24 @@ def _published_copy(tmp_path: Path) -> Path:
     return target
 
 
-def test_missing_meta_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_meta_json_the_annotations_name_the_methods(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The published packages ship no meta.json: x-method / x-side give the same method table."""
     pub = _published_copy(tmp_path)
-    (pub / "meta.json").unlink()
-    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
-    assert code == 2 and out == ""
-    assert "meta.json" in err and "missing" in err and "Traceback" not in err
+    for name in ("meta.json", "meta.unstable.json"):
+        (pub / name).unlink()
+    names = names_for(load_differences(CANONICAL / "differences.json"), "v1")
+    table = {m.name: (m.side, m.kind, m.params, m.result) for m in read_reference(pub, "v1", canonical(), names).methods}
+    assert table == {m.name: (m.side, m.kind, m.params, m.result) for m in reference().methods}
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--fail-on", "any")
+    assert code == 0 and "0 unexplained differences" in out, out + err
+
+
+def test_unstable_reference_with_one_meta_file_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _published_copy(tmp_path)
+    (pub / "meta.unstable.json").unlink()
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
+    assert code == 2 and out == "" and "meta.unstable.json" in err and "missing" in err and "Traceback" not in err
 
 
 def test_wrong_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -483,7 +495,7 @@ def test_against_the_unstable_reference_the_unstable_surface_counts(tmp_path: Pa
     assert code == 1
     assert doc["counts"]["unstable"] == 0
     open_ = {(c["location"], c["rule"]) for c in doc["changes"] if c["deliberate"] is None}
-    assert {("shiny/start", "ungated-method-added"), ("SessionUpdate", "request-union-variant-added"),
+    assert {("shiny/start", "ungated-method-added"), ("SessionUpdate", "request-closed-union-variant-added"),
             ("InitializeResponse.shiny", "optional-field-added"),
             ("InitializeResponse.shinyNote", "optional-field-added")} <= open_
 
@@ -531,10 +543,274 @@ def test_unstable_reference_needs_its_files(tmp_path: Path, capsys: pytest.Captu
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
     assert code == 2 and "meta.unstable.json" in err and "missing" in err
     shutil.copy(PUBLISHED / "meta.unstable.json", pub)
-    (pub / "meta.json").unlink()
+    (pub / "schema.json").unlink()
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
-    assert code == 2 and "meta.json" in err and "stable" in err and "Traceback" not in err
-    shutil.copy(PUBLISHED / "meta.json", pub)
+    assert code == 2 and "schema.json" in err and "stable" in err and "Traceback" not in err
+    shutil.copy(PUBLISHED / "schema.json", pub)
     (pub / "schema.json").write_text('{"$defs": {', "utf-8")
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--unstable")
     assert code == 2 and "schema.json" in err and "line 1" in err
+
+
+# ---------------------------------------------------------------- constructs of the published packages (issue 22)
+
+# Each test edits a copy of the small reference in tests/reference/published/v1 into one shape the published
+# November 2026 schemas use, and checks how it is read: into our model, or reported by name as unsupported.
+
+
+def _edited(tmp_path: Path, edit: Callable[[dict[str, Any]], None], *, meta: bool = False) -> Path:
+    """A copy of the small reference (without its meta files unless ``meta``) whose $defs ``edit`` changes."""
+    pub = _published_copy(tmp_path)
+    if not meta:
+        for name in ("meta.json", "meta.unstable.json"):
+            (pub / name).unlink()
+    doc = json.loads((pub / "schema.json").read_text("utf-8"))
+    edit(doc["$defs"])
+    (pub / "schema.json").write_text(json.dumps(doc), "utf-8")
+    return pub
+
+
+def _load(pub: Path) -> Any:
+    from generator.reference import load_reference
+
+    return load_reference(pub, "v1", canonical(), names_for(load_differences(CANONICAL / "differences.json"), "v1"))
+
+
+def _unsupported(pub: Path) -> dict[str, str]:
+    return {c.location: c.message for c in _load(pub).unsupported}
+
+
+def _compare(capsys: pytest.CaptureFixture[str], pub: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--format", "json", *extra)
+    assert code in (0, 1), err
+    return code, json.loads(out)
+
+
+def test_a_method_of_the_proxy_side_is_reported_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def proxy(defs: dict[str, Any]) -> None:
+        defs["InitializeProxyRequest"] = {"description": "Params.", "x-method": "proxy/initialize", "x-side": "proxy",
+                                          "allOf": [{"$ref": "#/$defs/InitializeRequest"}]}
+        defs["InitializeProxyResponse"] = {"description": "Result.", "x-method": "proxy/initialize",
+                                           "x-side": "proxy", "allOf": [{"$ref": "#/$defs/InitializeResponse"}]}
+        # the proxy's JSON-RPC envelopes are skipped like the others (an inline union inside `params`)
+        defs["ProxyRequest"] = {"type": "object", "properties": {"params": {"anyOf": [
+            {"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]}}}
+        defs["ProxyResponse"] = {"anyOf": [{"title": "Result", "type": "object", "properties": {"result": {}}}]}
+
+    pub = _edited(tmp_path, proxy)
+    ref = _load(pub)
+    assert ref.protocol.method("proxy/initialize") is None and not ref.protocol.has_type("ProxyRequest")
+    assert "`proxy` side" in _unsupported(pub)["proxy/initialize"]
+    code, doc = _compare(capsys, pub, "--fail-on", "any")
+    hit = [c for c in doc["changes"] if c["rule"] == "reference-unsupported"]
+    assert code == 1 and [(c["location"], c["scope"], c["deliberate"]) for c in hit] == [
+        ("proxy/initialize", "method", None)]
+    # explained in differences.json, it no longer fails
+    diffs = tmp_path / "differences.json"
+    entries = json.loads((CANONICAL / "differences.json").read_text("utf-8"))
+    entries["differences"].append({"id": "proxy", "versions": ["v1"], "kind": "reads-differently",
+                                   "locations": ["proxy/*"], "rules": ["reference-unsupported"],
+                                   "reason": "A test.", "source": "written here"})
+    diffs.write_text(json.dumps(entries), "utf-8")
+    assert _compare(capsys, pub, "--fail-on", "any", "--differences", str(diffs))[0] == 0
+
+
+def test_x_method_without_x_side_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _edited(tmp_path, lambda defs: defs["NewSessionRequest"].pop("x-side"))
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2 and out == "" and "schema.json#/$defs/NewSessionRequest" in err and "x-side" in err
+
+
+def test_an_any_value_branch_makes_the_union_take_any_value(tmp_path: Path) -> None:
+    def error_data(defs: dict[str, Any]) -> None:
+        defs["KnownData"] = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
+        defs["ErrorData"] = {"description": "Known shapes, or anything.", "anyOf": [
+            {"title": "Known", "allOf": [{"$ref": "#/$defs/KnownData"}]}, {"title": "Other"}]}
+        defs["NewSessionResponse"]["properties"]["data"] = {"anyOf": [{"$ref": "#/$defs/ErrorData"},
+                                                                      {"type": "null"}]}
+
+    ref = _load(_edited(tmp_path, error_data)).protocol
+    data = ref.type("ErrorData")
+    assert isinstance(data, AliasType) and data.type.kind == "any"
+    field = ref.type("NewSessionResponse").field("data")  # type: ignore[union-attr]
+    assert field is not None and field.type.render() == "ErrorData", "it takes null already: no `| null`"
+
+
+def test_inline_untagged_branches_are_a_presence_union(tmp_path: Path) -> None:
+    def outcome(defs: dict[str, Any]) -> None:
+        defs["Outcome"] = {"description": "One of two.", "anyOf": [
+            {"title": "Result", "type": "object", "properties": {"result": {}}, "required": ["result"]},
+            {"title": "Error", "type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}]}
+
+    ref = _load(_edited(tmp_path, outcome)).protocol
+    union = ref.type("Outcome")
+    assert isinstance(union, UnionType) and union.overlap_first
+    assert dict(union.presence or ()) == {"result": "OutcomeResult", "error": "OutcomeError"}
+    assert ref.type("OutcomeResult").field("result").type.kind == "any"  # type: ignore[union-attr]
+
+
+def test_an_untagged_branch_of_another_shape_is_reported_with_its_pointer(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _edited(tmp_path, lambda defs: defs.update(Odd={"anyOf": [{"allOf": [{"$ref": "#/$defs/SessionScope"}]},
+                                                                    {"type": "object", "minProperties": 1}]}))
+    code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert code == 2 and "schema.json#/$defs/Odd/anyOf/1" in err and "minProperties" in err
+    assert "$ref None" not in err and "Traceback" not in err
+
+
+def _open_content(scopes: str | None = None) -> Callable[[dict[str, Any]], None]:
+    """ContentBlock with a property every variant requires (beside the tag) and, if given, scopes on its
+    catch-all branch: what v2 SetSessionConfigOptionRequest and elicitation/create look like."""
+
+    def edit(defs: dict[str, Any]) -> None:
+        block = defs["ContentBlock"]
+        block.update(type="object", properties={"name": {"type": "string"}}, required=["name"])
+        if scopes:
+            block["anyOf"][2][scopes] = [{"title": "Session", "allOf": [{"$ref": "#/$defs/SessionScope"}]},
+                                         {"title": "Request", "allOf": [{"$ref": "#/$defs/RequestScope"}]}]
+            block["anyOf"][2]["unevaluatedProperties"] = True
+    return edit
+
+
+def test_an_unknown_variant_carries_what_the_union_requires(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _edited(tmp_path, _open_content())
+    block = _load(pub).protocol.type("ContentBlock")
+    assert isinstance(block, UnionType) and block.unknown_required == ("name", "uri")
+    _, doc = _compare(capsys, pub)
+    hits = [c for c in doc["changes"] if c["location"] == "ContentBlock" and c["deliberate"] is None]
+    assert [c["rule"] for c in hits] == ["union-unknown-required-changed"]
+    assert "['name', 'uri'] instead of ['uri']" in hits[0]["message"]
+
+
+def test_an_unknown_variant_carries_one_of_its_scopes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _edited(tmp_path, _open_content("anyOf"))
+    block = _load(pub).protocol.type("ContentBlock")
+    assert isinstance(block, UnionType) and block.unknown_required_one_of == ("sessionId", "requestId")
+    assert "ContentBlock" not in _unsupported(pub)
+    _, doc = _compare(capsys, pub)
+    messages = [c["message"] for c in doc["changes"] if c["rule"] == "union-unknown-required-changed"]
+    assert any("at least one of ['sessionId', 'requestId'] instead of nothing" in m for m in messages), messages
+
+
+def test_exactly_one_scope_is_reported_as_unsupported(tmp_path: Path) -> None:
+    def exactly_one(defs: dict[str, Any]) -> None:
+        _open_content("oneOf")(defs)
+        defs["CreateElicitationRequest"]["oneOf"] = defs["CreateElicitationRequest"].pop("anyOf")
+
+    pub = _edited(tmp_path, exactly_one)
+    ref = _load(pub)
+    elicit = ref.protocol.type("CreateElicitationRequest")
+    assert isinstance(elicit, ObjectType) and elicit.required_one_of == ("sessionId", "requestId")
+    found = _unsupported(pub)
+    assert "exactly one of ['sessionId', 'requestId']" in found["CreateElicitationRequest"]
+    assert "exactly one of" in found["ContentBlock"]
+
+
+def test_default_on_null_is_read_only_with_default_on_error(tmp_path: Path) -> None:
+    def on_null(defs: dict[str, Any]) -> None:
+        servers = defs["NewSessionRequest"]["properties"]["mcpServers"]
+        servers["x-deserialize-default-on-null"] = True  # with default-on-error: nothing more to say
+        defs["McpServerStdio"]["properties"]["args"] = {"type": "array", "items": {"type": "string"},
+                                                        "x-deserialize-default-on-null": True}
+
+    found = _unsupported(_edited(tmp_path, on_null))
+    assert list(found) == ["McpServerStdio.args"] and "x-deserialize-default-on-null" in found["McpServerStdio.args"]
+
+
+def test_every_keyword_is_read_or_reported(tmp_path: Path) -> None:
+    def keywords(defs: dict[str, Any]) -> None:
+        text = defs["TextContent"]
+        text["properties"]["text"]["contentEncoding"] = "base64"  # an annotation in JSON Schema 2020-12
+        text["x-docs-ignore"] = True
+        text["properties"]["text"]["patternProperties"] = {"^x": {}}
+        defs["SelectOption"]["propertyNames"] = {"pattern": "^[a-z]+$"}
+
+    found = {(c.location, c.message) for c in _load(_edited(tmp_path, keywords)).unsupported}
+    assert {loc for loc, _ in found} == {"TextContent", "SelectOption"}
+    assert any("`patternProperties`" in m for _, m in found) and any("`propertyNames`" in m for _, m in found)
+    assert not any("contentEncoding" in m or "x-docs-ignore" in m for _, m in found)
+
+
+def test_branch_names_do_not_depend_on_reading_order(tmp_path: Path) -> None:
+    """Two unions with a branch of the same tag value: each is named after its union, whichever comes first."""
+
+    def two(defs: dict[str, Any]) -> None:
+        for union in ("AUnion", "ZUnion"):
+            defs[union] = {"anyOf": [{"type": "object", "properties": {"kind": {"type": "string", "const": "done"},
+                                                                        "x": {"type": "string"}},
+                                      "required": ["kind"]},
+                                     {"type": "object", "properties": {"kind": {"type": "string", "const": union}},
+                                      "required": ["kind"]}]}
+
+    ref = _load(_edited(tmp_path, two)).protocol
+    assert ref.has_type("AUnionDone") and ref.has_type("ZUnionDone") and not ref.has_type("Done")
+
+
+def test_a_naming_entry_onto_a_name_the_reference_defines_is_refused(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    pub = _edited(tmp_path, lambda defs: defs.update(CancelAction={"type": "object", "properties": {}}))
+    diffs = tmp_path / "differences.json"
+    entries = json.loads((CANONICAL / "differences.json").read_text("utf-8"))
+    entries["differences"].append({"id": "clash", "versions": ["v1"], "kind": "naming",
+                                   "names": {"SelectGroup": "CancelAction"}, "reason": "A test.",
+                                   "source": "written here"})
+    diffs.write_text(json.dumps(entries), "utf-8")
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--differences", str(diffs))
+    assert code == 2 and out == "" and "'SelectGroup' to 'CancelAction'" in err and "Traceback" not in err
+
+
+def test_a_change_from_the_reference_names_the_pairing_it_breaks(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 22: a required field added to a result: a client on the reference rejects our agent's answers."""
+    def message_id(defs: dict[str, Any]) -> None:
+        defs["NewSessionResponse"]["properties"]["messageId"] = {"type": "string"}
+        defs["NewSessionResponse"].setdefault("required", []).append("messageId")
+
+    pub = _edited(tmp_path, message_id)
+    code, doc = _compare(capsys, pub, "--fail-on", "breaking")
+    hit = next(c for c in doc["changes"] if c["location"] == "NewSessionResponse.messageId")
+    assert code == 1 and hit["rule"] == "response-required-field-added" and hit["level"] == "breaking"
+    assert hit["breaks"] == ["new-reader-old-writer"]
+    _, text, _ = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert "breaks client on the reference reading agent on ours" in text
+
+
+# ---------------------------------------------------------------- the published files themselves
+
+SDK_VERSION = "2.4.0"
+TS_DIR = ROOT / "tests" / "interop" / "ts"
+SDK_SCHEMA = TS_DIR / "node_modules" / "@agentclientprotocol" / "sdk" / "schema"
+
+
+@pytest.fixture(scope="module")
+def published_package() -> Path:
+    """The schema folder of @agentclientprotocol/sdk, installed with npm at test time as the interop tests do
+    (tests/interop/ts, ignored by git); never committed. Without npm: skipped, except under CI=true."""
+    import os
+    import subprocess
+
+    npm = shutil.which("npm")
+    if not SDK_SCHEMA.is_dir():
+        if npm is None:
+            message = "npm is not on PATH: the published schemas of @agentclientprotocol/sdk cannot be fetched"
+            if os.environ.get("CI", "").lower() == "true":
+                pytest.fail(message + " (CI=true requires it)")
+            pytest.skip(message)
+        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent"], cwd=TS_DIR, check=True, timeout=300)
+    installed = json.loads((SDK_SCHEMA.parent / "package.json").read_text("utf-8"))["version"]
+    assert installed == SDK_VERSION, f"tests/interop/ts installed @agentclientprotocol/sdk {installed}"
+    return SDK_SCHEMA
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+@pytest.mark.parametrize("unstable", [False, True], ids=["stable", "unstable"])
+def test_the_published_schemas_match_ours(published_package: Path, version: str, unstable: bool,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """compare-reference --fail-on any passes on each of the four published files: every difference is adopted
+    or explained in schema/differences.json."""
+    args = ["compare-reference", str(published_package / version), "--version", version, "--fail-on", "any"]
+    code = cli.main([*args, *(["--unstable"] if unstable else [])])
+    out, err = capsys.readouterr()
+    unexplained = out.split("\nDELIBERATE", 1)[0]
+    assert code == 0, unexplained[:6000] + err

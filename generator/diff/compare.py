@@ -47,11 +47,17 @@ class Change:
         return (SCOPES.index(self.scope), self.location, level_rank(self.level), self.rule_id,
                 self.direction or "", self.message)
 
+    @property
+    def breaks(self) -> tuple[str, ...]:
+        """The pairings (rules.PAIRINGS) in which the change is not safe on the wire, the worse first."""
+        return rules.rule(self.rule_id).breaks
+
     def to_json(self) -> dict[str, object]:
         return {
             "rule": self.rule_id, "level": self.level, "axis": self.axis, "scope": self.scope,
             "location": self.location, "message": self.message, "old": self.old, "new": self.new,
             "direction": self.direction, "sentBy": self.sent_by, "hint": self.hint, "unstable": self.unstable,
+            "breaks": list(self.breaks),
         }
 
 
@@ -552,10 +558,7 @@ class _Differ:
                 where = f" (the cross-version map moves it to `{moved[wire]}`)" if wire in moved else ""
                 hint = f"possibly renamed to `{hints[wire]}`" if wire in hints else None
                 for d in dirs:
-                    if d == REQUEST:
-                        rule = rules.REQUEST_FIELD_REMOVED
-                    else:
-                        rule = rules.RESPONSE_REQUIRED_FIELD_REMOVED if f.required else rules.RESPONSE_OPTIONAL_FIELD_REMOVED
+                    rule = rules.FIELD_REMOVED[d, f.required]
                     req = "required" if f.required else "optional"
                     self.emit(rule, "type", loc, f"{req} field `{wire}` removed from `{o.name}`{where}",
                               old=f.type.render(), direction=d, fl=fl, hint=hint)
@@ -670,6 +673,13 @@ class _Differ:
                       f"an unknown variant of {name} must carry {list(n.unknown_required) or 'only its tag'} "
                       f"instead of {list(o.unknown_required) or 'only its tag'}",
                       old=",".join(o.unknown_required) or None, new=",".join(n.unknown_required) or None, fl=fl)
+        if o.unknown_required_one_of != n.unknown_required_one_of:
+            self.emit(rules.UNION_UNKNOWN_REQUIRED_CHANGED, "type", loc,
+                      f"an unknown variant of {name} must carry at least one of "
+                      f"{list(n.unknown_required_one_of) or 'nothing'} instead of "
+                      f"{list(o.unknown_required_one_of) or 'nothing'}",
+                      old=",".join(o.unknown_required_one_of) or None,
+                      new=",".join(n.unknown_required_one_of) or None, fl=fl)
         if o.overlap_first != n.overlap_first:
             now = "now reads" if n.overlap_first else "no longer reads"
             self.emit(rules.UNION_OVERLAP_CHANGED, "type", loc,
@@ -702,10 +712,7 @@ class _Differ:
                           unstable=self._unstable_only("type", loc) or self._branch_unstable(self.old, okeys[ko]))
         for kn in left_n:
             for d in dirs:
-                rule = (rules.REQUEST_UNION_VARIANT_ADDED if d == REQUEST
-                        else rules.RESPONSE_OPEN_UNION_VARIANT_ADDED if o.open
-                        else rules.RESPONSE_CLOSED_UNION_VARIANT_ADDED)
-                self.emit(rule, "type", loc, f"variant {kn} (`{nkeys[kn]}`) added to {name}",
+                self.emit(rules.UNION_VARIANT_ADDED[d, o.open], "type", loc, f"variant {kn} (`{nkeys[kn]}`) added to {name}",
                           new=nkeys[kn], direction=d, fl=fl,
                           unstable=self._unstable_only("type", loc) or self._branch_unstable(self.new, nkeys[kn]))
         self._openness("union", loc, name, o.open, n.open, dirs, fl)
@@ -733,10 +740,7 @@ class _Differ:
                           old=value, direction=d, fl=fl)
         for value in sorted(set(n.values) - set(o.values)):
             for d in dirs:
-                rule = (rules.REQUEST_ENUM_VALUE_ADDED if d == REQUEST
-                        else rules.RESPONSE_OPEN_ENUM_VALUE_ADDED if o.open
-                        else rules.RESPONSE_CLOSED_ENUM_VALUE_ADDED)
-                self.emit(rule, "type", loc, f"value {json.dumps(value)} added to enum {name}",
+                self.emit(rules.ENUM_VALUE_ADDED[d, o.open], "type", loc, f"value {json.dumps(value)} added to enum {name}",
                           new=value, direction=d, fl=fl)
         self._openness("enum", loc, name, o.open, n.open, dirs, fl)
 
