@@ -54,7 +54,9 @@ class EchoAgent:
         return self.done("end_turn")
 
     def done(self, reason: str) -> Any:
-        return v1.PromptResponse(stop_reason=reason) if self.conn.version == "v1" else v2.PromptResponse()
+        if self.conn.version == "v1":
+            return v1.PromptResponse(stop_reason=reason)
+        return v2.PromptResponse(message_id=f"user_{next(self.ids)}")
 
     async def session_cancel(self, params: v1.CancelNotification | v2.CancelSessionNotification) -> None:
         self.cancelled.add(params.session_id)

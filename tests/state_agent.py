@@ -61,7 +61,8 @@ class StateAgent:
         task = asyncio.ensure_future(self.turn(sid, params))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-        return v2.PromptResponse()
+        # the id the turn's user_message will carry (the task starts after this answer is written)
+        return v2.PromptResponse(message_id=f"u{len(self.history[sid])}")
 
     async def turn(self, sid: str, params: Any) -> str:
         n = len(self.history[sid])

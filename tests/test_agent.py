@@ -124,7 +124,9 @@ def test_v2_acknowledges_then_streams_then_goes_idle() -> None:
         answer = await w.prompt(sid, "a b")
         await w.until(idle)
         turn = w.lines[w.lines.index(answer):]
-        assert turn[0] == answer and answer["result"] == {}  # the answer comes before anything of the turn
+        assert turn[0] == answer  # the answer comes before anything of the turn
+        # and names the id of the user message the turn then inserts (seed 001)
+        assert answer["result"] == {"messageId": turn[1]["params"]["update"]["messageId"]}
         kinds = [(u["sessionUpdate"], u.get("state")) for u in (m["params"]["update"] for m in turn[1:])]
         assert kinds == [("user_message", None), ("state_update", "running"), ("agent_thought_chunk", None),
                          ("agent_message_chunk", None), ("agent_message_chunk", None), ("state_update", "idle")]
