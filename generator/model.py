@@ -740,7 +740,7 @@ RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | frozenset({
     "MessageError", "PendingRequests", "UnknownMethodError", "NotARequestError", "VERSION", "STATUS",
     "BATCHES", "AgentPeer", "ClientPeer", "Batch", "ErrorResponse", "InvalidParams", "InvalidRequest",
     "InvalidResult", "Message", "MethodNotFound", "MethodNotImplemented", "Notification", "ParseError",
-    "Request", "RequestError", "Response", "TYPE_CHECKING", "ERRORS",
+    "Request", "RequestError", "Response", "TYPE_CHECKING", "ERRORS", "SessionState",
     # what the generated models import from the runtime and pydantic
     "OnErrorOmit", "SerializeAsAny", "WireKey", "AfterValidator", "DEFAULT_ON_ERROR",
 })

@@ -777,7 +777,8 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     for name, d in sorted(t.src.items()):
         if isinstance(d, dict) and isinstance(d.get("x-method"), str):
             by_method.setdefault(d["x-method"], []).append(name)
-    names = {k: v for k, v in (names or {}).items() if k in defs}
+    given = dict(names or {})
+    names = {k: v for k, v in given.items() if k in defs}
     targets = Counter(names.values())
     clashes = sorted((k, v) for k, v in names.items() if (v in defs and v not in names) or targets[v] > 1)
     if clashes:
@@ -793,7 +794,9 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     files = dict(pair.files)
     if where.stable is not None:
         base = _read_pair(*where.stable, version)
-        stable_defs = {names.get(n, n): d for n, d in base.defs.items()}
+        # the stable file names its inline branches by itself (one may be `Cancelled` there and
+        # `RequestPermissionOutcomeCancelled` here, where another branch is `Cancelled` too)
+        stable_defs = {given.get(n, n): d for n, d in base.defs.items()}
         stable_methods = _wire_names(base.meta) | set(base.other_sides)
         _mark_unstable(defs, stable_defs)
         files.update(base.files)

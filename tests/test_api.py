@@ -29,7 +29,7 @@ def test_method_table_rows(version: str) -> None:
     archive = m.METHODS["session/archive"]
     assert archive.side == "agent" and archive.kind == "request"
     assert archive.errors == (-32002,)
-    assert archive.stability == "proposal"
+    assert archive.stability == "unstable"  # published in the unstable schemas since November 2026
     assert archive.params is m.ArchiveSessionRequest and archive.result is m.ArchiveSessionResponse
     expected = {"v1": ("agentCapabilities", "sessionCapabilities", "archive"),
                 "v2": ("capabilities", "session", "archive")}[version]

@@ -26,7 +26,7 @@ from acp_types.connection import (
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
-from echo_agent import EchoAgent  # noqa: E402
+from echo_handler import EchoAgent  # noqa: E402
 
 TIMEOUT = 10.0
 

@@ -23,7 +23,7 @@ from acp_types.connection import AgentConnection, ClientConnection, PipeReader
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
-from echo_agent import EchoAgent  # noqa: E402
+from echo_handler import EchoAgent  # noqa: E402
 from test_connection import Collector, echo_session, init_params, run  # noqa: E402
 
 

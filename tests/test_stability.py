@@ -18,9 +18,7 @@ from generator.errors import SchemaError
 # The unstable methods of the published protocol, per version (facts read from its unstable schema).
 UNSTABLE_METHODS = {
     "session/fork", "providers/list", "providers/set", "providers/disable", "mcp/message",
-    "nes/start", "nes/suggest", "nes/accept", "nes/reject", "nes/close",
-    "document/didOpen", "document/didChange", "document/didClose", "document/didSave", "document/didFocus",
-    "mcp/connect", "mcp/disconnect",
+    "session/archive", "session/unarchive", "auth/status", "auth/status_update", "session/status", "session/set_title",
 }
 
 
@@ -50,13 +48,13 @@ def test_unstable_methods_are_listed_and_marked(version: str) -> None:
     m = api(version)
     unstable = {name for name, spec in m.METHODS.items() if spec.stability == "unstable"}
     assert unstable == UNSTABLE_METHODS
-    assert m.METHODS["mcp/connect"].side == "client"
+    assert m.METHODS["auth/status_update"].side == "client"
     assert m.METHODS["mcp/message"].side == "protocol"
-    assert m.METHODS["nes/accept"].kind == "notification" and m.METHODS["nes/accept"].result is None
+    assert m.METHODS["auth/status_update"].kind == "notification" and m.METHODS["auth/status_update"].result is None
     stable = m.stable_methods()
     assert set(stable) == {n for n, s in m.METHODS.items() if s.stability == "stable"}
     assert not set(stable) & UNSTABLE_METHODS
-    assert "session/new" in stable and "session/archive" not in stable  # a proposal is not stable either
+    assert "session/new" in stable and "session/archive" not in stable
     assert all(f.stability == "stable" for f in m.stable_features().values())
     assert m.FEATURES["mcp.acp"].stability == "unstable" and "mcp.acp" not in m.stable_features()
 
@@ -130,14 +128,14 @@ def test_stable_bundle_leaves_out_exactly_the_unstable_surface(version: str) -> 
     assert "fork" in full["$defs"]["SessionCapabilities"]["properties"]
     assert "fork" not in stable["$defs"]["SessionCapabilities"]["properties"]
     branches = {rule["then"]["$ref"] for rule in stable["$defs"]["SessionUpdate"]["allOf"]}
-    assert "#/$defs/Notice" not in branches
-    assert "#/$defs/Notice" in {rule["then"]["$ref"] for rule in full["$defs"]["SessionUpdate"]["allOf"]}
+    assert "#/$defs/PlanRemoved" not in branches
+    assert "#/$defs/PlanRemoved" in {rule["then"]["$ref"] for rule in full["$defs"]["SessionUpdate"]["allOf"]}
 
 
 def test_v1_stable_bundle_rejects_unstable_branches() -> None:
     """v1 unions are closed: an unstable branch passes the full schema and fails the stable one."""
     full, stable = _bundles("v1")
-    notice = {"sessionUpdate": "notice", "severity": "warning", "title": "Heads up"}
+    notice = {"sessionUpdate": "plan_removed", "planId": "plan_1"}
     defs_full = dict(full, **{"$ref": "#/$defs/SessionUpdate"})
     defs_stable = dict(stable, **{"$ref": "#/$defs/SessionUpdate"})
     assert not list(jsonschema.Draft202012Validator(defs_full).iter_errors(notice))
@@ -251,7 +249,7 @@ def test_mcp_message_travels_as_request_and_as_notification(version: str) -> Non
     from acp_types._jsonrpc import Notification, Request
 
     m = api(version)
-    params = {"connectionId": "conn_1", "method": "tools/list"}
+    params = {"serverId": "srv_1", "requestId": "mcpreq_1", "method": "tools/list"}
     req = m.parse_message({"jsonrpc": "2.0", "id": 3, "method": "mcp/message", "params": params})
     assert isinstance(req, Request) and type(req.params).__name__ == "MessageMcpRequest"
     note = m.parse_message({"jsonrpc": "2.0", "method": "mcp/message", "params": params})
@@ -271,7 +269,7 @@ def test_only_requests_may_have_a_notification_form(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_mcp_message_goes_both_ways_through_the_typed_peers(version: str) -> None:
-    """mcp/message is handled by either side: both peers carry it, and its result is any JSON value."""
+    """mcp/message is handled by either side: both peers carry it, and its result is the inner MCP outcome."""
     from test_connection import init_params, pair, run
 
     m = api(version)
@@ -286,14 +284,16 @@ def test_mcp_message_goes_both_ways_through_the_typed_peers(version: str) -> Non
             return m.InitializeResponse(protocol_version=2, info={"name": "a", "version": "1"})
 
         async def mcp_message(self, params: Any) -> Any:
-            return {"echo": params.method} if params.method != "scalar" else 7
+            return {"result": {"echo": params.method}} if params.method != "scalar" else {"result": 7}
 
     async def main() -> None:
         a, c = pair(Side, Side, agent_versions=(version,), client_versions=(version,))
         await c.initialize(init_params(version))
-        ask = m.MessageMcpRequest(connection_id="conn_1", method="tools/list")
-        assert await c.peer.mcp_message(ask) == {"echo": "tools/list"}
-        assert await a.peer.mcp_message({"connectionId": "conn_1", "method": "scalar"}) == 7
+        ask = m.MessageMcpRequest(server_id="srv_1", request_id="mcpreq_1", method="tools/list")
+        answer = await c.peer.mcp_message(ask)
+        assert type(answer).__name__ == "MessageMcpResponseResult" and answer.result == {"echo": "tools/list"}
+        scalar = await a.peer.mcp_message({"serverId": "srv_1", "requestId": "mcpreq_2", "method": "scalar"})
+        assert scalar.result == 7
         await c.close()
 
     run(main)

@@ -127,6 +127,7 @@ from ._jsonrpc import (
     Request,
     Response,
 )
+from ._outbound import InvalidOutbound, check_result
 from ._runtime import MethodSpec, is_extension
 
 __all__ = [
@@ -1117,6 +1118,10 @@ class Connection:
                 _dumps({"jsonrpc": "2.0", "id": rid, "error": exc.to_error()}), collect
             )
             return
+        except InvalidOutbound as exc:  # never sent changed: said, and answered as an error
+            log.error("not sent: %s", exc)
+            self._answer_error(rid, INTERNAL_ERROR, f"Internal error: {exc}", collect=collect)
+            return
         except Exception:
             log.exception("the handler of %r (request %r) failed", method, rid)
             self._answer_error(rid, INTERNAL_ERROR, "Internal error", collect=collect)
@@ -1136,7 +1141,9 @@ class Connection:
             raise MethodNotImplemented(msg.method)
         result = await fn(msg.params)
         expected = spec.result
+        name = getattr(expected, "__name__", str(expected))
         if isinstance(expected, type) and isinstance(result, expected):
+            check_result(msg.method, self.version, name, None, result)
             return result
         if result is None:
             result = {}
@@ -1147,7 +1154,14 @@ class Connection:
                     f"not {expected.__name__}"
                 )
             result = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
-        return spec.validate_result(result)
+        try:
+            model = spec.validate_result(result)
+        except ValidationError as exc:
+            raise InvalidOutbound(
+                f"the result of {msg.method!r} is not a valid ACP {self.version} {name}: {exc}"
+            ) from None
+        check_result(msg.method, self.version, name, result, model)
+        return model
 
 
 class AgentConnection(Connection):

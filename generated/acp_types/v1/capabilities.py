@@ -24,6 +24,13 @@ FEATURES: dict[str, FeatureSpec] = {
         description="Logging out through the protocol.",
         stability="stable",
     ),
+    "auth.status": FeatureSpec(
+        name="auth.status",
+        side="agent",
+        capability=("agentCapabilities", "auth", "status"),
+        description="`auth/status` and `auth/status_update`.",
+        stability="unstable",
+    ),
     "auth.terminal": FeatureSpec(
         name="auth.terminal",
         side="client",
@@ -70,7 +77,7 @@ FEATURES: dict[str, FeatureSpec] = {
         name="mcp.acp",
         side="agent",
         capability=("agentCapabilities", "mcpCapabilities", "acp"),
-        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/*`).",
+        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/message`).",
         stability="unstable",
     ),
     "mcp.http": FeatureSpec(
@@ -86,27 +93,6 @@ FEATURES: dict[str, FeatureSpec] = {
         capability=("agentCapabilities", "mcpCapabilities", "sse"),
         description="MCP servers over HTTP+SSE.",
         stability="stable",
-    ),
-    "nes.jump": FeatureSpec(
-        name="nes.jump",
-        side="client",
-        capability=("clientCapabilities", "nes", "jump"),
-        description="Next-edit suggestions that move the cursor.",
-        stability="unstable",
-    ),
-    "nes.rename": FeatureSpec(
-        name="nes.rename",
-        side="client",
-        capability=("clientCapabilities", "nes", "rename"),
-        description="Next-edit suggestions that rename a symbol.",
-        stability="unstable",
-    ),
-    "nes.searchAndReplace": FeatureSpec(
-        name="nes.searchAndReplace",
-        side="client",
-        capability=("clientCapabilities", "nes", "searchAndReplace"),
-        description="Search-and-replace next-edit suggestions.",
-        stability="unstable",
     ),
     "plan.multiple": FeatureSpec(
         name="plan.multiple",
@@ -152,7 +138,7 @@ FEATURES: dict[str, FeatureSpec] = {
         side="agent",
         capability=("agentCapabilities", "sessionCapabilities", "archive"),
         description="`session/archive`, `session/unarchive` and the `archived` list filter.",
-        stability="stable",
+        stability="unstable",
     ),
     "session.close": FeatureSpec(
         name="session.close",
@@ -166,7 +152,7 @@ FEATURES: dict[str, FeatureSpec] = {
         side="client",
         capability=("clientCapabilities", "session", "compaction"),
         description="Context compaction updates (`compaction_update`, `compaction_summary_chunk`).",
-        stability="unstable",
+        stability="stable",
     ),
     "session.delete": FeatureSpec(
         name="session.delete",
@@ -195,6 +181,27 @@ FEATURES: dict[str, FeatureSpec] = {
         capability=("agentCapabilities", "sessionCapabilities", "resume"),
         description="`session/resume`.",
         stability="stable",
+    ),
+    "session.status": FeatureSpec(
+        name="session.status",
+        side="agent",
+        capability=("agentCapabilities", "sessionCapabilities", "status"),
+        description="`session/status`.",
+        stability="unstable",
+    ),
+    "session.systemPrompt": FeatureSpec(
+        name="session.systemPrompt",
+        side="agent",
+        capability=("agentCapabilities", "sessionCapabilities", "systemPrompt"),
+        description="A client system prompt on session setup requests.",
+        stability="unstable",
+    ),
+    "session.title": FeatureSpec(
+        name="session.title",
+        side="agent",
+        capability=("agentCapabilities", "sessionCapabilities", "title"),
+        description="`session/set_title`.",
+        stability="unstable",
     ),
     "terminal": FeatureSpec(
         name="terminal",

@@ -38,6 +38,34 @@ class CancelRequestEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class AuthStatusEnvelope(TypedDict):
+    """The ``auth/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["auth/status"]
+    params: m.AuthStatusRequest
+
+
+@with_config(_CONFIG)
+class AuthStatusResultEnvelope(TypedDict):
+    """A success response to ``auth/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.AuthStatusResponse
+
+
+@with_config(_CONFIG)
+class AuthStatusUpdateEnvelope(TypedDict):
+    """The ``auth/status_update`` notification as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    method: Literal["auth/status_update"]
+    params: m.AuthStatusUpdateNotification
+
+
+@with_config(_CONFIG)
 class AuthenticateEnvelope(TypedDict):
     """The ``authenticate`` request as it goes on the wire."""
 
@@ -54,51 +82,6 @@ class AuthenticateResultEnvelope(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
     result: m.AuthenticateResponse
-
-
-@with_config(_CONFIG)
-class DocumentDidChangeEnvelope(TypedDict):
-    """The ``document/didChange`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didChange"]
-    params: m.DidChangeDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidCloseEnvelope(TypedDict):
-    """The ``document/didClose`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didClose"]
-    params: m.DidCloseDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidFocusEnvelope(TypedDict):
-    """The ``document/didFocus`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didFocus"]
-    params: m.DidFocusDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidOpenEnvelope(TypedDict):
-    """The ``document/didOpen`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didOpen"]
-    params: m.DidOpenDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidSaveEnvelope(TypedDict):
-    """The ``document/didSave`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didSave"]
-    params: m.DidSaveDocumentNotification
 
 
 @with_config(_CONFIG)
@@ -206,44 +189,6 @@ class LogoutResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
-class McpConnectEnvelope(TypedDict):
-    """The ``mcp/connect`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["mcp/connect"]
-    params: m.ConnectMcpRequest
-
-
-@with_config(_CONFIG)
-class McpConnectResultEnvelope(TypedDict):
-    """A success response to ``mcp/connect`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.ConnectMcpResponse
-
-
-@with_config(_CONFIG)
-class McpDisconnectEnvelope(TypedDict):
-    """The ``mcp/disconnect`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["mcp/disconnect"]
-    params: m.DisconnectMcpRequest
-
-
-@with_config(_CONFIG)
-class McpDisconnectResultEnvelope(TypedDict):
-    """A success response to ``mcp/disconnect`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.DisconnectMcpResponse
-
-
-@with_config(_CONFIG)
 class McpMessageEnvelope(TypedDict):
     """The ``mcp/message`` request as it goes on the wire."""
 
@@ -260,81 +205,6 @@ class McpMessageResultEnvelope(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
     result: m.MessageMcpResponse
-
-
-@with_config(_CONFIG)
-class NesAcceptEnvelope(TypedDict):
-    """The ``nes/accept`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["nes/accept"]
-    params: m.AcceptNesNotification
-
-
-@with_config(_CONFIG)
-class NesCloseEnvelope(TypedDict):
-    """The ``nes/close`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/close"]
-    params: m.CloseNesRequest
-
-
-@with_config(_CONFIG)
-class NesCloseResultEnvelope(TypedDict):
-    """A success response to ``nes/close`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.CloseNesResponse
-
-
-@with_config(_CONFIG)
-class NesRejectEnvelope(TypedDict):
-    """The ``nes/reject`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["nes/reject"]
-    params: m.RejectNesNotification
-
-
-@with_config(_CONFIG)
-class NesStartEnvelope(TypedDict):
-    """The ``nes/start`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/start"]
-    params: m.StartNesRequest
-
-
-@with_config(_CONFIG)
-class NesStartResultEnvelope(TypedDict):
-    """A success response to ``nes/start`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.StartNesResponse
-
-
-@with_config(_CONFIG)
-class NesSuggestEnvelope(TypedDict):
-    """The ``nes/suggest`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/suggest"]
-    params: m.SuggestNesRequest
-
-
-@with_config(_CONFIG)
-class NesSuggestResultEnvelope(TypedDict):
-    """A success response to ``nes/suggest`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.SuggestNesResponse
 
 
 @with_config(_CONFIG)
@@ -632,6 +502,44 @@ class SessionSetModeResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class SessionSetTitleEnvelope(TypedDict):
+    """The ``session/set_title`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/set_title"]
+    params: m.SetSessionTitleRequest
+
+
+@with_config(_CONFIG)
+class SessionSetTitleResultEnvelope(TypedDict):
+    """A success response to ``session/set_title`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SetSessionTitleResponse
+
+
+@with_config(_CONFIG)
+class SessionStatusEnvelope(TypedDict):
+    """The ``session/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/status"]
+    params: m.SessionStatusRequest
+
+
+@with_config(_CONFIG)
+class SessionStatusResultEnvelope(TypedDict):
+    """A success response to ``session/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SessionStatusResponse
+
+
+@with_config(_CONFIG)
 class SessionUnarchiveEnvelope(TypedDict):
     """The ``session/unarchive`` request as it goes on the wire."""
 
@@ -765,26 +673,16 @@ class ErrorEnvelope(TypedDict):
 
 CALLS: dict[str, type] = {
     "$/cancel_request": CancelRequestEnvelope,
+    "auth/status": AuthStatusEnvelope,
+    "auth/status_update": AuthStatusUpdateEnvelope,
     "authenticate": AuthenticateEnvelope,
-    "document/didChange": DocumentDidChangeEnvelope,
-    "document/didClose": DocumentDidCloseEnvelope,
-    "document/didFocus": DocumentDidFocusEnvelope,
-    "document/didOpen": DocumentDidOpenEnvelope,
-    "document/didSave": DocumentDidSaveEnvelope,
     "elicitation/complete": ElicitationCompleteEnvelope,
     "elicitation/create": ElicitationCreateEnvelope,
     "fs/read_text_file": FsReadTextFileEnvelope,
     "fs/write_text_file": FsWriteTextFileEnvelope,
     "initialize": InitializeEnvelope,
     "logout": LogoutEnvelope,
-    "mcp/connect": McpConnectEnvelope,
-    "mcp/disconnect": McpDisconnectEnvelope,
     "mcp/message": McpMessageEnvelope,
-    "nes/accept": NesAcceptEnvelope,
-    "nes/close": NesCloseEnvelope,
-    "nes/reject": NesRejectEnvelope,
-    "nes/start": NesStartEnvelope,
-    "nes/suggest": NesSuggestEnvelope,
     "providers/disable": ProvidersDisableEnvelope,
     "providers/list": ProvidersListEnvelope,
     "providers/set": ProvidersSetEnvelope,
@@ -801,6 +699,8 @@ CALLS: dict[str, type] = {
     "session/resume": SessionResumeEnvelope,
     "session/set_config_option": SessionSetConfigOptionEnvelope,
     "session/set_mode": SessionSetModeEnvelope,
+    "session/set_title": SessionSetTitleEnvelope,
+    "session/status": SessionStatusEnvelope,
     "session/unarchive": SessionUnarchiveEnvelope,
     "session/update": SessionUpdateEnvelope,
     "terminal/create": TerminalCreateEnvelope,
@@ -812,18 +712,14 @@ CALLS: dict[str, type] = {
 """Method -> the envelope of a call of it: a request (with ``id``) or a notification, as the method is."""
 
 RESULTS: dict[str, type] = {
+    "auth/status": AuthStatusResultEnvelope,
     "authenticate": AuthenticateResultEnvelope,
     "elicitation/create": ElicitationCreateResultEnvelope,
     "fs/read_text_file": FsReadTextFileResultEnvelope,
     "fs/write_text_file": FsWriteTextFileResultEnvelope,
     "initialize": InitializeResultEnvelope,
     "logout": LogoutResultEnvelope,
-    "mcp/connect": McpConnectResultEnvelope,
-    "mcp/disconnect": McpDisconnectResultEnvelope,
     "mcp/message": McpMessageResultEnvelope,
-    "nes/close": NesCloseResultEnvelope,
-    "nes/start": NesStartResultEnvelope,
-    "nes/suggest": NesSuggestResultEnvelope,
     "providers/disable": ProvidersDisableResultEnvelope,
     "providers/list": ProvidersListResultEnvelope,
     "providers/set": ProvidersSetResultEnvelope,
@@ -839,6 +735,8 @@ RESULTS: dict[str, type] = {
     "session/resume": SessionResumeResultEnvelope,
     "session/set_config_option": SessionSetConfigOptionResultEnvelope,
     "session/set_mode": SessionSetModeResultEnvelope,
+    "session/set_title": SessionSetTitleResultEnvelope,
+    "session/status": SessionStatusResultEnvelope,
     "session/unarchive": SessionUnarchiveResultEnvelope,
     "terminal/create": TerminalCreateResultEnvelope,
     "terminal/kill": TerminalKillResultEnvelope,

@@ -13,26 +13,16 @@ from acp_types._runtime import MethodSpec, lookup, wire_payload
 from acp_types.v1 import models as m
 
 CANCEL_REQUEST = "$/cancel_request"
+AUTH_STATUS = "auth/status"
+AUTH_STATUS_UPDATE = "auth/status_update"
 AUTHENTICATE = "authenticate"
-DOCUMENT_DID_CHANGE = "document/didChange"
-DOCUMENT_DID_CLOSE = "document/didClose"
-DOCUMENT_DID_FOCUS = "document/didFocus"
-DOCUMENT_DID_OPEN = "document/didOpen"
-DOCUMENT_DID_SAVE = "document/didSave"
 ELICITATION_COMPLETE = "elicitation/complete"
 ELICITATION_CREATE = "elicitation/create"
 FS_READ_TEXT_FILE = "fs/read_text_file"
 FS_WRITE_TEXT_FILE = "fs/write_text_file"
 INITIALIZE = "initialize"
 LOGOUT = "logout"
-MCP_CONNECT = "mcp/connect"
-MCP_DISCONNECT = "mcp/disconnect"
 MCP_MESSAGE = "mcp/message"
-NES_ACCEPT = "nes/accept"
-NES_CLOSE = "nes/close"
-NES_REJECT = "nes/reject"
-NES_START = "nes/start"
-NES_SUGGEST = "nes/suggest"
 PROVIDERS_DISABLE = "providers/disable"
 PROVIDERS_LIST = "providers/list"
 PROVIDERS_SET = "providers/set"
@@ -49,6 +39,8 @@ SESSION_REQUEST_PERMISSION = "session/request_permission"
 SESSION_RESUME = "session/resume"
 SESSION_SET_CONFIG_OPTION = "session/set_config_option"
 SESSION_SET_MODE = "session/set_mode"
+SESSION_SET_TITLE = "session/set_title"
+SESSION_STATUS = "session/status"
 SESSION_UNARCHIVE = "session/unarchive"
 SESSION_UPDATE = "session/update"
 TERMINAL_CREATE = "terminal/create"
@@ -110,33 +102,18 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
+            self, key: Literal["auth/status"], /
+        ) -> MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["auth/status_update"], /
+        ) -> MethodSpec[m.AuthStatusUpdateNotification, Never]: ...
+
+        @overload
+        def __getitem__(
             self, key: Literal["authenticate"], /
         ) -> MethodSpec[m.AuthenticateRequest, m.AuthenticateResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didChange"], /
-        ) -> MethodSpec[m.DidChangeDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didClose"], /
-        ) -> MethodSpec[m.DidCloseDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didFocus"], /
-        ) -> MethodSpec[m.DidFocusDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didOpen"], /
-        ) -> MethodSpec[m.DidOpenDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didSave"], /
-        ) -> MethodSpec[m.DidSaveDocumentNotification, Never]: ...
 
         @overload
         def __getitem__(
@@ -170,43 +147,8 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
-            self, key: Literal["mcp/connect"], /
-        ) -> MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["mcp/disconnect"], /
-        ) -> MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse]: ...
-
-        @overload
-        def __getitem__(
             self, key: Literal["mcp/message"], /
         ) -> MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/accept"], /
-        ) -> MethodSpec[m.AcceptNesNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/close"], /
-        ) -> MethodSpec[m.CloseNesRequest, m.CloseNesResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/reject"], /
-        ) -> MethodSpec[m.RejectNesNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/start"], /
-        ) -> MethodSpec[m.StartNesRequest, m.StartNesResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/suggest"], /
-        ) -> MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse]: ...
 
         @overload
         def __getitem__(
@@ -292,6 +234,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
+            self, key: Literal["session/set_title"], /
+        ) -> MethodSpec[m.SetSessionTitleRequest, m.SetSessionTitleResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/status"], /
+        ) -> MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse]: ...
+
+        @overload
+        def __getitem__(
             self, key: Literal["session/unarchive"], /
         ) -> MethodSpec[m.UnarchiveSessionRequest, m.UnarchiveSessionResponse]: ...
 
@@ -347,6 +299,30 @@ METHODS: MethodTable = MethodTable(
             description="Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.",
             handler="cancel_request",
         ),
+        AUTH_STATUS: MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse](
+            name="auth/status",
+            params=m.AuthStatusRequest,
+            result=m.AuthStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("agentCapabilities", "auth", "status"),
+            errors=(),
+            stability="unstable",
+            description="Reports the agent's authentication state and accounts without changing anything.",
+            handler="auth_status",
+        ),
+        AUTH_STATUS_UPDATE: MethodSpec[m.AuthStatusUpdateNotification, Never](
+            name="auth/status_update",
+            params=m.AuthStatusUpdateNotification,
+            result=None,
+            side="client",
+            kind="notification",
+            capability=None,
+            errors=(),
+            stability="unstable",
+            description="The agent's authentication state changed (sent by agents that advertise `auth.status`).",
+            handler="auth_status_update",
+        ),
         AUTHENTICATE: MethodSpec[m.AuthenticateRequest, m.AuthenticateResponse](
             name="authenticate",
             params=m.AuthenticateRequest,
@@ -358,66 +334,6 @@ METHODS: MethodTable = MethodTable(
             stability="stable",
             description="Runs the agent-handled login flow of an advertised authentication method.",
             handler="authenticate",
-        ),
-        DOCUMENT_DID_CHANGE: MethodSpec[m.DidChangeDocumentNotification, Never](
-            name="document/didChange",
-            params=m.DidChangeDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes", "events", "document", "didChange"),
-            errors=(),
-            stability="unstable",
-            description="An open document changed; carries the changes in the sync kind the agent asked for.",
-            handler="document_did_change",
-        ),
-        DOCUMENT_DID_CLOSE: MethodSpec[m.DidCloseDocumentNotification, Never](
-            name="document/didClose",
-            params=m.DidCloseDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes", "events", "document", "didClose"),
-            errors=(),
-            stability="unstable",
-            description="The client closed a document.",
-            handler="document_did_close",
-        ),
-        DOCUMENT_DID_FOCUS: MethodSpec[m.DidFocusDocumentNotification, Never](
-            name="document/didFocus",
-            params=m.DidFocusDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes", "events", "document", "didFocus"),
-            errors=(),
-            stability="unstable",
-            description="The user moved to a document; carries the cursor and the visible range.",
-            handler="document_did_focus",
-        ),
-        DOCUMENT_DID_OPEN: MethodSpec[m.DidOpenDocumentNotification, Never](
-            name="document/didOpen",
-            params=m.DidOpenDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes", "events", "document", "didOpen"),
-            errors=(),
-            stability="unstable",
-            description="The client opened a document; carries its full text and version.",
-            handler="document_did_open",
-        ),
-        DOCUMENT_DID_SAVE: MethodSpec[m.DidSaveDocumentNotification, Never](
-            name="document/didSave",
-            params=m.DidSaveDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes", "events", "document", "didSave"),
-            errors=(),
-            stability="unstable",
-            description="A document was saved.",
-            handler="document_did_save",
         ),
         ELICITATION_COMPLETE: MethodSpec[m.CompleteElicitationNotification, Never](
             name="elicitation/complete",
@@ -493,30 +409,6 @@ METHODS: MethodTable = MethodTable(
             description="Ends the current authenticated state.",
             handler="logout",
         ),
-        MCP_CONNECT: MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse](
-            name="mcp/connect",
-            params=m.ConnectMcpRequest,
-            result=m.ConnectMcpResponse,
-            side="client",
-            kind="request",
-            capability=None,
-            errors=(-32002,),
-            stability="unstable",
-            description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
-            handler="mcp_connect",
-        ),
-        MCP_DISCONNECT: MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse](
-            name="mcp/disconnect",
-            params=m.DisconnectMcpRequest,
-            result=m.DisconnectMcpResponse,
-            side="client",
-            kind="request",
-            capability=None,
-            errors=(),
-            stability="unstable",
-            description="Closes a connection opened with `mcp/connect`.",
-            handler="mcp_disconnect",
-        ),
         MCP_MESSAGE: MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse](
             name="mcp/message",
             params=m.MessageMcpRequest,
@@ -526,69 +418,9 @@ METHODS: MethodTable = MethodTable(
             capability=None,
             errors=(-32002,),
             stability="unstable",
-            description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
+            description="Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002.",
             handler="mcp_message",
             notification_params=m.MessageMcpNotification,
-        ),
-        NES_ACCEPT: MethodSpec[m.AcceptNesNotification, Never](
-            name="nes/accept",
-            params=m.AcceptNesNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Tells the agent the user took a suggestion.",
-            handler="nes_accept",
-        ),
-        NES_CLOSE: MethodSpec[m.CloseNesRequest, m.CloseNesResponse](
-            name="nes/close",
-            params=m.CloseNesRequest,
-            result=m.CloseNesResponse,
-            side="agent",
-            kind="request",
-            capability=("agentCapabilities", "nes"),
-            errors=(-32002,),
-            stability="unstable",
-            description="Ends a next-edit suggestion session.",
-            handler="nes_close",
-        ),
-        NES_REJECT: MethodSpec[m.RejectNesNotification, Never](
-            name="nes/reject",
-            params=m.RejectNesNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("agentCapabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Tells the agent the user did not take a suggestion, and why.",
-            handler="nes_reject",
-        ),
-        NES_START: MethodSpec[m.StartNesRequest, m.StartNesResponse](
-            name="nes/start",
-            params=m.StartNesRequest,
-            result=m.StartNesResponse,
-            side="agent",
-            kind="request",
-            capability=("agentCapabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
-            handler="nes_start",
-        ),
-        NES_SUGGEST: MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse](
-            name="nes/suggest",
-            params=m.SuggestNesRequest,
-            result=m.SuggestNesResponse,
-            side="agent",
-            kind="request",
-            capability=("agentCapabilities", "nes"),
-            errors=(-32002,),
-            stability="unstable",
-            description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
-            handler="nes_suggest",
         ),
         PROVIDERS_DISABLE: MethodSpec[
             m.DisableProviderRequest, m.DisableProviderResponse
@@ -636,7 +468,7 @@ METHODS: MethodTable = MethodTable(
             kind="request",
             capability=("agentCapabilities", "sessionCapabilities", "archive"),
             errors=(-32002,),
-            stability="proposal",
+            stability="unstable",
             description="Archives a session (closing it first when active). Unknown sessions yield -32002.",
             handler="session_archive",
         ),
@@ -788,6 +620,32 @@ METHODS: MethodTable = MethodTable(
             description="Switches the session to one of the modes the agent advertised.",
             handler="session_set_mode",
         ),
+        SESSION_SET_TITLE: MethodSpec[
+            m.SetSessionTitleRequest, m.SetSessionTitleResponse
+        ](
+            name="session/set_title",
+            params=m.SetSessionTitleRequest,
+            result=m.SetSessionTitleResponse,
+            side="agent",
+            kind="request",
+            capability=("agentCapabilities", "sessionCapabilities", "title"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Sets a session's title; unknown sessions yield -32002.",
+            handler="session_set_title",
+        ),
+        SESSION_STATUS: MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse](
+            name="session/status",
+            params=m.SessionStatusRequest,
+            result=m.SessionStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("agentCapabilities", "sessionCapabilities", "status"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002.",
+            handler="session_status",
+        ),
         SESSION_UNARCHIVE: MethodSpec[
             m.UnarchiveSessionRequest, m.UnarchiveSessionResponse
         ](
@@ -798,7 +656,7 @@ METHODS: MethodTable = MethodTable(
             kind="request",
             capability=("agentCapabilities", "sessionCapabilities", "archive"),
             errors=(-32002,),
-            stability="proposal",
+            stability="unstable",
             description="Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.",
             handler="session_unarchive",
         ),
@@ -896,38 +754,20 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["auth/status"], params: Any
+) -> m.AuthStatusRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["auth/status_update"], params: Any
+) -> m.AuthStatusUpdateNotification: ...
+
+
+@overload
+def parse_params(
     method: Literal["authenticate"], params: Any
 ) -> m.AuthenticateRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didChange"], params: Any
-) -> m.DidChangeDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didClose"], params: Any
-) -> m.DidCloseDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didFocus"], params: Any
-) -> m.DidFocusDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didOpen"], params: Any
-) -> m.DidOpenDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didSave"], params: Any
-) -> m.DidSaveDocumentNotification: ...
 
 
 @overload
@@ -964,46 +804,8 @@ def parse_params(method: Literal["logout"], params: Any) -> m.LogoutRequest: ...
 
 @overload
 def parse_params(
-    method: Literal["mcp/connect"], params: Any
-) -> m.ConnectMcpRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["mcp/disconnect"], params: Any
-) -> m.DisconnectMcpRequest: ...
-
-
-@overload
-def parse_params(
     method: Literal["mcp/message"], params: Any
 ) -> m.MessageMcpRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/accept"], params: Any
-) -> m.AcceptNesNotification: ...
-
-
-@overload
-def parse_params(method: Literal["nes/close"], params: Any) -> m.CloseNesRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/reject"], params: Any
-) -> m.RejectNesNotification: ...
-
-
-@overload
-def parse_params(method: Literal["nes/start"], params: Any) -> m.StartNesRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/suggest"], params: Any
-) -> m.SuggestNesRequest: ...
 
 
 @overload
@@ -1102,6 +904,18 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["session/set_title"], params: Any
+) -> m.SetSessionTitleRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["session/status"], params: Any
+) -> m.SessionStatusRequest: ...
+
+
+@overload
+def parse_params(
     method: Literal["session/unarchive"], params: Any
 ) -> m.UnarchiveSessionRequest: ...
 
@@ -1165,6 +979,12 @@ def parse_params(method: str, params: Any) -> Any:
 
 @overload
 def parse_result(
+    method: Literal["auth/status"], result: Any
+) -> m.AuthStatusResponse: ...
+
+
+@overload
+def parse_result(
     method: Literal["authenticate"], result: Any
 ) -> m.AuthenticateResponse: ...
 
@@ -1199,34 +1019,8 @@ def parse_result(method: Literal["logout"], result: Any) -> m.LogoutResponse: ..
 
 @overload
 def parse_result(
-    method: Literal["mcp/connect"], result: Any
-) -> m.ConnectMcpResponse: ...
-
-
-@overload
-def parse_result(
-    method: Literal["mcp/disconnect"], result: Any
-) -> m.DisconnectMcpResponse: ...
-
-
-@overload
-def parse_result(
     method: Literal["mcp/message"], result: Any
 ) -> m.MessageMcpResponse: ...
-
-
-@overload
-def parse_result(method: Literal["nes/close"], result: Any) -> m.CloseNesResponse: ...
-
-
-@overload
-def parse_result(method: Literal["nes/start"], result: Any) -> m.StartNesResponse: ...
-
-
-@overload
-def parse_result(
-    method: Literal["nes/suggest"], result: Any
-) -> m.SuggestNesResponse: ...
 
 
 @overload
@@ -1317,6 +1111,18 @@ def parse_result(
 def parse_result(
     method: Literal["session/set_mode"], result: Any
 ) -> m.SetSessionModeResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/set_title"], result: Any
+) -> m.SetSessionTitleResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/status"], result: Any
+) -> m.SessionStatusResponse: ...
 
 
 @overload

@@ -27,14 +27,6 @@ from acp_types._runtime import (
     tag_discriminator,
 )
 
-SessionId = TypeAliasType("SessionId", str)
-"""Opaque identifier of a session, chosen by the agent."""
-
-
-NesSuggestionId = TypeAliasType("NesSuggestionId", str)
-"""Identifier of one suggestion, used to accept or reject it."""
-
-
 Meta = TypeAliasType("Meta", dict[str, Any] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
@@ -42,44 +34,28 @@ Free-form metadata reserved for extensions. Either side may attach it; receivers
 
 
 # Annotations several classes use, each built once (see generator/render/models.py).
-_A_str_WireKey_meta_session_id_6f8ab1 = dict[
-    Annotated[str, WireKey("meta", "session_id")], Any
-]
-_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
+_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = Annotated[
     Meta | None, Field(alias="_meta"), OMIT_ON_ERROR
 ]
 
 
-class AcceptNesNotification(AcpModel):
-    """
-    Params of `nes/accept`: the client tells the agent that the user took a suggestion.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        id: Identifier of the suggestion.
-    """
+class LogoutCapabilities(AcpModel):
+    """Present when the agent implements `logout`."""
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    id: NesSuggestionId
-    """Identifier of the suggestion."""
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
-
-
-class LogoutCapabilities(AcpModel):
-    """Present when the agent implements `logout`."""
+class AuthStatusCapabilities(AcpModel):
+    """
+    Marker: the agent answers `auth/status` and may send `auth/status_update`.
+    """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
@@ -96,6 +72,7 @@ class AgentAuthCapabilities(AcpModel):
 
     Attributes:
         logout: Support for the `logout` method.
+        status: Present: `auth/status` is supported.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -106,6 +83,9 @@ class AgentAuthCapabilities(AcpModel):
 
     logout: Annotated[LogoutCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `logout` method."""
+
+    status: Annotated[AuthStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `auth/status` is supported."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -265,6 +245,84 @@ class SessionForkCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SessionStatusCapabilities(AcpModel):
+    """Marker: the agent answers `session/status`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionTitleCapabilities(AcpModel):
+    """Marker: the agent accepts `session/set_title`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptOverrideCapabilities(AcpModel):
+    """Marker: the `override` system prompt mode is supported."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptModeCapabilities(AcpModel):
+    """
+    System prompt modes supported besides `append` (which every agent advertising system prompts supports).
+
+    Attributes:
+        override: Present: `override` is supported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    override: Annotated[
+        SessionSystemPromptOverrideCapabilities | None, OMIT_ON_ERROR
+    ] = None
+    """Present: `override` is supported."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptCapabilities(AcpModel):
+    """
+    Present (`{}`): `systemPrompt` is accepted on session setup requests, in `append` mode at least.
+
+    Attributes:
+        mode: The modes supported besides `append`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: Annotated[SessionSystemPromptModeCapabilities | None, OMIT_ON_ERROR] = None
+    """The modes supported besides `append`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class SessionCapabilities(AcpModel):
     """
     Optional session methods and features of a v1 agent; each counts only when its field is present and not null.
@@ -277,16 +335,21 @@ class SessionCapabilities(AcpModel):
         close: Support for `session/close`.
         archive: Support for `session/archive`, `session/unarchive` and the `archived` list filter.
         fork: Support for `session/fork`.
+        status: Present: `session/status` is supported.
+        title: Present: `session/set_title` is supported.
+        system_prompt: Present: setup requests may carry `systemPrompt`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ]
 
     list: Annotated[SessionListCapabilities | None, OMIT_ON_ERROR] = None
@@ -316,6 +379,19 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
+    status: Annotated[SessionStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/status` is supported."""
+
+    title: Annotated[SessionTitleCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/set_title` is supported."""
+
+    system_prompt: Annotated[
+        SessionSystemPromptCapabilities | None,
+        Field(alias="systemPrompt"),
+        OMIT_ON_ERROR,
+    ] = None
+    """Present: setup requests may carry `systemPrompt`."""
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
@@ -333,380 +409,6 @@ class ProvidersCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class NesDocumentDidOpenCapabilities(AcpModel):
-    """Marker: the agent wants `document/didOpen`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-TextDocumentSyncKind = TypeAliasType(
-    "TextDocumentSyncKind", Literal["full", "incremental"]
-)
-"""
-How document changes are sent: the whole text each time, or only the edited ranges.
-"""
-
-
-class NesDocumentDidChangeCapabilities(AcpModel):
-    """
-    The agent wants `document/didChange`, with full text or incremental edits.
-
-    Attributes:
-        sync_kind: Whether changes arrive as whole text or as incremental edits.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any]
-
-    sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
-    """Whether changes arrive as whole text or as incremental edits."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentDidCloseCapabilities(AcpModel):
-    """Marker: the agent wants `document/didClose`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentDidSaveCapabilities(AcpModel):
-    """Marker: the agent wants `document/didSave`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentDidFocusCapabilities(AcpModel):
-    """Marker: the agent wants `document/didFocus`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentEventCapabilities(AcpModel):
-    """
-    Which `document/*` notifications the agent wants to receive.
-
-    Attributes:
-        did_open: Support for `document/didOpen`.
-        did_change: Support for `document/didChange`.
-        did_close: Support for `document/didClose`.
-        did_save: Support for `document/didSave`.
-        did_focus: Support for `document/didFocus`.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "did_change",
-                    "did_close",
-                    "did_focus",
-                    "did_open",
-                    "did_save",
-                    "meta",
-                ),
-            ],
-            Any,
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "did_change",
-                    "did_close",
-                    "did_focus",
-                    "did_open",
-                    "did_save",
-                    "meta",
-                ),
-            ],
-            Any,
-        ]
-
-    did_open: Annotated[
-        NesDocumentDidOpenCapabilities | None, Field(alias="didOpen"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didOpen`."""
-
-    did_change: Annotated[
-        NesDocumentDidChangeCapabilities | None, Field(alias="didChange"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didChange`."""
-
-    did_close: Annotated[
-        NesDocumentDidCloseCapabilities | None, Field(alias="didClose"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didClose`."""
-
-    did_save: Annotated[
-        NesDocumentDidSaveCapabilities | None, Field(alias="didSave"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didSave`."""
-
-    did_focus: Annotated[
-        NesDocumentDidFocusCapabilities | None, Field(alias="didFocus"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didFocus`."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEventCapabilities(AcpModel):
-    """
-    The editor events the agent wants to be told about.
-
-    Attributes:
-        document: Support for `document/*` notifications.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for `document/*` notifications."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_WireKey_max_count_meta_707c34 = dict[
-    Annotated[str, WireKey("max_count", "meta")], Any
-]
-_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
-    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-]
-
-
-class NesRecentFilesCapabilities(AcpModel):
-    """
-    The agent wants recently viewed files in the suggestion context, up to a number of files.
-
-    Attributes:
-        max_count: The most entries the agent wants.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
-
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
-    """The most entries the agent wants."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRelatedSnippetsCapabilities(AcpModel):
-    """Marker: the agent wants related snippets in the suggestion context."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEditHistoryCapabilities(AcpModel):
-    """
-    The agent wants recent edits in the suggestion context, up to a number of entries.
-
-    Attributes:
-        max_count: The most entries the agent wants.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
-
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
-    """The most entries the agent wants."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesUserActionsCapabilities(AcpModel):
-    """
-    The agent wants recent user actions in the suggestion context, up to a number of actions.
-
-    Attributes:
-        max_count: The most entries the agent wants.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
-
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
-    """The most entries the agent wants."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesOpenFilesCapabilities(AcpModel):
-    """Marker: the agent wants the open files in the suggestion context."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDiagnosticsCapabilities(AcpModel):
-    """Marker: the agent wants diagnostics in the suggestion context."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_WireKey_edit_history_meta_op_c79891 = dict[
-    Annotated[
-        str,
-        WireKey(
-            "edit_history",
-            "meta",
-            "open_files",
-            "recent_files",
-            "related_snippets",
-            "user_actions",
-        ),
-    ],
-    Any,
-]
-
-
-class NesContextCapabilities(AcpModel):
-    """
-    Which kinds of context the agent wants in `nes/suggest` requests.
-
-    Attributes:
-        recent_files: Recently viewed files.
-        related_snippets: Snippets of related code.
-        edit_history: Recent edits.
-        user_actions: Recent user actions.
-        open_files: The files the editor has open.
-        diagnostics: Diagnostics of the workspace.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
-            init=False
-        )
-    else:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
-
-    recent_files: Annotated[
-        NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
-    ] = None
-    """Recently viewed files."""
-
-    related_snippets: Annotated[
-        NesRelatedSnippetsCapabilities | None,
-        Field(alias="relatedSnippets"),
-        OMIT_ON_ERROR,
-    ] = None
-    """Snippets of related code."""
-
-    edit_history: Annotated[
-        NesEditHistoryCapabilities | None, Field(alias="editHistory"), OMIT_ON_ERROR
-    ] = None
-    """Recent edits."""
-
-    user_actions: Annotated[
-        NesUserActionsCapabilities | None, Field(alias="userActions"), OMIT_ON_ERROR
-    ] = None
-    """Recent user actions."""
-
-    open_files: Annotated[
-        NesOpenFilesCapabilities | None, Field(alias="openFiles"), OMIT_ON_ERROR
-    ] = None
-    """The files the editor has open."""
-
-    diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
-    """Diagnostics of the workspace."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesCapabilities(AcpModel):
-    """
-    What the agent offers for next-edit suggestions: the events it wants and the context it reads.
-
-    Attributes:
-        events: The editor events the agent wants.
-        context: The context the agent wants with suggestion requests.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
-    """The editor events the agent wants."""
-
-    context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
-    """The context the agent wants with suggestion requests."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-PositionEncodingKind = TypeAliasType(
-    "PositionEncodingKind", Literal["utf-16", "utf-32", "utf-8"]
-)
-"""The unit in which character offsets of positions are counted."""
-
-
 class AgentCapabilities(AcpModel):
     """
     Capabilities a v1 agent advertises in its `initialize` result.
@@ -718,8 +420,6 @@ class AgentCapabilities(AcpModel):
         session_capabilities: Optional session methods and features the agent implements.
         auth: Authentication features of the agent.
         providers: Support for the `providers/*` methods.
-        nes: Support for next-edit suggestions.
-        position_encoding: The position encoding the agent chose from those the client offered.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -731,7 +431,6 @@ class AgentCapabilities(AcpModel):
                     "load_session",
                     "mcp_capabilities",
                     "meta",
-                    "position_encoding",
                     "prompt_capabilities",
                     "session_capabilities",
                 ),
@@ -746,7 +445,6 @@ class AgentCapabilities(AcpModel):
                     "load_session",
                     "mcp_capabilities",
                     "meta",
-                    "position_encoding",
                     "prompt_capabilities",
                     "session_capabilities",
                 ),
@@ -787,14 +485,6 @@ class AgentCapabilities(AcpModel):
 
     providers: Annotated[ProvidersCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `providers/*` methods."""
-
-    nes: Annotated[NesCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for next-edit suggestions."""
-
-    position_encoding: Annotated[
-        PositionEncodingKind | None, Field(alias="positionEncoding"), OMIT_ON_ERROR
-    ] = None
-    """The position encoding the agent chose from those the client offered."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1236,6 +926,16 @@ class AgentThoughtChunk(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+SessionId = TypeAliasType("SessionId", str)
+"""Opaque identifier of a session, chosen by the agent."""
+
+
+_A_str_WireKey_meta_session_id_6f8ab1 = dict[
+    Annotated[str, WireKey("meta", "session_id")], Any
+]
+_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
+
+
 class ArchiveSessionRequest(AcpModel):
     """
     Parameters of `session/archive`: mark a session as archived, closing it first if it is active.
@@ -1266,6 +966,45 @@ class ArchiveSessionResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
+
+
+class AuthAccount(AcpModel):
+    """
+    An account or credential the agent has set up (a signed-in user, an API key). Display information only: not an identifier to rely on, and not something to log or pass on.
+
+    Attributes:
+        label: What to show for this account.
+        active: Whether this is the account the agent uses now.
+        name: The user's display name.
+        email: The account's email address.
+        organization: The organization the account belongs to.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    label: str
+    """What to show for this account."""
+
+    active: _A_bool_None_OMIT_ON_ERROR_b3494b = None
+    """Whether this is the account the agent uses now."""
+
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The user's display name."""
+
+    email: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The account's email address."""
+
+    organization: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The organization the account belongs to."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1409,6 +1148,91 @@ AuthMethod = TypeAliasType(
 """
 One way of authenticating offered by the agent. Entries without `type`, or with a type this version does not list, are agent-handled methods.
 """
+
+
+AuthState = TypeAliasType(
+    "AuthState",
+    Annotated[
+        Union[
+            Literal["authenticated", "unauthenticated", "not_required", "unknown"], str
+        ],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""
+The agent's authentication state as a whole. Open: an unknown value is kept.
+"""
+
+
+class AuthStatusRequest(AcpModel):
+    """
+    Parameters of `auth/status`: ask for the authentication state without changing it. The agent must not refuse it with auth_required.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_AuthAccount_Non_aa987c = Annotated[
+    list[OnErrorOmit[AuthAccount]] | None, NOT_NULL, OMIT_ON_ERROR
+]
+
+
+class AuthStatusResponse(AcpModel):
+    """
+    Result of `auth/status`: the authentication state and the configured accounts.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class AuthStatusUpdateNotification(AcpModel):
+    """
+    Params of `auth/status_update`: the authentication state changed; the same fields as the `auth/status` result. Sent by an agent that advertises `auth.status`, only when something differs from what it last sent.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class AuthenticateRequest(AcpModel):
@@ -1561,7 +1385,6 @@ class BooleanConfigOptionCapabilities(AcpModel):
 
 
 _A_Literal_boolean_d16f93 = Literal["boolean"]
-_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1723,6 +1546,18 @@ class CompactionCapabilities(AcpModel):
     """Marker: the client can display context compaction updates."""
 
 
+class NoticeCapabilities(AcpModel):
+    """Marker: the client shows `notice` session updates."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 _A_str_WireKey_config_options_meta_2288a1 = dict[
     Annotated[str, WireKey("config_options", "meta")], Any
 ]
@@ -1735,6 +1570,7 @@ class ClientSessionCapabilities(AcpModel):
     Attributes:
         config_options: Config option kinds the client supports beyond the baseline.
         compaction: Support for context compaction updates.
+        notices: Present: the client shows notices.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -1754,6 +1590,9 @@ class ClientSessionCapabilities(AcpModel):
 
     compaction: Annotated[CompactionCapabilities | None, OMIT_ON_ERROR] = None
     """Support for context compaction updates."""
+
+    notices: Annotated[NoticeCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client shows notices."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1820,74 +1659,16 @@ class PlanCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class NesJumpCapabilities(AcpModel):
-    """Marker: the client can show suggestions that move the cursor."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRenameCapabilities(AcpModel):
-    """Marker: the client can show suggestions that rename a symbol."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesSearchAndReplaceCapabilities(AcpModel):
-    """Marker: the client can show search-and-replace suggestions."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class ClientNesCapabilities(AcpModel):
+class SubagentCapabilities(AcpModel):
     """
-    Which kinds of next-edit suggestion the client can show beyond plain edits.
-
-    Attributes:
-        jump: Support for jump suggestions.
-        rename: Support for rename suggestions.
-        search_and_replace: Support for search-and-replace suggestions.
+    Marker: the client can show subagent sessions (`subagent_update`, `session_message`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "search_and_replace")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "search_and_replace")], Any
-        ]
-
-    jump: Annotated[NesJumpCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for jump suggestions."""
-
-    rename: Annotated[NesRenameCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for rename suggestions."""
-
-    search_and_replace: Annotated[
-        NesSearchAndReplaceCapabilities | None,
-        Field(alias="searchAndReplace"),
-        OMIT_ON_ERROR,
-    ] = None
-    """Support for search-and-replace suggestions."""
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1903,19 +1684,14 @@ class ClientCapabilities(AcpModel):
         auth: Authentication method types the client can run.
         elicitation: Elicitation modes the client supports; omitted or null means none.
         plan: Support for plans sent as `plan_update` and `plan_removed`.
-        nes: Support for next-edit suggestions.
-        position_encodings: The position encodings the client can use, preferred first.
+        subagents: Present: the client takes subagent updates.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "position_encodings")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "position_encodings")], Any
-        ]
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     fs: Annotated[FileSystemCapabilities | None, NOT_NULL, OMIT_ON_ERROR] = None
     """File-system methods the client implements."""
@@ -1935,48 +1711,8 @@ class ClientCapabilities(AcpModel):
     plan: Annotated[PlanCapabilities | None, OMIT_ON_ERROR] = None
     """Support for plans sent as `plan_update` and `plan_removed`."""
 
-    nes: Annotated[ClientNesCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for next-edit suggestions."""
-
-    position_encodings: Annotated[
-        list[OnErrorOmit[PositionEncodingKind]] | None,
-        Field(alias="positionEncodings"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
-    """The position encodings the client can use, preferred first."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class CloseNesRequest(AcpModel):
-    """
-    Params of `nes/close`: end a next-edit suggestion session.
-
-    Attributes:
-        session_id: The suggestion session to end.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session to end."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class CloseNesResponse(AcpModel):
-    """Result of `nes/close`: empty on success."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+    subagents: Annotated[SubagentCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client takes subagent updates."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2076,6 +1812,11 @@ class CompactionSummaryChunk(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_list_OnErrorOmit_ContentBlock_FA_ab4184 = Annotated[
+    list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+]
+
+
 class CompactionUpdate(AcpModel):
     """
     Branch `compaction_update`: the agent started, finished, failed or abandoned compacting the session's context.
@@ -2114,9 +1855,7 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
-    ] = None
+    summary: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
     """The summary that replaces the compacted context, once known."""
 
     error: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -2434,70 +2173,6 @@ class ConfigOptionUpdate(AcpModel):
     """
     Every configuration option with its current value; replaces the previous set.
     """
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-McpServerAcpId = TypeAliasType("McpServerAcpId", str)
-"""
-Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
-"""
-
-
-_A_str_WireKey_meta_server_id_874aed = dict[
-    Annotated[str, WireKey("meta", "server_id")], Any
-]
-_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
-
-
-class ConnectMcpRequest(AcpModel):
-    """
-    Params of `mcp/connect`: the agent opens a connection to an MCP server that the client carries over ACP.
-
-    Attributes:
-        server_id: Identifier of the ACP-carried MCP server.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
-
-    server_id: _A_McpServerAcpId_serverId_a091d5
-    """Identifier of the ACP-carried MCP server."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-McpConnectionId = TypeAliasType("McpConnectionId", str)
-"""Identifier of one MCP connection carried over ACP."""
-
-
-_A_str_WireKey_connection_id_meta_d62ced = dict[
-    Annotated[str, WireKey("connection_id", "meta")], Any
-]
-_A_McpConnectionId_connectionId_1a83eb = Annotated[
-    McpConnectionId, Field(alias="connectionId")
-]
-
-
-class ConnectMcpResponse(AcpModel):
-    """
-    Result of `mcp/connect`: the identifier of the new connection.
-
-    Attributes:
-        connection_id: The ACP-carried MCP connection.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
-
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3140,7 +2815,12 @@ CreateElicitationRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "mode", "mode", frozenset(["form", "url"]), open=True, default=None
+                "mode",
+                "mode",
+                frozenset(["form", "url"]),
+                open=True,
+                default=None,
+                unknown_required=("message",),
             )
         ),
         SerializeAsAny(),
@@ -3446,260 +3126,6 @@ class DeleteSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
-
-
-class Position(AcpModel):
-    """
-    A place in a text document: zero-based line and character offset (the unit follows the negotiated position encoding).
-
-    Attributes:
-        line: Zero-based line number.
-        character: Zero-based offset within the line, in units of the position encoding.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    line: _A_int_ge_0_le_4294967295_3869ec
-    """Zero-based line number."""
-
-    character: _A_int_ge_0_le_4294967295_3869ec
-    """Zero-based offset within the line, in units of the position encoding."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class Range(AcpModel):
-    """
-    A span of a text document, from a start position (included) to an end position (excluded).
-
-    Attributes:
-        start: First position of the range.
-        end: First position after the range.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    start: Position
-    """First position of the range."""
-
-    end: Position
-    """First position after the range."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_Range_None_58b819 = Range | None
-
-
-class TextDocumentContentChangeEvent(AcpModel):
-    """
-    One change to a document: new text for a range, or the whole new text when no range is given.
-
-    Attributes:
-        range: The range that was replaced; absent when `text` is the whole document.
-        text: The new text of the range, or of the whole document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    range: _A_Range_None_58b819 = None
-    """
-    The range that was replaced; absent when `text` is the whole document.
-    """
-
-    text: str
-    """The new text of the range, or of the whole document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidChangeDocumentNotification(AcpModel):
-    """
-    Params of `document/didChange`: the text of an open document changed.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        version: Version of the document; it grows with every change.
-        content_changes: The changes, applied in order.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    content_changes: Annotated[
-        list[OnErrorOmit[TextDocumentContentChangeEvent]],
-        Field(alias="contentChanges"),
-        DEFAULT_ON_ERROR,
-    ]
-    """The changes, applied in order."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidCloseDocumentNotification(AcpModel):
-    """
-    Params of `document/didClose`: the client no longer has the document open.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidFocusDocumentNotification(AcpModel):
-    """
-    Params of `document/didFocus`: the user switched to a document (cursor and visible part included).
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        version: Version of the document; it grows with every change.
-        position: Where the cursor is.
-        visible_range: The part of the document shown in the editor.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    position: Position
-    """Where the cursor is."""
-
-    visible_range: Annotated[Range, Field(alias="visibleRange")]
-    """The part of the document shown in the editor."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_languageId_2d40a0 = Annotated[str, Field(alias="languageId")]
-
-
-class DidOpenDocumentNotification(AcpModel):
-    """
-    Params of `document/didOpen`: the client opened a document and sends its full text.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        language_id: Language of the document, e.g. `python`.
-        version: Version of the document; it grows with every change.
-        text: The whole text of the document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    language_id: _A_str_languageId_2d40a0
-    """Language of the document, e.g. `python`."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    text: str
-    """The whole text of the document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidSaveDocumentNotification(AcpModel):
-    """
-    Params of `document/didSave`: a document was written to disk.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_newText_7e3303 = Annotated[str, Field(alias="newText")]
-
-
 class Diff(AcpModel):
     """
     Tool call content of type `diff`: a change to one file, as its old and new text.
@@ -3735,7 +3161,7 @@ class Diff(AcpModel):
     old_text: Annotated[str | None, Field(alias="oldText"), OMIT_ON_ERROR] = None
     """The text before the change; absent or `null` for a new file."""
 
-    new_text: _A_str_newText_7e3303
+    new_text: Annotated[str, Field(alias="newText")]
     """The text after the change."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3773,38 +3199,6 @@ class DisableProviderRequest(AcpModel):
 
 class DisableProviderResponse(AcpModel):
     """Result of `providers/disable`: empty on success."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DisconnectMcpRequest(AcpModel):
-    """
-    Params of `mcp/disconnect`: close a connection opened with `mcp/connect`.
-
-    Attributes:
-        connection_id: The ACP-carried MCP connection.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
-
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DisconnectMcpResponse(AcpModel):
-    """Result of `mcp/disconnect`: empty on success."""
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
@@ -4032,9 +3426,18 @@ class McpServerStdio(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+McpServerAcpId = TypeAliasType("McpServerAcpId", str)
+"""
+Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
+"""
+
+
+_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
+
+
 class McpServerAcp(AcpModel):
     """
-    An MCP server reached through the ACP connection (`mcp/connect`, `mcp/message`, `mcp/disconnect`) instead of a process or a URL.
+    An MCP server the client provides over the ACP connection itself (reached with `mcp/message`) instead of a process or a URL.
 
     Attributes:
         name: Human-readable name of the server.
@@ -4043,9 +3446,11 @@ class McpServerAcp(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = (
+            Field(init=False)
+        )
     else:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any]
 
     __acp_tags__ = (("type", "type", "acp"),)
 
@@ -4092,9 +3497,54 @@ How to reach one MCP server. Entries without `type`, or with a type other than `
 """
 
 
-_A_str_WireKey_additional_directori_6f55d1 = dict[
+SystemPromptMode = TypeAliasType(
+    "SystemPromptMode",
     Annotated[
-        str, WireKey("additional_directories", "mcp_servers", "meta", "session_id")
+        Union[Literal["append", "override"], str], Field(union_mode="left_to_right")
+    ],
+)
+"""
+How the agent combines a client's system prompt with its own instructions. Open: an unknown mode is kept, and an agent refuses a mode it does not support.
+"""
+
+
+_A_list_ContentBlock_FAST_UNION_e57dcc = list[Annotated[ContentBlock, FAST_UNION]]
+
+
+class SystemPrompt(AcpModel):
+    """
+    System-level instructions the client gives a session. Sent only to an agent advertising `session.systemPrompt`; an agent that cannot apply them fails the request instead of setting the session up without them.
+
+    Attributes:
+        mode: How to combine them with the agent's instructions.
+        content: The instructions.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: SystemPromptMode
+    """How to combine them with the agent's instructions."""
+
+    content: _A_list_ContentBlock_FAST_UNION_e57dcc
+    """The instructions."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_additional_directori_d3fa3f = dict[
+    Annotated[
+        str,
+        WireKey(
+            "additional_directories",
+            "mcp_servers",
+            "meta",
+            "session_id",
+            "system_prompt",
+        ),
     ],
     Any,
 ]
@@ -4110,6 +3560,9 @@ _A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
+_A_SystemPrompt_None_systemPrompt_6a0606 = Annotated[
+    SystemPrompt | None, Field(alias="systemPrompt")
+]
 
 
 class ForkSessionRequest(AcpModel):
@@ -4121,15 +3574,16 @@ class ForkSessionRequest(AcpModel):
         cwd: Absolute working directory of the new session.
         additional_directories: Absolute paths of further directories the new session may use.
         mcp_servers: MCP servers the new session connects to.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to copy."""
@@ -4142,6 +3596,11 @@ class ForkSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4243,6 +3702,135 @@ class ForkSessionResponse(AcpModel):
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """The new session's configuration options."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class Usage(AcpModel):
+    """
+    Tokens spent by one turn, split by kind.
+
+    Attributes:
+        total_tokens: All tokens of the turn.
+        input_tokens: Input tokens, cached ones included.
+        output_tokens: Output tokens.
+        thought_tokens: Tokens spent on reasoning.
+        cached_read_tokens: Input tokens served from a cache.
+        cached_write_tokens: Input tokens written to a cache.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "cached_read_tokens",
+                    "cached_write_tokens",
+                    "input_tokens",
+                    "meta",
+                    "output_tokens",
+                    "thought_tokens",
+                    "total_tokens",
+                ),
+            ],
+            Any,
+        ]
+
+    total_tokens: Annotated[
+        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+    ]
+    """All tokens of the turn."""
+
+    input_tokens: Annotated[
+        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+    ]
+    """Input tokens, cached ones included."""
+
+    output_tokens: Annotated[
+        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+    ]
+    """Output tokens."""
+
+    thought_tokens: Annotated[
+        int | None,
+        Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
+        OMIT_ON_ERROR,
+    ] = None
+    """Tokens spent on reasoning."""
+
+    cached_read_tokens: Annotated[
+        int | None,
+        Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
+        OMIT_ON_ERROR,
+    ] = None
+    """Input tokens served from a cache."""
+
+    cached_write_tokens: Annotated[
+        int | None,
+        Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
+        OMIT_ON_ERROR,
+    ] = None
+    """Input tokens written to a cache."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_str_WireKey_meta_stop_reason_35286a = dict[
+    Annotated[str, WireKey("meta", "stop_reason")], Any
+]
+_A_Usage_None_OMIT_ON_ERROR_548672 = Annotated[Usage | None, OMIT_ON_ERROR]
+
+
+class IdleStateUpdate(AcpModel):
+    """
+    State `idle`: the session can take a new prompt.
+
+    Attributes:
+        stop_reason: Why the foreground work stopped, when this state ends it.
+        error: What went wrong, when `stopReason` is `error`.
+        usage: Tokens spent by the turn, if the agent reports them.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a
+
+    __acp_tags__ = (("state", "state", "idle"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["idle"] = "idle"
+    else:
+        state: Literal["idle"]
+
+    stop_reason: Annotated[str | None, Field(alias="stopReason"), OMIT_ON_ERROR] = None
+    """Why the foreground work stopped, when this state ends it."""
+
+    error: Annotated[Error | None, OMIT_ON_ERROR] = None
+    """What went wrong, when `stopReason` is `error`."""
+
+    usage: _A_Usage_None_OMIT_ON_ERROR_548672 = None
+    """Tokens spent by the turn, if the agent reports them."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4564,11 +4152,15 @@ class ListProvidersResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-SessionArchivedFilter = TypeAliasType(
-    "SessionArchivedFilter", Literal["exclude", "include", "only"]
+SessionArchiveFilter = TypeAliasType(
+    "SessionArchiveFilter",
+    Annotated[
+        Union[Literal["exclude", "include", "only"], str],
+        Field(union_mode="left_to_right"),
+    ],
 )
 """
-Which sessions `session/list` returns with respect to their archive state.
+Which sessions `session/list` returns with respect to their archive state. Open: a value this version does not list is kept as a string.
 """
 
 
@@ -4594,7 +4186,7 @@ class ListSessionsRequest(AcpModel):
     cursor: _A_str_None_297b0b = None
     """Opaque `nextCursor` value from the previous page."""
 
-    archived: SessionArchivedFilter | None = None
+    archived: SessionArchiveFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4703,15 +4295,16 @@ class LoadSessionRequest(AcpModel):
         cwd: Absolute working directory of the session.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         session_id: The session to load.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
@@ -4726,6 +4319,11 @@ class LoadSessionRequest(AcpModel):
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to load."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4780,606 +4378,171 @@ class LogoutResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class MessageMcpNotification(AcpModel):
+class McpError(AcpModel):
     """
-    Params of `mcp/message` sent as a notification: one MCP notification on an ACP-carried connection.
+    An error of the inner MCP request (not an ACP error): its MCP code, message and optional data.
 
     Attributes:
-        connection_id: The ACP-carried MCP connection.
-        method: The MCP method.
-        params: The MCP params, passed on unchanged.
+        code: The MCP error code (never an ACP one).
+        message: The MCP error message.
+        data: Optional error data; an explicit null is kept apart from an omitted key.
+    """
+
+    code: int
+    """The MCP error code (never an ACP one)."""
+
+    message: str
+    """The MCP error message."""
+
+    data: Any = None
+    """
+    Optional error data; an explicit null is kept apart from an omitted key.
+    """
+
+
+McpRequestId = TypeAliasType("McpRequestId", str)
+"""
+Identifier the caller gives one inner MCP request on this ACP connection; proxies pass it on unchanged. It is not the outer JSON-RPC id.
+"""
+
+
+_A_str_WireKey_meta_request_id_serv_1f1202 = dict[
+    Annotated[str, WireKey("meta", "request_id", "server_id")], Any
+]
+_A_McpRequestId_requestId_aff030 = Annotated[McpRequestId, Field(alias="requestId")]
+_A_str_None_535d7e = dict[str, Any] | None
+
+
+class MessageMcpNotification(AcpModel):
+    """
+    Params of `mcp/message` as a notification: the provider of an ACP-carried server sends an MCP notification that belongs to an active inner request (an acknowledgement, a progress or subscription update).
+
+    Attributes:
+        server_id: The declared ACP-carried MCP server.
+        request_id: The inner MCP request this belongs to.
+        method: The inner MCP method.
+        params: The inner MCP params; null is the same as omitted.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202 = Field(
+            init=False
+        )
     else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202
 
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
+    server_id: _A_McpServerAcpId_serverId_a091d5
+    """The declared ACP-carried MCP server."""
+
+    request_id: _A_McpRequestId_requestId_aff030
+    """The inner MCP request this belongs to."""
 
     method: str
-    """The MCP method."""
+    """The inner MCP method."""
 
-    params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
-    """The MCP params, passed on unchanged."""
+    params: _A_str_None_535d7e = None
+    """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpRequest(AcpModel):
     """
-    Params of `mcp/message`: one MCP request carried on an ACP-carried connection.
+    Params of `mcp/message` as a request: the agent, as the MCP client, sends one MCP request to an ACP-carried server the client provides.
 
     Attributes:
-        connection_id: The ACP-carried MCP connection.
-        method: The MCP method.
-        params: The MCP params, passed on unchanged.
+        server_id: The declared ACP-carried MCP server.
+        request_id: The inner MCP request this belongs to.
+        method: The inner MCP method.
+        params: The inner MCP params; null is the same as omitted.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
-
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
-
-    method: str
-    """The MCP method."""
-
-    params: dict[str, Any] | None = None
-    """The MCP params, passed on unchanged."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
-"""
-Result of `mcp/message`: the MCP server's answer, passed on unchanged; it may be any JSON value.
-"""
-
-
-NesDiagnosticSeverity = TypeAliasType(
-    "NesDiagnosticSeverity", Literal["error", "warning", "information", "hint"]
-)
-"""How serious a diagnostic is."""
-
-
-class NesDiagnostic(AcpModel):
-    """
-    A problem (error, warning, ...) the editor reports at a range of a file.
-
-    Attributes:
-        uri: URI of the document.
-        range: Where the problem is.
-        severity: How serious the problem is.
-        message: Text of the diagnostic.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the document."""
-
-    range: Range
-    """Where the problem is."""
-
-    severity: NesDiagnosticSeverity
-    """How serious the problem is."""
-
-    message: str
-    """Text of the diagnostic."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEditHistoryEntry(AcpModel):
-    """
-    One recent edit of a file, as a diff.
-
-    Attributes:
-        uri: URI of the document.
-        diff: The edit, as a diff.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the document."""
-
-    diff: str
-    """The edit, as a diff."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesTextEdit(AcpModel):
-    """
-    Replace the text in a range by new text.
-
-    Attributes:
-        range: The range to replace.
-        new_text: The text that replaces the range.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any]
-
-    range: Range
-    """The range to replace."""
-
-    new_text: _A_str_newText_7e3303
-    """The text that replaces the range."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEditSuggestion(AcpModel):
-    """
-    Branch `edit`: text edits to apply to one file, and where to put the cursor afterwards.
-
-    Attributes:
-        id: Identifier of the suggestion.
-        uri: URI of the file the edits apply to.
-        edits: The edits to apply, all in the same file.
-        cursor_position: Where the cursor goes after the edits, if anywhere in particular.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("cursor_position", "meta")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("cursor_position", "meta")], Any
-        ]
-
-    __acp_tags__ = (("kind", "kind", "edit"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["edit"] = "edit"
-    else:
-        kind: Literal["edit"]
-
-    id: NesSuggestionId
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the file the edits apply to."""
-
-    edits: list[NesTextEdit]
-    """The edits to apply, all in the same file."""
-
-    cursor_position: Annotated[
-        Position | None, Field(alias="cursorPosition"), OMIT_ON_ERROR
-    ] = None
-    """Where the cursor goes after the edits, if anywhere in particular."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesExcerpt(AcpModel):
-    """
-    A span of lines taken from a file.
-
-    Attributes:
-        start_line: First line of the excerpt (zero-based).
-        end_line: Last line of the excerpt (zero-based, included).
-        text: The text of those lines.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-        ]
-
-    start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
-    """First line of the excerpt (zero-based)."""
-
-    end_line: Annotated[int, Field(alias="endLine", ge=0, le=4294967295)]
-    """Last line of the excerpt (zero-based, included)."""
-
-    text: str
-    """The text of those lines."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesJumpSuggestion(AcpModel):
-    """
-    Branch `jump`: move the cursor to a position, possibly in another file.
-
-    Attributes:
-        id: Identifier of the suggestion.
-        uri: URI of the file to jump to.
-        position: Where to move the cursor.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    __acp_tags__ = (("kind", "kind", "jump"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["jump"] = "jump"
-    else:
-        kind: Literal["jump"]
-
-    id: NesSuggestionId
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the file to jump to."""
-
-    position: Position
-    """Where to move the cursor."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesOpenFile(AcpModel):
-    """
-    A file the editor has open, for suggestion context.
-
-    Attributes:
-        uri: URI of the document.
-        language_id: Language of the document, e.g. `python`.
-        visible_range: The part of the document shown in the editor.
-        last_focused_ms: When the file last had focus, in milliseconds since the Unix epoch.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-            ],
-            Any,
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-            ],
-            Any,
-        ]
-
-    uri: str
-    """URI of the document."""
-
-    language_id: _A_str_languageId_2d40a0
-    """Language of the document, e.g. `python`."""
-
-    visible_range: Annotated[
-        Range | None, Field(alias="visibleRange"), OMIT_ON_ERROR
-    ] = None
-    """The part of the document shown in the editor."""
-
-    last_focused_ms: Annotated[
-        int | None,
-        Field(alias="lastFocusedMs", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """When the file last had focus, in milliseconds since the Unix epoch."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRecentFile(AcpModel):
-    """
-    A file the user looked at recently, with its text.
-
-    Attributes:
-        uri: URI of the document.
-        language_id: Language of the document, e.g. `python`.
-        text: The text of the file.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("language_id", "meta")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any]
-
-    uri: str
-    """URI of the document."""
-
-    language_id: _A_str_languageId_2d40a0
-    """Language of the document, e.g. `python`."""
-
-    text: str
-    """The text of the file."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-NesRejectReason = TypeAliasType(
-    "NesRejectReason", Literal["rejected", "ignored", "replaced", "cancelled"]
-)
-"""Why a suggestion was not taken."""
-
-
-class NesRelatedSnippet(AcpModel):
-    """
-    Parts of another file that relate to the code being edited.
-
-    Attributes:
-        uri: URI of the document.
-        excerpts: The related parts of the file.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the document."""
-
-    excerpts: list[NesExcerpt]
-    """The related parts of the file."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRenameSuggestion(AcpModel):
-    """
-    Branch `rename`: rename the symbol at a position.
-
-    Attributes:
-        id: Identifier of the suggestion.
-        uri: URI of the document.
-        position: Position of the symbol to rename.
-        new_name: The new name of the symbol.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_name")], Any]
-
-    __acp_tags__ = (("kind", "kind", "rename"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["rename"] = "rename"
-    else:
-        kind: Literal["rename"]
-
-    id: NesSuggestionId
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the document."""
-
-    position: Position
-    """Position of the symbol to rename."""
-
-    new_name: Annotated[str, Field(alias="newName")]
-    """The new name of the symbol."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRepository(AcpModel):
-    """
-    The source repository a suggestion session works in.
-
-    Attributes:
-        name: Name of the repository.
-        owner: Owner of the repository (a user or an organisation).
-        remote_url: URL of the repository's remote.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any]
-
-    name: str
-    """Name of the repository."""
-
-    owner: str
-    """Owner of the repository (a user or an organisation)."""
-
-    remote_url: Annotated[str, Field(alias="remoteUrl")]
-    """URL of the repository's remote."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesSearchAndReplaceSuggestion(AcpModel):
-    """
-    Branch `searchAndReplace`: replace every match of a text or pattern in one file.
-
-    Attributes:
-        id: Identifier of the suggestion.
-        uri: URI of the document.
-        search: The text or pattern to look for.
-        replace: The replacement text.
-        is_regex: Whether `search` is a regular expression rather than plain text.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("is_regex", "meta")], Any]
-
-    __acp_tags__ = (("kind", "kind", "searchAndReplace"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["searchAndReplace"] = "searchAndReplace"
-    else:
-        kind: Literal["searchAndReplace"]
-
-    id: NesSuggestionId
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the document."""
-
-    search: str
-    """The text or pattern to look for."""
-
-    replace: str
-    """The replacement text."""
-
-    is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
-    """Whether `search` is a regular expression rather than plain text."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesUserAction(AcpModel):
-    """
-    One thing the user did in the editor (typing, moving the cursor, ...), with when and where.
-
-    Attributes:
-        action: What the user did, e.g. `insertChar` or `cursorMovement`.
-        uri: URI of the document.
-        position: Where the action happened.
-        timestamp_ms: When it happened, in milliseconds since the Unix epoch.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "timestamp_ms")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any]
-
-    action: str
-    """What the user did, e.g. `insertChar` or `cursorMovement`."""
-
-    uri: str
-    """URI of the document."""
-
-    position: Position
-    """Where the action happened."""
-
-    timestamp_ms: Annotated[
-        int, Field(alias="timestampMs", ge=0, le=18446744073709551615)
-    ]
-    """When it happened, in milliseconds since the Unix epoch."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesSuggestContext(AcpModel):
-    """
-    Optional context sent with `nes/suggest`, limited to the kinds the agent asked for.
-
-    Attributes:
-        recent_files: Recently viewed files.
-        related_snippets: Snippets of related code.
-        edit_history: Recent edits, newest last.
-        user_actions: Recent user actions, newest last.
-        open_files: The files the editor has open.
-        diagnostics: Diagnostics of the workspace.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202 = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202
 
-    recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
-        None
-    )
-    """Recently viewed files."""
+    server_id: _A_McpServerAcpId_serverId_a091d5
+    """The declared ACP-carried MCP server."""
 
-    related_snippets: Annotated[
-        list[NesRelatedSnippet] | None, Field(alias="relatedSnippets")
-    ] = None
-    """Snippets of related code."""
+    request_id: _A_McpRequestId_requestId_aff030
+    """The inner MCP request this belongs to."""
 
-    edit_history: Annotated[
-        list[NesEditHistoryEntry] | None, Field(alias="editHistory")
-    ] = None
-    """Recent edits, newest last."""
+    method: str
+    """The inner MCP method."""
 
-    user_actions: Annotated[list[NesUserAction] | None, Field(alias="userActions")] = (
-        None
-    )
-    """Recent user actions, newest last."""
-
-    open_files: Annotated[list[NesOpenFile] | None, Field(alias="openFiles")] = None
-    """The files the editor has open."""
-
-    diagnostics: list[NesDiagnostic] | None = None
-    """Diagnostics of the workspace."""
+    params: _A_str_None_535d7e = None
+    """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-NesSuggestion = TypeAliasType(
-    "NesSuggestion",
+class MessageMcpResponseResult(AcpModel):
+    """
+    Outcome `result`: the inner MCP result, passed on unchanged; present even when it is null.
+
+    Attributes:
+        result: The inner MCP result (any JSON value, null included).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    result: Any
+    """The inner MCP result (any JSON value, null included)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class MessageMcpResponseError(AcpModel):
+    """
+    Outcome `error`: the inner MCP request failed.
+
+    Attributes:
+        error: The MCP error.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    error: McpError
+    """The MCP error."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+MessageMcpResponse = TypeAliasType(
+    "MessageMcpResponse",
     Annotated[
         Union[
-            NesEditSuggestion,
-            NesJumpSuggestion,
-            NesRenameSuggestion,
-            NesSearchAndReplaceSuggestion,
+            Annotated[MessageMcpResponseResult, Tag("MessageMcpResponseResult")],
+            Annotated[MessageMcpResponseError, Tag("MessageMcpResponseError")],
         ],
-        Field(discriminator="kind"),
+        Discriminator(
+            presence_discriminator(
+                {
+                    "result": "MessageMcpResponseResult",
+                    "error": "MessageMcpResponseError",
+                },
+                first=True,
+            )
+        ),
         SerializeAsAny(),
     ],
 )
-"""One next-edit suggestion, chosen by its `kind`."""
-
-
-NesTriggerKind = TypeAliasType(
-    "NesTriggerKind", Literal["automatic", "diagnostic", "manual"]
-)
-"""What made the client ask for suggestions."""
+"""
+Result of `mcp/message`: exactly one inner MCP outcome, an opaque result or an MCP error, told apart by which key is present (a result wins when a sender puts both). ACP errors are kept for failures of the binding itself.
+"""
 
 
 class NewSessionRequest(AcpModel):
@@ -5390,17 +4553,28 @@ class NewSessionRequest(AcpModel):
         cwd: Absolute working directory of the session; relative paths resolve against it.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         mcp_servers: MCP servers the agent should connect to for this session.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ]
 
@@ -5416,6 +4590,11 @@ class NewSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
     """MCP servers the agent should connect to for this session."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -5835,7 +5014,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: list[Annotated[ContentBlock, FAST_UNION]]
+    prompt: _A_list_ContentBlock_FAST_UNION_e57dcc
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5850,92 +5029,6 @@ StopReason = TypeAliasType(
 """Why the agent stopped working on a prompt turn."""
 
 
-class Usage(AcpModel):
-    """
-    Tokens spent by one turn, split by kind.
-
-    Attributes:
-        total_tokens: All tokens of the turn.
-        input_tokens: Input tokens, cached ones included.
-        output_tokens: Output tokens.
-        thought_tokens: Tokens spent on reasoning.
-        cached_read_tokens: Input tokens served from a cache.
-        cached_write_tokens: Input tokens written to a cache.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "cached_read_tokens",
-                    "cached_write_tokens",
-                    "input_tokens",
-                    "meta",
-                    "output_tokens",
-                    "thought_tokens",
-                    "total_tokens",
-                ),
-            ],
-            Any,
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "cached_read_tokens",
-                    "cached_write_tokens",
-                    "input_tokens",
-                    "meta",
-                    "output_tokens",
-                    "thought_tokens",
-                    "total_tokens",
-                ),
-            ],
-            Any,
-        ]
-
-    total_tokens: Annotated[
-        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
-    ]
-    """All tokens of the turn."""
-
-    input_tokens: Annotated[
-        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
-    ]
-    """Input tokens, cached ones included."""
-
-    output_tokens: Annotated[
-        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
-    ]
-    """Output tokens."""
-
-    thought_tokens: Annotated[
-        int | None,
-        Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """Tokens spent on reasoning."""
-
-    cached_read_tokens: Annotated[
-        int | None,
-        Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """Input tokens served from a cache."""
-
-    cached_write_tokens: Annotated[
-        int | None,
-        Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """Input tokens written to a cache."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
 class PromptResponse(AcpModel):
     """
     Result of `session/prompt`, sent when the turn is over.
@@ -5947,16 +5040,14 @@ class PromptResponse(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "stop_reason")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a = Field(init=False)
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any]
+        __pydantic_extra__: _A_str_WireKey_meta_stop_reason_35286a
 
     stop_reason: Annotated[StopReason, Field(alias="stopReason")]
     """Why the turn ended."""
 
-    usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
+    usage: _A_Usage_None_OMIT_ON_ERROR_548672 = None
     """Tokens spent by the turn, if the agent reports them."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6017,34 +5108,6 @@ class ReadTextFileResponse(AcpModel):
 
     content: str
     """The text that was read."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class RejectNesNotification(AcpModel):
-    """
-    Params of `nes/reject`: the user did not take a suggestion.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        id: Identifier of the suggestion.
-        reason: Why the suggestion was not taken.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    id: NesSuggestionId
-    """Identifier of the suggestion."""
-
-    reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
-    """Why the suggestion was not taken."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6346,6 +5409,29 @@ class RequestPermissionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class RequiresActionStateUpdate(AcpModel):
+    """
+    State `requires_action`: the agent waits for the user (a permission, an elicitation).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "requires_action"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["requires_action"] = "requires_action"
+    else:
+        state: Literal["requires_action"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class ResumeSessionRequest(AcpModel):
     """
     Parameters of `session/resume`: reconnect to an existing session without replaying its history.
@@ -6355,15 +5441,16 @@ class ResumeSessionRequest(AcpModel):
         cwd: Absolute working directory of the session.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         mcp_servers: MCP servers the agent should connect to for this session.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1 = Field(
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
+        __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
     session_id: _A_SessionId_sessionId_07b1e9
     """The session to resume."""
@@ -6378,6 +5465,11 @@ class ResumeSessionRequest(AcpModel):
 
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the agent should connect to for this session."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6404,6 +5496,41 @@ class ResumeSessionResponse(AcpModel):
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
     """Current config options of the session."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class RunningStateUpdate(AcpModel):
+    """State `running`: foreground work is under way."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "running"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["running"] = "running"
+    else:
+        state: Literal["running"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionCancelCapabilities(AcpModel):
+    """
+    Marker: work in this subagent session can be cancelled without ending the session.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6451,6 +5578,137 @@ class SessionInfoUpdate(AcpModel):
     """
     The session's new archive state. Omitted and `null` both leave it unchanged.
     """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_MessageId_messageId_0611cc = Annotated[MessageId, Field(alias="messageId")]
+
+
+class SessionMessage(AcpModel):
+    """
+    Branch `session_message`: creates or updates a message between two sessions (a parent and a subagent), keyed by `messageId`.
+
+    Attributes:
+        message_id: The message.
+        sender_session_id: The session that sent it.
+        recipient_session_id: The session it went to.
+        sender_message_id: The message's id in the sender's session.
+        recipient_message_id: The message's id in the recipient's session.
+        content: The whole content (it replaces what was there).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ] = "session_message"
+    else:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message."""
+
+    sender_session_id: Annotated[
+        SessionId | None, Field(alias="senderSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session that sent it."""
+
+    recipient_session_id: Annotated[
+        SessionId | None, Field(alias="recipientSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session it went to."""
+
+    sender_message_id: Annotated[
+        MessageId | None, Field(alias="senderMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the sender's session."""
+
+    recipient_message_id: Annotated[
+        MessageId | None, Field(alias="recipientMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the recipient's session."""
+
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    """The whole content (it replaces what was there)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionMessageChunk(AcpModel):
+    """
+    Branch `session_message_chunk`: one more content block of a message between sessions; who sent it comes from `session_message`.
+
+    Attributes:
+        message_id: The message this block belongs to.
+        content: The block.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message_chunk"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ] = "session_message_chunk"
+    else:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message this block belongs to."""
+
+    content: _A_ContentBlock_FAST_UNION_516dd6
+    """The block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6689,6 +5947,153 @@ class UsageUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SubagentSessionCapabilities(AcpModel):
+    """
+    What the client may do to one subagent session; support on ordinary sessions does not carry over to a child.
+
+    Attributes:
+        cancel: Present: the client may cancel the child's work.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[SessionCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client may cancel the child's work."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class UnknownStateUpdate(AcpModel):
+    """
+    State `unknown`: the agent cannot currently tell what the foreground work is doing; the previous state is no longer confirmed (not an outcome, nothing is cancelled).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "unknown"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["unknown"] = "unknown"
+    else:
+        state: Literal["unknown"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+StateUpdate = TypeAliasType(
+    "StateUpdate",
+    Annotated[
+        Union[
+            Annotated[RunningStateUpdate, Tag("running")],
+            Annotated[IdleStateUpdate, Tag("idle")],
+            Annotated[RequiresActionStateUpdate, Tag("requires_action")],
+            Annotated[UnknownStateUpdate, Tag("unknown")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "state",
+                "state",
+                frozenset(["idle", "requires_action", "running", "unknown"]),
+                open=True,
+                default=None,
+            )
+        ),
+        SerializeAsAny(),
+    ],
+)
+"""
+What a session's foreground work is doing, as a value (reported by `session/status` and in `subagent_update`), discriminated by `state`. Open: an unknown state is kept.
+"""
+
+
+class SubagentUpdate(AcpModel):
+    """
+    Branch `subagent_update`: the session created and owns a child session; later updates change the child's details, not its owner. The first one for a child comes before any other message naming it.
+
+    Attributes:
+        session_id: The child session.
+        title: The child's title.
+        description: What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
+        capabilities: What the client may do to the child.
+        state: What the child's foreground work is doing.
+        cwd: The child's working directory.
+        additional_directories: The child's extra workspace roots.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "subagent_update"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ] = "subagent_update"
+    else:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The child session."""
+
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The child's title."""
+
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """
+    What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
+    """
+
+    capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
+    """What the client may do to the child."""
+
+    state: Annotated[Annotated[StateUpdate, FAST_UNION] | None, OMIT_ON_ERROR] = None
+    """What the child's foreground work is doing."""
+
+    cwd: _A_str_None_297b0b = None
+    """The child's working directory."""
+
+    additional_directories: Annotated[
+        list[str] | None, Field(alias="additionalDirectories")
+    ] = None
+    """The child's extra workspace roots."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 SessionUpdate = TypeAliasType(
     "SessionUpdate",
     Annotated[
@@ -6709,6 +6114,9 @@ SessionUpdate = TypeAliasType(
             Notice,
             CompactionUpdate,
             CompactionSummaryChunk,
+            SubagentUpdate,
+            SessionMessage,
+            SessionMessageChunk,
         ],
         Field(discriminator="session_update"),
         SerializeAsAny(),
@@ -6737,6 +6145,55 @@ class SessionNotification(AcpModel):
 
     update: Annotated[SessionUpdate, FAST_UNION]
     """The update itself."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+SessionStatus = TypeAliasType(
+    "SessionStatus",
+    Annotated[Union[Literal["open", "saved"], str], Field(union_mode="left_to_right")],
+)
+"""
+Whether the agent holds a session in memory, as `session/status` reports it. Open: an unknown value is kept.
+"""
+
+
+class SessionStatusRequest(AcpModel):
+    """
+    Parameters of `session/status`: ask about a session without touching it (no load, resume, close or attach). An unknown session gets -32002 with its id in the error data.
+
+    Attributes:
+        session_id: The session asked about.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session asked about."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionStatusResponse(AcpModel):
+    """
+    Result of `session/status`.
+
+    Attributes:
+        status: Whether the session is in memory.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    status: SessionStatus
+    """Whether the session is in memory."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6958,72 +6415,13 @@ class SetSessionModeResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class WorkspaceFolder(AcpModel):
+class SetSessionTitleRequest(AcpModel):
     """
-    A root folder of the editor's workspace.
+    Parameters of `session/set_title`: give a session a title. Any session `session/list` would return may be retitled, active or not; an unknown one gets -32002. Afterwards the agent should not replace the title with one of its own.
 
     Attributes:
-        uri: URI of the folder.
-        name: Display name of the folder.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the folder."""
-
-    name: str
-    """Display name of the folder."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class StartNesRequest(AcpModel):
-    """
-    Params of `nes/start`: open a next-edit suggestion session for a workspace.
-
-    Attributes:
-        workspace_uri: URI of the workspace root.
-        workspace_folders: The root folders of the workspace.
-        repository: The repository the workspace belongs to, if known.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-        ]
-
-    workspace_uri: Annotated[str | None, Field(alias="workspaceUri"), OMIT_ON_ERROR] = (
-        None
-    )
-    """URI of the workspace root."""
-
-    workspace_folders: Annotated[
-        list[WorkspaceFolder] | None, Field(alias="workspaceFolders")
-    ] = None
-    """The root folders of the workspace."""
-
-    repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
-    """The repository the workspace belongs to, if known."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class StartNesResponse(AcpModel):
-    """
-    Result of `nes/start`: the session to use for suggestions.
-
-    Attributes:
-        session_id: Identifier of the new suggestion session.
+        session_id: The session to retitle.
+        title: The new title.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -7033,65 +6431,20 @@ class StartNesResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
-    """Identifier of the new suggestion session."""
+    """The session to retitle."""
+
+    title: str
+    """The new title."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class SuggestNesRequest(AcpModel):
+class SetSessionTitleResponse(AcpModel):
     """
-    Params of `nes/suggest`: ask for suggestions at the cursor of a document.
+    Result of `session/set_title`, sent once the title is stored.
 
     Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        version: Version of the document; it grows with every change.
-        position: Where the cursor is.
-        selection: The selected range, if any.
-        trigger_kind: What made the client ask.
-        context: Context for the suggestion, limited to what the agent asked for.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    position: Position
-    """Where the cursor is."""
-
-    selection: _A_Range_None_58b819 = None
-    """The selected range, if any."""
-
-    trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
-    """What made the client ask."""
-
-    context: NesSuggestContext | None = None
-    """Context for the suggestion, limited to what the agent asked for."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class SuggestNesResponse(AcpModel):
-    """
-    Result of `nes/suggest`: zero or more suggestions.
-
-    Attributes:
-        suggestions: The suggestions, best first.
+        title: The title as the agent stored it.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -7100,8 +6453,8 @@ class SuggestNesResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
-    """The suggestions, best first."""
+    title: str
+    """The title as the agent stored it."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 

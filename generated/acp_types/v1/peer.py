@@ -35,6 +35,16 @@ class AgentPeer(_Peer):
 
     __slots__ = ()
 
+    async def auth_status(
+        self, params: m.AuthStatusRequest | dict[str, Any]
+    ) -> m.AuthStatusResponse:
+        """
+        `auth/status` (request, unstable). Reports the agent's authentication state and accounts without changing anything.
+        """
+        return cast(
+            "m.AuthStatusResponse", await self.connection.request("auth/status", params)
+        )
+
     async def authenticate(
         self, params: m.AuthenticateRequest | dict[str, Any]
     ) -> m.AuthenticateResponse:
@@ -46,44 +56,6 @@ class AgentPeer(_Peer):
             await self.connection.request("authenticate", params),
         )
 
-    async def document_did_change(
-        self, params: m.DidChangeDocumentNotification | dict[str, Any]
-    ) -> None:
-        """
-        `document/didChange` (notification, unstable). An open document changed; carries the changes in the sync kind the agent asked for.
-        """
-        await self.connection.notify("document/didChange", params)
-
-    async def document_did_close(
-        self, params: m.DidCloseDocumentNotification | dict[str, Any]
-    ) -> None:
-        """
-        `document/didClose` (notification, unstable). The client closed a document.
-        """
-        await self.connection.notify("document/didClose", params)
-
-    async def document_did_focus(
-        self, params: m.DidFocusDocumentNotification | dict[str, Any]
-    ) -> None:
-        """
-        `document/didFocus` (notification, unstable). The user moved to a document; carries the cursor and the visible range.
-        """
-        await self.connection.notify("document/didFocus", params)
-
-    async def document_did_open(
-        self, params: m.DidOpenDocumentNotification | dict[str, Any]
-    ) -> None:
-        """
-        `document/didOpen` (notification, unstable). The client opened a document; carries its full text and version.
-        """
-        await self.connection.notify("document/didOpen", params)
-
-    async def document_did_save(
-        self, params: m.DidSaveDocumentNotification | dict[str, Any]
-    ) -> None:
-        """`document/didSave` (notification, unstable). A document was saved."""
-        await self.connection.notify("document/didSave", params)
-
     async def logout(
         self, params: m.LogoutRequest | dict[str, Any]
     ) -> m.LogoutResponse:
@@ -94,54 +66,10 @@ class AgentPeer(_Peer):
         self, params: m.MessageMcpRequest | dict[str, Any]
     ) -> m.MessageMcpResponse:
         """
-        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.
+        `mcp/message` (request, unstable). Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002.
         """
         return cast(
             "m.MessageMcpResponse", await self.connection.request("mcp/message", params)
-        )
-
-    async def nes_accept(
-        self, params: m.AcceptNesNotification | dict[str, Any]
-    ) -> None:
-        """
-        `nes/accept` (notification, unstable). Tells the agent the user took a suggestion.
-        """
-        await self.connection.notify("nes/accept", params)
-
-    async def nes_close(
-        self, params: m.CloseNesRequest | dict[str, Any]
-    ) -> m.CloseNesResponse:
-        """`nes/close` (request, unstable). Ends a next-edit suggestion session."""
-        return cast(
-            "m.CloseNesResponse", await self.connection.request("nes/close", params)
-        )
-
-    async def nes_reject(
-        self, params: m.RejectNesNotification | dict[str, Any]
-    ) -> None:
-        """
-        `nes/reject` (notification, unstable). Tells the agent the user did not take a suggestion, and why.
-        """
-        await self.connection.notify("nes/reject", params)
-
-    async def nes_start(
-        self, params: m.StartNesRequest | dict[str, Any]
-    ) -> m.StartNesResponse:
-        """
-        `nes/start` (request, unstable). Opens a next-edit suggestion session for a workspace and returns its session ID.
-        """
-        return cast(
-            "m.StartNesResponse", await self.connection.request("nes/start", params)
-        )
-
-    async def nes_suggest(
-        self, params: m.SuggestNesRequest | dict[str, Any]
-    ) -> m.SuggestNesResponse:
-        """
-        `nes/suggest` (request, unstable). Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.
-        """
-        return cast(
-            "m.SuggestNesResponse", await self.connection.request("nes/suggest", params)
         )
 
     async def providers_disable(
@@ -181,7 +109,7 @@ class AgentPeer(_Peer):
         self, params: m.ArchiveSessionRequest | dict[str, Any]
     ) -> m.ArchiveSessionResponse:
         """
-        `session/archive` (request, proposal). Archives a session (closing it first when active). Unknown sessions yield -32002.
+        `session/archive` (request, unstable). Archives a session (closing it first when active). Unknown sessions yield -32002.
         """
         return cast(
             "m.ArchiveSessionResponse",
@@ -304,11 +232,33 @@ class AgentPeer(_Peer):
             await self.connection.request("session/set_mode", params),
         )
 
+    async def session_set_title(
+        self, params: m.SetSessionTitleRequest | dict[str, Any]
+    ) -> m.SetSessionTitleResponse:
+        """
+        `session/set_title` (request, unstable). Sets a session's title; unknown sessions yield -32002.
+        """
+        return cast(
+            "m.SetSessionTitleResponse",
+            await self.connection.request("session/set_title", params),
+        )
+
+    async def session_status(
+        self, params: m.SessionStatusRequest | dict[str, Any]
+    ) -> m.SessionStatusResponse:
+        """
+        `session/status` (request, unstable). Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002.
+        """
+        return cast(
+            "m.SessionStatusResponse",
+            await self.connection.request("session/status", params),
+        )
+
     async def session_unarchive(
         self, params: m.UnarchiveSessionRequest | dict[str, Any]
     ) -> m.UnarchiveSessionResponse:
         """
-        `session/unarchive` (request, proposal). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
+        `session/unarchive` (request, unstable). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
         """
         return cast(
             "m.UnarchiveSessionResponse",
@@ -320,6 +270,14 @@ class ClientPeer(_Peer):
     """What an agent calls on its client in ACP v1."""
 
     __slots__ = ()
+
+    async def auth_status_update(
+        self, params: m.AuthStatusUpdateNotification | dict[str, Any]
+    ) -> None:
+        """
+        `auth/status_update` (notification, unstable). The agent's authentication state changed (sent by agents that advertise `auth.status`).
+        """
+        await self.connection.notify("auth/status_update", params)
 
     async def elicitation_complete(
         self, params: m.CompleteElicitationNotification | dict[str, Any]
@@ -362,32 +320,11 @@ class ClientPeer(_Peer):
             await self.connection.request("fs/write_text_file", params),
         )
 
-    async def mcp_connect(
-        self, params: m.ConnectMcpRequest | dict[str, Any]
-    ) -> m.ConnectMcpResponse:
-        """
-        `mcp/connect` (request, unstable). The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.
-        """
-        return cast(
-            "m.ConnectMcpResponse", await self.connection.request("mcp/connect", params)
-        )
-
-    async def mcp_disconnect(
-        self, params: m.DisconnectMcpRequest | dict[str, Any]
-    ) -> m.DisconnectMcpResponse:
-        """
-        `mcp/disconnect` (request, unstable). Closes a connection opened with `mcp/connect`.
-        """
-        return cast(
-            "m.DisconnectMcpResponse",
-            await self.connection.request("mcp/disconnect", params),
-        )
-
     async def mcp_message(
         self, params: m.MessageMcpRequest | dict[str, Any]
     ) -> m.MessageMcpResponse:
         """
-        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.
+        `mcp/message` (request, unstable). Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002.
         """
         return cast(
             "m.MessageMcpResponse", await self.connection.request("mcp/message", params)

@@ -17,6 +17,13 @@ from acp_types._runtime import FeatureSpec, MethodSpec, advertised, lookup
 from acp_types.v2.methods import METHODS
 
 FEATURES: dict[str, FeatureSpec] = {
+    "auth.status": FeatureSpec(
+        name="auth.status",
+        side="agent",
+        capability=("capabilities", "auth", "status"),
+        description="`auth/status` and `auth/status_update`.",
+        stability="unstable",
+    ),
     "auth.terminal": FeatureSpec(
         name="auth.terminal",
         side="client",
@@ -42,7 +49,7 @@ FEATURES: dict[str, FeatureSpec] = {
         name="mcp.acp",
         side="agent",
         capability=("capabilities", "session", "mcp", "acp"),
-        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/*`).",
+        description="MCP servers carried over the ACP connection (`McpServerAcp`, `mcp/message`).",
         stability="unstable",
     ),
     "mcp.http": FeatureSpec(
@@ -58,27 +65,6 @@ FEATURES: dict[str, FeatureSpec] = {
         capability=("capabilities", "session", "mcp", "stdio"),
         description="MCP servers launched as stdio subprocesses.",
         stability="stable",
-    ),
-    "nes.jump": FeatureSpec(
-        name="nes.jump",
-        side="client",
-        capability=("capabilities", "nes", "jump"),
-        description="Next-edit suggestions that move the cursor.",
-        stability="unstable",
-    ),
-    "nes.rename": FeatureSpec(
-        name="nes.rename",
-        side="client",
-        capability=("capabilities", "nes", "rename"),
-        description="Next-edit suggestions that rename a symbol.",
-        stability="unstable",
-    ),
-    "nes.searchAndReplace": FeatureSpec(
-        name="nes.searchAndReplace",
-        side="client",
-        capability=("capabilities", "nes", "searchAndReplace"),
-        description="Search-and-replace next-edit suggestions.",
-        stability="unstable",
     ),
     "prompt.audio": FeatureSpec(
         name="prompt.audio",
@@ -113,7 +99,7 @@ FEATURES: dict[str, FeatureSpec] = {
         side="agent",
         capability=("capabilities", "session", "archive"),
         description="`session/archive`, `session/unarchive` and the `archived` list filter.",
-        stability="stable",
+        stability="unstable",
     ),
     "session.close": FeatureSpec(
         name="session.close",
@@ -142,6 +128,27 @@ FEATURES: dict[str, FeatureSpec] = {
         capability=("capabilities", "session"),
         description="`session/resume`, part of the session baseline in v2.",
         stability="stable",
+    ),
+    "session.status": FeatureSpec(
+        name="session.status",
+        side="agent",
+        capability=("capabilities", "session", "status"),
+        description="`session/status`.",
+        stability="unstable",
+    ),
+    "session.systemPrompt": FeatureSpec(
+        name="session.systemPrompt",
+        side="agent",
+        capability=("capabilities", "session", "systemPrompt"),
+        description="A client system prompt on session setup requests.",
+        stability="unstable",
+    ),
+    "session.title": FeatureSpec(
+        name="session.title",
+        side="agent",
+        capability=("capabilities", "session", "title"),
+        description="`session/set_title`.",
+        stability="unstable",
     ),
 }
 """Feature name -> the capability that advertises it."""

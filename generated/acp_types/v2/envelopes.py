@@ -76,48 +76,31 @@ class AuthLogoutResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
-class DocumentDidChangeEnvelope(TypedDict):
-    """The ``document/didChange`` notification as it goes on the wire."""
+class AuthStatusEnvelope(TypedDict):
+    """The ``auth/status`` request as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
-    method: Literal["document/didChange"]
-    params: m.DidChangeDocumentNotification
+    id: RequestId
+    method: Literal["auth/status"]
+    params: m.AuthStatusRequest
 
 
 @with_config(_CONFIG)
-class DocumentDidCloseEnvelope(TypedDict):
-    """The ``document/didClose`` notification as it goes on the wire."""
+class AuthStatusResultEnvelope(TypedDict):
+    """A success response to ``auth/status`` as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
-    method: Literal["document/didClose"]
-    params: m.DidCloseDocumentNotification
+    id: RequestId
+    result: m.AuthStatusResponse
 
 
 @with_config(_CONFIG)
-class DocumentDidFocusEnvelope(TypedDict):
-    """The ``document/didFocus`` notification as it goes on the wire."""
+class AuthStatusUpdateEnvelope(TypedDict):
+    """The ``auth/status_update`` notification as it goes on the wire."""
 
     jsonrpc: Literal["2.0"]
-    method: Literal["document/didFocus"]
-    params: m.DidFocusDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidOpenEnvelope(TypedDict):
-    """The ``document/didOpen`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didOpen"]
-    params: m.DidOpenDocumentNotification
-
-
-@with_config(_CONFIG)
-class DocumentDidSaveEnvelope(TypedDict):
-    """The ``document/didSave`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["document/didSave"]
-    params: m.DidSaveDocumentNotification
+    method: Literal["auth/status_update"]
+    params: m.AuthStatusUpdateNotification
 
 
 @with_config(_CONFIG)
@@ -168,44 +151,6 @@ class InitializeResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
-class McpConnectEnvelope(TypedDict):
-    """The ``mcp/connect`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["mcp/connect"]
-    params: m.ConnectMcpRequest
-
-
-@with_config(_CONFIG)
-class McpConnectResultEnvelope(TypedDict):
-    """A success response to ``mcp/connect`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.ConnectMcpResponse
-
-
-@with_config(_CONFIG)
-class McpDisconnectEnvelope(TypedDict):
-    """The ``mcp/disconnect`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["mcp/disconnect"]
-    params: m.DisconnectMcpRequest
-
-
-@with_config(_CONFIG)
-class McpDisconnectResultEnvelope(TypedDict):
-    """A success response to ``mcp/disconnect`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.DisconnectMcpResponse
-
-
-@with_config(_CONFIG)
 class McpMessageEnvelope(TypedDict):
     """The ``mcp/message`` request as it goes on the wire."""
 
@@ -222,81 +167,6 @@ class McpMessageResultEnvelope(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
     result: m.MessageMcpResponse
-
-
-@with_config(_CONFIG)
-class NesAcceptEnvelope(TypedDict):
-    """The ``nes/accept`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["nes/accept"]
-    params: m.AcceptNesNotification
-
-
-@with_config(_CONFIG)
-class NesCloseEnvelope(TypedDict):
-    """The ``nes/close`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/close"]
-    params: m.CloseNesRequest
-
-
-@with_config(_CONFIG)
-class NesCloseResultEnvelope(TypedDict):
-    """A success response to ``nes/close`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.CloseNesResponse
-
-
-@with_config(_CONFIG)
-class NesRejectEnvelope(TypedDict):
-    """The ``nes/reject`` notification as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    method: Literal["nes/reject"]
-    params: m.RejectNesNotification
-
-
-@with_config(_CONFIG)
-class NesStartEnvelope(TypedDict):
-    """The ``nes/start`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/start"]
-    params: m.StartNesRequest
-
-
-@with_config(_CONFIG)
-class NesStartResultEnvelope(TypedDict):
-    """A success response to ``nes/start`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.StartNesResponse
-
-
-@with_config(_CONFIG)
-class NesSuggestEnvelope(TypedDict):
-    """The ``nes/suggest`` request as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    method: Literal["nes/suggest"]
-    params: m.SuggestNesRequest
-
-
-@with_config(_CONFIG)
-class NesSuggestResultEnvelope(TypedDict):
-    """A success response to ``nes/suggest`` as it goes on the wire."""
-
-    jsonrpc: Literal["2.0"]
-    id: RequestId
-    result: m.SuggestNesResponse
 
 
 @with_config(_CONFIG)
@@ -556,6 +426,44 @@ class SessionSetConfigOptionResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class SessionSetTitleEnvelope(TypedDict):
+    """The ``session/set_title`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/set_title"]
+    params: m.SetSessionTitleRequest
+
+
+@with_config(_CONFIG)
+class SessionSetTitleResultEnvelope(TypedDict):
+    """A success response to ``session/set_title`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SetSessionTitleResponse
+
+
+@with_config(_CONFIG)
+class SessionStatusEnvelope(TypedDict):
+    """The ``session/status`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["session/status"]
+    params: m.SessionStatusRequest
+
+
+@with_config(_CONFIG)
+class SessionStatusResultEnvelope(TypedDict):
+    """A success response to ``session/status`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.SessionStatusResponse
+
+
+@with_config(_CONFIG)
 class SessionUnarchiveEnvelope(TypedDict):
     """The ``session/unarchive`` request as it goes on the wire."""
 
@@ -584,6 +492,44 @@ class SessionUpdateEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class TerminalCancelEnvelope(TypedDict):
+    """The ``terminal/cancel`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["terminal/cancel"]
+    params: m.CancelTerminalRequest
+
+
+@with_config(_CONFIG)
+class TerminalCancelResultEnvelope(TypedDict):
+    """A success response to ``terminal/cancel`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.CancelTerminalResponse
+
+
+@with_config(_CONFIG)
+class ToolCallCancelEnvelope(TypedDict):
+    """The ``tool_call/cancel`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["tool_call/cancel"]
+    params: m.CancelToolCallRequest
+
+
+@with_config(_CONFIG)
+class ToolCallCancelResultEnvelope(TypedDict):
+    """A success response to ``tool_call/cancel`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.CancelToolCallResponse
+
+
+@with_config(_CONFIG)
 class ErrorEnvelope(TypedDict):
     """An error response as it goes on the wire."""
 
@@ -596,22 +542,12 @@ CALLS: dict[str, type] = {
     "$/cancel_request": CancelRequestEnvelope,
     "auth/login": AuthLoginEnvelope,
     "auth/logout": AuthLogoutEnvelope,
-    "document/didChange": DocumentDidChangeEnvelope,
-    "document/didClose": DocumentDidCloseEnvelope,
-    "document/didFocus": DocumentDidFocusEnvelope,
-    "document/didOpen": DocumentDidOpenEnvelope,
-    "document/didSave": DocumentDidSaveEnvelope,
+    "auth/status": AuthStatusEnvelope,
+    "auth/status_update": AuthStatusUpdateEnvelope,
     "elicitation/complete": ElicitationCompleteEnvelope,
     "elicitation/create": ElicitationCreateEnvelope,
     "initialize": InitializeEnvelope,
-    "mcp/connect": McpConnectEnvelope,
-    "mcp/disconnect": McpDisconnectEnvelope,
     "mcp/message": McpMessageEnvelope,
-    "nes/accept": NesAcceptEnvelope,
-    "nes/close": NesCloseEnvelope,
-    "nes/reject": NesRejectEnvelope,
-    "nes/start": NesStartEnvelope,
-    "nes/suggest": NesSuggestEnvelope,
     "providers/disable": ProvidersDisableEnvelope,
     "providers/list": ProvidersListEnvelope,
     "providers/set": ProvidersSetEnvelope,
@@ -626,22 +562,22 @@ CALLS: dict[str, type] = {
     "session/request_permission": SessionRequestPermissionEnvelope,
     "session/resume": SessionResumeEnvelope,
     "session/set_config_option": SessionSetConfigOptionEnvelope,
+    "session/set_title": SessionSetTitleEnvelope,
+    "session/status": SessionStatusEnvelope,
     "session/unarchive": SessionUnarchiveEnvelope,
     "session/update": SessionUpdateEnvelope,
+    "terminal/cancel": TerminalCancelEnvelope,
+    "tool_call/cancel": ToolCallCancelEnvelope,
 }
 """Method -> the envelope of a call of it: a request (with ``id``) or a notification, as the method is."""
 
 RESULTS: dict[str, type] = {
     "auth/login": AuthLoginResultEnvelope,
     "auth/logout": AuthLogoutResultEnvelope,
+    "auth/status": AuthStatusResultEnvelope,
     "elicitation/create": ElicitationCreateResultEnvelope,
     "initialize": InitializeResultEnvelope,
-    "mcp/connect": McpConnectResultEnvelope,
-    "mcp/disconnect": McpDisconnectResultEnvelope,
     "mcp/message": McpMessageResultEnvelope,
-    "nes/close": NesCloseResultEnvelope,
-    "nes/start": NesStartResultEnvelope,
-    "nes/suggest": NesSuggestResultEnvelope,
     "providers/disable": ProvidersDisableResultEnvelope,
     "providers/list": ProvidersListResultEnvelope,
     "providers/set": ProvidersSetResultEnvelope,
@@ -655,7 +591,11 @@ RESULTS: dict[str, type] = {
     "session/request_permission": SessionRequestPermissionResultEnvelope,
     "session/resume": SessionResumeResultEnvelope,
     "session/set_config_option": SessionSetConfigOptionResultEnvelope,
+    "session/set_title": SessionSetTitleResultEnvelope,
+    "session/status": SessionStatusResultEnvelope,
     "session/unarchive": SessionUnarchiveResultEnvelope,
+    "terminal/cancel": TerminalCancelResultEnvelope,
+    "tool_call/cancel": ToolCallCancelResultEnvelope,
 }
 """Request method -> the envelope of its success response."""
 

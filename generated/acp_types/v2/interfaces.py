@@ -41,37 +41,11 @@ class Agent(Protocol):
         """
         raise not_implemented("auth/logout")
 
-    async def document_did_change(
-        self, params: m.DidChangeDocumentNotification
-    ) -> None:
+    async def auth_status(self, params: m.AuthStatusRequest) -> m.AuthStatusResponse:
         """
-        `document/didChange` (notification, unstable). An open document changed; carries the changes in the sync kind the agent asked for. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        `auth/status` (request, unstable). Reports the agent's authentication state and accounts without changing anything. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
-        raise not_implemented("document/didChange")
-
-    async def document_did_close(self, params: m.DidCloseDocumentNotification) -> None:
-        """
-        `document/didClose` (notification, unstable). The client closed a document. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("document/didClose")
-
-    async def document_did_focus(self, params: m.DidFocusDocumentNotification) -> None:
-        """
-        `document/didFocus` (notification, unstable). The user moved to a document; carries the cursor and the visible range. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("document/didFocus")
-
-    async def document_did_open(self, params: m.DidOpenDocumentNotification) -> None:
-        """
-        `document/didOpen` (notification, unstable). The client opened a document; carries its full text and version. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("document/didOpen")
-
-    async def document_did_save(self, params: m.DidSaveDocumentNotification) -> None:
-        """
-        `document/didSave` (notification, unstable). A document was saved. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("document/didSave")
+        raise not_implemented("auth/status")
 
     async def initialize(self, params: m.InitializeRequest) -> m.InitializeResponse:
         """
@@ -81,39 +55,9 @@ class Agent(Protocol):
 
     async def mcp_message(self, params: m.MessageMcpRequest) -> m.MessageMcpResponse:
         """
-        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        `mcp/message` (request, unstable). Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         raise not_implemented("mcp/message")
-
-    async def nes_accept(self, params: m.AcceptNesNotification) -> None:
-        """
-        `nes/accept` (notification, unstable). Tells the agent the user took a suggestion. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("nes/accept")
-
-    async def nes_close(self, params: m.CloseNesRequest) -> m.CloseNesResponse:
-        """
-        `nes/close` (request, unstable). Ends a next-edit suggestion session. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("nes/close")
-
-    async def nes_reject(self, params: m.RejectNesNotification) -> None:
-        """
-        `nes/reject` (notification, unstable). Tells the agent the user did not take a suggestion, and why. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("nes/reject")
-
-    async def nes_start(self, params: m.StartNesRequest) -> m.StartNesResponse:
-        """
-        `nes/start` (request, unstable). Opens a next-edit suggestion session for a workspace and returns its session ID. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("nes/start")
-
-    async def nes_suggest(self, params: m.SuggestNesRequest) -> m.SuggestNesResponse:
-        """
-        `nes/suggest` (request, unstable). Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("nes/suggest")
 
     async def providers_disable(
         self, params: m.DisableProviderRequest
@@ -143,7 +87,7 @@ class Agent(Protocol):
         self, params: m.ArchiveSessionRequest
     ) -> m.ArchiveSessionResponse:
         """
-        `session/archive` (request, proposal). Archives a session (closing it first when active). Unknown sessions yield -32002.
+        `session/archive` (request, unstable). Archives a session (closing it first when active). Unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         raise not_implemented("session/archive")
 
@@ -211,13 +155,45 @@ class Agent(Protocol):
         """
         raise not_implemented("session/set_config_option")
 
+    async def session_set_title(
+        self, params: m.SetSessionTitleRequest
+    ) -> m.SetSessionTitleResponse:
+        """
+        `session/set_title` (request, unstable). Sets a session's title; unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("session/set_title")
+
+    async def session_status(
+        self, params: m.SessionStatusRequest
+    ) -> m.SessionStatusResponse:
+        """
+        `session/status` (request, unstable). Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("session/status")
+
     async def session_unarchive(
         self, params: m.UnarchiveSessionRequest
     ) -> m.UnarchiveSessionResponse:
         """
-        `session/unarchive` (request, proposal). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.
+        `session/unarchive` (request, unstable). Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         raise not_implemented("session/unarchive")
+
+    async def terminal_cancel(
+        self, params: m.CancelTerminalRequest
+    ) -> m.CancelTerminalResponse:
+        """
+        `terminal/cancel` (request, stable). Stops the process of one terminal that advertises `capabilities.cancel`; answered with -32602 when the terminal is unknown, exited or not cancellable.
+        """
+        raise not_implemented("terminal/cancel")
+
+    async def tool_call_cancel(
+        self, params: m.CancelToolCallRequest
+    ) -> m.CancelToolCallResponse:
+        """
+        `tool_call/cancel` (request, stable). Cancels one tool call that advertises `capabilities.cancel`; answered with -32602 when the call is unknown, final or not cancellable.
+        """
+        raise not_implemented("tool_call/cancel")
 
 
 class Client(Protocol):
@@ -228,6 +204,12 @@ class Client(Protocol):
         `$/cancel_request` (notification, stable). Asks the peer to stop handling an outstanding request; the request then ends, typically with error -32800.
         """
         raise not_implemented("$/cancel_request")
+
+    async def auth_status_update(self, params: m.AuthStatusUpdateNotification) -> None:
+        """
+        `auth/status_update` (notification, unstable). The agent's authentication state changed (sent by agents that advertise `auth.status`). UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("auth/status_update")
 
     async def elicitation_complete(
         self, params: m.CompleteElicitationNotification
@@ -245,23 +227,9 @@ class Client(Protocol):
         """
         raise not_implemented("elicitation/create")
 
-    async def mcp_connect(self, params: m.ConnectMcpRequest) -> m.ConnectMcpResponse:
-        """
-        `mcp/connect` (request, unstable). The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("mcp/connect")
-
-    async def mcp_disconnect(
-        self, params: m.DisconnectMcpRequest
-    ) -> m.DisconnectMcpResponse:
-        """
-        `mcp/disconnect` (request, unstable). Closes a connection opened with `mcp/connect`. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
-        """
-        raise not_implemented("mcp/disconnect")
-
     async def mcp_message(self, params: m.MessageMcpRequest) -> m.MessageMcpResponse:
         """
-        `mcp/message` (request, unstable). Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        `mcp/message` (request, unstable). Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
         """
         raise not_implemented("mcp/message")
 

@@ -15,22 +15,12 @@ from acp_types.v2 import models as m
 CANCEL_REQUEST = "$/cancel_request"
 AUTH_LOGIN = "auth/login"
 AUTH_LOGOUT = "auth/logout"
-DOCUMENT_DID_CHANGE = "document/didChange"
-DOCUMENT_DID_CLOSE = "document/didClose"
-DOCUMENT_DID_FOCUS = "document/didFocus"
-DOCUMENT_DID_OPEN = "document/didOpen"
-DOCUMENT_DID_SAVE = "document/didSave"
+AUTH_STATUS = "auth/status"
+AUTH_STATUS_UPDATE = "auth/status_update"
 ELICITATION_COMPLETE = "elicitation/complete"
 ELICITATION_CREATE = "elicitation/create"
 INITIALIZE = "initialize"
-MCP_CONNECT = "mcp/connect"
-MCP_DISCONNECT = "mcp/disconnect"
 MCP_MESSAGE = "mcp/message"
-NES_ACCEPT = "nes/accept"
-NES_CLOSE = "nes/close"
-NES_REJECT = "nes/reject"
-NES_START = "nes/start"
-NES_SUGGEST = "nes/suggest"
 PROVIDERS_DISABLE = "providers/disable"
 PROVIDERS_LIST = "providers/list"
 PROVIDERS_SET = "providers/set"
@@ -45,8 +35,12 @@ SESSION_PROMPT = "session/prompt"
 SESSION_REQUEST_PERMISSION = "session/request_permission"
 SESSION_RESUME = "session/resume"
 SESSION_SET_CONFIG_OPTION = "session/set_config_option"
+SESSION_SET_TITLE = "session/set_title"
+SESSION_STATUS = "session/status"
 SESSION_UNARCHIVE = "session/unarchive"
 SESSION_UPDATE = "session/update"
+TERMINAL_CANCEL = "terminal/cancel"
+TOOL_CALL_CANCEL = "tool_call/cancel"
 
 # The error codes of JSON-RPC itself, then those of this version's error table.
 PARSE_ERROR = -32700
@@ -57,6 +51,10 @@ INTERNAL_ERROR = -32603
 REQUEST_CANCELLED = -32800
 """
 The request was abandoned, usually after a `$/cancel_request` for it; any cancellable request may end this way.
+"""
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+"""
+The peer supports none of the protocol versions asked for; the error data lists what it supports.
 """
 RESOURCE_NOT_FOUND = -32002
 """The referenced resource, such as a session or a file, does not exist."""
@@ -72,6 +70,7 @@ ERRORS: dict[int, str] = {
     INVALID_PARAMS: "invalid_params",
     INTERNAL_ERROR: "internal_error",
     REQUEST_CANCELLED: "request_cancelled",
+    UNSUPPORTED_PROTOCOL_VERSION: "unsupported_protocol_version",
     RESOURCE_NOT_FOUND: "resource_not_found",
     AUTH_REQUIRED: "auth_required",
 }
@@ -111,28 +110,13 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
-            self, key: Literal["document/didChange"], /
-        ) -> MethodSpec[m.DidChangeDocumentNotification, Never]: ...
+            self, key: Literal["auth/status"], /
+        ) -> MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse]: ...
 
         @overload
         def __getitem__(
-            self, key: Literal["document/didClose"], /
-        ) -> MethodSpec[m.DidCloseDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didFocus"], /
-        ) -> MethodSpec[m.DidFocusDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didOpen"], /
-        ) -> MethodSpec[m.DidOpenDocumentNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["document/didSave"], /
-        ) -> MethodSpec[m.DidSaveDocumentNotification, Never]: ...
+            self, key: Literal["auth/status_update"], /
+        ) -> MethodSpec[m.AuthStatusUpdateNotification, Never]: ...
 
         @overload
         def __getitem__(
@@ -151,43 +135,8 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
-            self, key: Literal["mcp/connect"], /
-        ) -> MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["mcp/disconnect"], /
-        ) -> MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse]: ...
-
-        @overload
-        def __getitem__(
             self, key: Literal["mcp/message"], /
         ) -> MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/accept"], /
-        ) -> MethodSpec[m.AcceptNesNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/close"], /
-        ) -> MethodSpec[m.CloseNesRequest, m.CloseNesResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/reject"], /
-        ) -> MethodSpec[m.RejectNesNotification, Never]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/start"], /
-        ) -> MethodSpec[m.StartNesRequest, m.StartNesResponse]: ...
-
-        @overload
-        def __getitem__(
-            self, key: Literal["nes/suggest"], /
-        ) -> MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse]: ...
 
         @overload
         def __getitem__(
@@ -263,6 +212,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
 
         @overload
         def __getitem__(
+            self, key: Literal["session/set_title"], /
+        ) -> MethodSpec[m.SetSessionTitleRequest, m.SetSessionTitleResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["session/status"], /
+        ) -> MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse]: ...
+
+        @overload
+        def __getitem__(
             self, key: Literal["session/unarchive"], /
         ) -> MethodSpec[m.UnarchiveSessionRequest, m.UnarchiveSessionResponse]: ...
 
@@ -270,6 +229,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
         def __getitem__(
             self, key: Literal["session/update"], /
         ) -> MethodSpec[m.UpdateSessionNotification, Never]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["terminal/cancel"], /
+        ) -> MethodSpec[m.CancelTerminalRequest, m.CancelTerminalResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["tool_call/cancel"], /
+        ) -> MethodSpec[m.CancelToolCallRequest, m.CancelToolCallResponse]: ...
 
         @overload
         def __getitem__(self, key: str, /) -> MethodSpec[Any, Any]: ...
@@ -315,65 +284,29 @@ METHODS: MethodTable = MethodTable(
             description="Ends the current authenticated state; callable only when `authMethods` is non-empty.",
             handler="auth_logout",
         ),
-        DOCUMENT_DID_CHANGE: MethodSpec[m.DidChangeDocumentNotification, Never](
-            name="document/didChange",
-            params=m.DidChangeDocumentNotification,
-            result=None,
+        AUTH_STATUS: MethodSpec[m.AuthStatusRequest, m.AuthStatusResponse](
+            name="auth/status",
+            params=m.AuthStatusRequest,
+            result=m.AuthStatusResponse,
             side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didChange"),
+            kind="request",
+            capability=("capabilities", "auth", "status"),
             errors=(),
             stability="unstable",
-            description="An open document changed; carries the changes in the sync kind the agent asked for.",
-            handler="document_did_change",
+            description="Reports the agent's authentication state and accounts without changing anything.",
+            handler="auth_status",
         ),
-        DOCUMENT_DID_CLOSE: MethodSpec[m.DidCloseDocumentNotification, Never](
-            name="document/didClose",
-            params=m.DidCloseDocumentNotification,
+        AUTH_STATUS_UPDATE: MethodSpec[m.AuthStatusUpdateNotification, Never](
+            name="auth/status_update",
+            params=m.AuthStatusUpdateNotification,
             result=None,
-            side="agent",
+            side="client",
             kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didClose"),
+            capability=None,
             errors=(),
             stability="unstable",
-            description="The client closed a document.",
-            handler="document_did_close",
-        ),
-        DOCUMENT_DID_FOCUS: MethodSpec[m.DidFocusDocumentNotification, Never](
-            name="document/didFocus",
-            params=m.DidFocusDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didFocus"),
-            errors=(),
-            stability="unstable",
-            description="The user moved to a document; carries the cursor and the visible range.",
-            handler="document_did_focus",
-        ),
-        DOCUMENT_DID_OPEN: MethodSpec[m.DidOpenDocumentNotification, Never](
-            name="document/didOpen",
-            params=m.DidOpenDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didOpen"),
-            errors=(),
-            stability="unstable",
-            description="The client opened a document; carries its full text and version.",
-            handler="document_did_open",
-        ),
-        DOCUMENT_DID_SAVE: MethodSpec[m.DidSaveDocumentNotification, Never](
-            name="document/didSave",
-            params=m.DidSaveDocumentNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes", "events", "document", "didSave"),
-            errors=(),
-            stability="unstable",
-            description="A document was saved.",
-            handler="document_did_save",
+            description="The agent's authentication state changed (sent by agents that advertise `auth.status`).",
+            handler="auth_status_update",
         ),
         ELICITATION_COMPLETE: MethodSpec[m.CompleteElicitationNotification, Never](
             name="elicitation/complete",
@@ -413,30 +346,6 @@ METHODS: MethodTable = MethodTable(
             description="Opens the connection: negotiates the protocol version and exchanges capabilities and implementation info.",
             handler="initialize",
         ),
-        MCP_CONNECT: MethodSpec[m.ConnectMcpRequest, m.ConnectMcpResponse](
-            name="mcp/connect",
-            params=m.ConnectMcpRequest,
-            result=m.ConnectMcpResponse,
-            side="client",
-            kind="request",
-            capability=None,
-            errors=(-32002,),
-            stability="unstable",
-            description="The agent opens a connection to an MCP server the client offered with transport `acp`; an unknown server ID yields -32002.",
-            handler="mcp_connect",
-        ),
-        MCP_DISCONNECT: MethodSpec[m.DisconnectMcpRequest, m.DisconnectMcpResponse](
-            name="mcp/disconnect",
-            params=m.DisconnectMcpRequest,
-            result=m.DisconnectMcpResponse,
-            side="client",
-            kind="request",
-            capability=None,
-            errors=(),
-            stability="unstable",
-            description="Closes a connection opened with `mcp/connect`.",
-            handler="mcp_disconnect",
-        ),
         MCP_MESSAGE: MethodSpec[m.MessageMcpRequest, m.MessageMcpResponse](
             name="mcp/message",
             params=m.MessageMcpRequest,
@@ -446,69 +355,9 @@ METHODS: MethodTable = MethodTable(
             capability=None,
             errors=(-32002,),
             stability="unstable",
-            description="Carries one MCP message on a connection opened with `mcp/connect`, in either direction: an MCP request as a request (its result is the MCP answer), an MCP notification as a notification with MessageMcpNotification params. An unknown connection yields -32002.",
+            description="Carries one inner MCP message for an ACP-carried server: the agent sends MCP requests as requests (the result holds the MCP outcome), the server's provider sends the notifications of an active request as notifications. An unknown server yields -32002.",
             handler="mcp_message",
             notification_params=m.MessageMcpNotification,
-        ),
-        NES_ACCEPT: MethodSpec[m.AcceptNesNotification, Never](
-            name="nes/accept",
-            params=m.AcceptNesNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Tells the agent the user took a suggestion.",
-            handler="nes_accept",
-        ),
-        NES_CLOSE: MethodSpec[m.CloseNesRequest, m.CloseNesResponse](
-            name="nes/close",
-            params=m.CloseNesRequest,
-            result=m.CloseNesResponse,
-            side="agent",
-            kind="request",
-            capability=("capabilities", "nes"),
-            errors=(-32002,),
-            stability="unstable",
-            description="Ends a next-edit suggestion session.",
-            handler="nes_close",
-        ),
-        NES_REJECT: MethodSpec[m.RejectNesNotification, Never](
-            name="nes/reject",
-            params=m.RejectNesNotification,
-            result=None,
-            side="agent",
-            kind="notification",
-            capability=("capabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Tells the agent the user did not take a suggestion, and why.",
-            handler="nes_reject",
-        ),
-        NES_START: MethodSpec[m.StartNesRequest, m.StartNesResponse](
-            name="nes/start",
-            params=m.StartNesRequest,
-            result=m.StartNesResponse,
-            side="agent",
-            kind="request",
-            capability=("capabilities", "nes"),
-            errors=(),
-            stability="unstable",
-            description="Opens a next-edit suggestion session for a workspace and returns its session ID.",
-            handler="nes_start",
-        ),
-        NES_SUGGEST: MethodSpec[m.SuggestNesRequest, m.SuggestNesResponse](
-            name="nes/suggest",
-            params=m.SuggestNesRequest,
-            result=m.SuggestNesResponse,
-            side="agent",
-            kind="request",
-            capability=("capabilities", "nes"),
-            errors=(-32002,),
-            stability="unstable",
-            description="Asks for next-edit suggestions at the cursor of a document, with the context the agent asked for.",
-            handler="nes_suggest",
         ),
         PROVIDERS_DISABLE: MethodSpec[
             m.DisableProviderRequest, m.DisableProviderResponse
@@ -556,7 +405,7 @@ METHODS: MethodTable = MethodTable(
             kind="request",
             capability=("capabilities", "session", "archive"),
             errors=(-32002,),
-            stability="proposal",
+            stability="unstable",
             description="Archives a session (closing it first when active). Unknown sessions yield -32002.",
             handler="session_archive",
         ),
@@ -684,6 +533,32 @@ METHODS: MethodTable = MethodTable(
             description="Changes one session config option and returns the full updated option list.",
             handler="session_set_config_option",
         ),
+        SESSION_SET_TITLE: MethodSpec[
+            m.SetSessionTitleRequest, m.SetSessionTitleResponse
+        ](
+            name="session/set_title",
+            params=m.SetSessionTitleRequest,
+            result=m.SetSessionTitleResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "title"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Sets a session's title; unknown sessions yield -32002.",
+            handler="session_set_title",
+        ),
+        SESSION_STATUS: MethodSpec[m.SessionStatusRequest, m.SessionStatusResponse](
+            name="session/status",
+            params=m.SessionStatusRequest,
+            result=m.SessionStatusResponse,
+            side="agent",
+            kind="request",
+            capability=("capabilities", "session", "status"),
+            errors=(-32002,),
+            stability="unstable",
+            description="Tells whether the agent holds a session in memory, without side effects; unknown sessions yield -32002.",
+            handler="session_status",
+        ),
         SESSION_UNARCHIVE: MethodSpec[
             m.UnarchiveSessionRequest, m.UnarchiveSessionResponse
         ](
@@ -694,7 +569,7 @@ METHODS: MethodTable = MethodTable(
             kind="request",
             capability=("capabilities", "session", "archive"),
             errors=(-32002,),
-            stability="proposal",
+            stability="unstable",
             description="Clears the archived mark of a session without loading or resuming it. Unknown sessions yield -32002.",
             handler="session_unarchive",
         ),
@@ -709,6 +584,30 @@ METHODS: MethodTable = MethodTable(
             stability="stable",
             description="Streams session changes to the client as upserts: messages, tool calls, plans, terminals and state.",
             handler="session_update",
+        ),
+        TERMINAL_CANCEL: MethodSpec[m.CancelTerminalRequest, m.CancelTerminalResponse](
+            name="terminal/cancel",
+            params=m.CancelTerminalRequest,
+            result=m.CancelTerminalResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Stops the process of one terminal that advertises `capabilities.cancel`; answered with -32602 when the terminal is unknown, exited or not cancellable.",
+            handler="terminal_cancel",
+        ),
+        TOOL_CALL_CANCEL: MethodSpec[m.CancelToolCallRequest, m.CancelToolCallResponse](
+            name="tool_call/cancel",
+            params=m.CancelToolCallRequest,
+            result=m.CancelToolCallResponse,
+            side="agent",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="stable",
+            description="Cancels one tool call that advertises `capabilities.cancel`; answered with -32602 when the call is unknown, final or not cancellable.",
+            handler="tool_call_cancel",
         ),
     }
 )
@@ -738,32 +637,14 @@ def parse_params(
 
 @overload
 def parse_params(
-    method: Literal["document/didChange"], params: Any
-) -> m.DidChangeDocumentNotification: ...
+    method: Literal["auth/status"], params: Any
+) -> m.AuthStatusRequest: ...
 
 
 @overload
 def parse_params(
-    method: Literal["document/didClose"], params: Any
-) -> m.DidCloseDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didFocus"], params: Any
-) -> m.DidFocusDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didOpen"], params: Any
-) -> m.DidOpenDocumentNotification: ...
-
-
-@overload
-def parse_params(
-    method: Literal["document/didSave"], params: Any
-) -> m.DidSaveDocumentNotification: ...
+    method: Literal["auth/status_update"], params: Any
+) -> m.AuthStatusUpdateNotification: ...
 
 
 @overload
@@ -784,46 +665,8 @@ def parse_params(method: Literal["initialize"], params: Any) -> m.InitializeRequ
 
 @overload
 def parse_params(
-    method: Literal["mcp/connect"], params: Any
-) -> m.ConnectMcpRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["mcp/disconnect"], params: Any
-) -> m.DisconnectMcpRequest: ...
-
-
-@overload
-def parse_params(
     method: Literal["mcp/message"], params: Any
 ) -> m.MessageMcpRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/accept"], params: Any
-) -> m.AcceptNesNotification: ...
-
-
-@overload
-def parse_params(method: Literal["nes/close"], params: Any) -> m.CloseNesRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/reject"], params: Any
-) -> m.RejectNesNotification: ...
-
-
-@overload
-def parse_params(method: Literal["nes/start"], params: Any) -> m.StartNesRequest: ...
-
-
-@overload
-def parse_params(
-    method: Literal["nes/suggest"], params: Any
-) -> m.SuggestNesRequest: ...
 
 
 @overload
@@ -910,6 +753,18 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["session/set_title"], params: Any
+) -> m.SetSessionTitleRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["session/status"], params: Any
+) -> m.SessionStatusRequest: ...
+
+
+@overload
+def parse_params(
     method: Literal["session/unarchive"], params: Any
 ) -> m.UnarchiveSessionRequest: ...
 
@@ -918,6 +773,18 @@ def parse_params(
 def parse_params(
     method: Literal["session/update"], params: Any
 ) -> m.UpdateSessionNotification: ...
+
+
+@overload
+def parse_params(
+    method: Literal["terminal/cancel"], params: Any
+) -> m.CancelTerminalRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["tool_call/cancel"], params: Any
+) -> m.CancelToolCallRequest: ...
 
 
 @overload
@@ -953,6 +820,12 @@ def parse_result(
 
 @overload
 def parse_result(
+    method: Literal["auth/status"], result: Any
+) -> m.AuthStatusResponse: ...
+
+
+@overload
+def parse_result(
     method: Literal["elicitation/create"], result: Any
 ) -> m.CreateElicitationResponse: ...
 
@@ -965,34 +838,8 @@ def parse_result(
 
 @overload
 def parse_result(
-    method: Literal["mcp/connect"], result: Any
-) -> m.ConnectMcpResponse: ...
-
-
-@overload
-def parse_result(
-    method: Literal["mcp/disconnect"], result: Any
-) -> m.DisconnectMcpResponse: ...
-
-
-@overload
-def parse_result(
     method: Literal["mcp/message"], result: Any
 ) -> m.MessageMcpResponse: ...
-
-
-@overload
-def parse_result(method: Literal["nes/close"], result: Any) -> m.CloseNesResponse: ...
-
-
-@overload
-def parse_result(method: Literal["nes/start"], result: Any) -> m.StartNesResponse: ...
-
-
-@overload
-def parse_result(
-    method: Literal["nes/suggest"], result: Any
-) -> m.SuggestNesResponse: ...
 
 
 @overload
@@ -1075,8 +922,32 @@ def parse_result(
 
 @overload
 def parse_result(
+    method: Literal["session/set_title"], result: Any
+) -> m.SetSessionTitleResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["session/status"], result: Any
+) -> m.SessionStatusResponse: ...
+
+
+@overload
+def parse_result(
     method: Literal["session/unarchive"], result: Any
 ) -> m.UnarchiveSessionResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["terminal/cancel"], result: Any
+) -> m.CancelTerminalResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["tool_call/cancel"], result: Any
+) -> m.CancelToolCallResponse: ...
 
 
 @overload

@@ -31,14 +31,6 @@ AbsolutePath = TypeAliasType("AbsolutePath", str)
 """An absolute file-system path."""
 
 
-SessionId = TypeAliasType("SessionId", str)
-"""Opaque identifier of a session, chosen by the agent."""
-
-
-NesSuggestionId = TypeAliasType("NesSuggestionId", str)
-"""Identifier of one suggestion, used to accept or reject it."""
-
-
 Meta = TypeAliasType("Meta", dict[str, Any] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
@@ -46,50 +38,15 @@ Free-form metadata reserved for extensions. Either side may attach it; receivers
 
 
 # Annotations several classes use, each built once (see generator/render/models.py).
-_A_str_WireKey_meta_session_id_sugg_1dbe87 = dict[
-    Annotated[str, WireKey("meta", "session_id", "suggestion_id")], Any
-]
-_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
-_A_NesSuggestionId_suggestionId_578e6c = Annotated[
-    NesSuggestionId, Field(alias="suggestionId")
-]
+_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
 _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = Annotated[
     Meta | None, Field(alias="_meta"), OMIT_ON_ERROR
 ]
 
 
-class AcceptNesNotification(AcpModel):
+class AuthStatusCapabilities(AcpModel):
     """
-    Params of `nes/accept`: the client tells the agent that the user took a suggestion.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        suggestion_id: Identifier of the suggestion.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(
-            init=False
-        )
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
-    """Identifier of the suggestion."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_WireKey_meta_3e9c0d = dict[Annotated[str, WireKey("meta")], Any]
-
-
-class AgentAuthCapabilities(AcpModel):
-    """
-    Authentication-related extensions of a v2 agent; no standard fields are defined yet.
+    Marker: the agent answers `auth/status` and may send `auth/status_update`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -97,6 +54,26 @@ class AgentAuthCapabilities(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class AgentAuthCapabilities(AcpModel):
+    """
+    Authentication-related extensions of a v2 agent; no standard fields are defined yet.
+
+    Attributes:
+        status: Present: `auth/status` is supported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    status: Annotated[AuthStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `auth/status` is supported."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -293,6 +270,84 @@ class SessionForkCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SessionStatusCapabilities(AcpModel):
+    """Marker: the agent answers `session/status`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionTitleCapabilities(AcpModel):
+    """Marker: the agent accepts `session/set_title`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptOverrideCapabilities(AcpModel):
+    """Marker: the `override` system prompt mode is supported."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptModeCapabilities(AcpModel):
+    """
+    System prompt modes supported besides `append` (which every agent advertising system prompts supports).
+
+    Attributes:
+        override: Present: `override` is supported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    override: Annotated[
+        SessionSystemPromptOverrideCapabilities | None, OMIT_ON_ERROR
+    ] = None
+    """Present: `override` is supported."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionSystemPromptCapabilities(AcpModel):
+    """
+    Present (`{}`): `systemPrompt` is accepted on session setup requests, in `append` mode at least.
+
+    Attributes:
+        mode: The modes supported besides `append`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: Annotated[SessionSystemPromptModeCapabilities | None, OMIT_ON_ERROR] = None
+    """The modes supported besides `append`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class SessionCapabilities(AcpModel):
     """
     Session support of a v2 agent. Being present commits the agent to `session/new`, `session/list`, `session/resume`, `session/close`, `session/prompt`, `session/cancel` and `session/update`; the fields add optional extras.
@@ -304,16 +359,21 @@ class SessionCapabilities(AcpModel):
         additional_directories: Support for `additionalDirectories` on session setup requests.
         archive: Support for `session/archive`, `session/unarchive` and the `archived` list filter.
         fork: Support for `session/fork`.
+        status: Present: `session/status` is supported.
+        title: Present: `session/set_title` is supported.
+        system_prompt: Present: setup requests may carry `systemPrompt`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "meta")], Any
+            Annotated[str, WireKey("additional_directories", "meta", "system_prompt")],
+            Any,
         ]
 
     prompt: Annotated[PromptCapabilities | None, OMIT_ON_ERROR] = None
@@ -342,6 +402,19 @@ class SessionCapabilities(AcpModel):
     fork: Annotated[SessionForkCapabilities | None, OMIT_ON_ERROR] = None
     """Support for `session/fork`."""
 
+    status: Annotated[SessionStatusCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/status` is supported."""
+
+    title: Annotated[SessionTitleCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: `session/set_title` is supported."""
+
+    system_prompt: Annotated[
+        SessionSystemPromptCapabilities | None,
+        Field(alias="systemPrompt"),
+        OMIT_ON_ERROR,
+    ] = None
+    """Present: setup requests may carry `systemPrompt`."""
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
@@ -359,380 +432,6 @@ class ProvidersCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class NesDocumentDidOpenCapabilities(AcpModel):
-    """Marker: the agent wants `document/didOpen`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-TextDocumentSyncKind = TypeAliasType(
-    "TextDocumentSyncKind", Literal["full", "incremental"]
-)
-"""
-How document changes are sent: the whole text each time, or only the edited ranges.
-"""
-
-
-class NesDocumentDidChangeCapabilities(AcpModel):
-    """
-    The agent wants `document/didChange`, with full text or incremental edits.
-
-    Attributes:
-        sync_kind: Whether changes arrive as whole text or as incremental edits.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "sync_kind")], Any]
-
-    sync_kind: Annotated[TextDocumentSyncKind, Field(alias="syncKind")]
-    """Whether changes arrive as whole text or as incremental edits."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentDidCloseCapabilities(AcpModel):
-    """Marker: the agent wants `document/didClose`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentDidSaveCapabilities(AcpModel):
-    """Marker: the agent wants `document/didSave`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentDidFocusCapabilities(AcpModel):
-    """Marker: the agent wants `document/didFocus`."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDocumentEventCapabilities(AcpModel):
-    """
-    Which `document/*` notifications the agent wants to receive.
-
-    Attributes:
-        did_open: Support for `document/didOpen`.
-        did_change: Support for `document/didChange`.
-        did_close: Support for `document/didClose`.
-        did_save: Support for `document/didSave`.
-        did_focus: Support for `document/didFocus`.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "did_change",
-                    "did_close",
-                    "did_focus",
-                    "did_open",
-                    "did_save",
-                    "meta",
-                ),
-            ],
-            Any,
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey(
-                    "did_change",
-                    "did_close",
-                    "did_focus",
-                    "did_open",
-                    "did_save",
-                    "meta",
-                ),
-            ],
-            Any,
-        ]
-
-    did_open: Annotated[
-        NesDocumentDidOpenCapabilities | None, Field(alias="didOpen"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didOpen`."""
-
-    did_change: Annotated[
-        NesDocumentDidChangeCapabilities | None, Field(alias="didChange"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didChange`."""
-
-    did_close: Annotated[
-        NesDocumentDidCloseCapabilities | None, Field(alias="didClose"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didClose`."""
-
-    did_save: Annotated[
-        NesDocumentDidSaveCapabilities | None, Field(alias="didSave"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didSave`."""
-
-    did_focus: Annotated[
-        NesDocumentDidFocusCapabilities | None, Field(alias="didFocus"), OMIT_ON_ERROR
-    ] = None
-    """Support for `document/didFocus`."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEventCapabilities(AcpModel):
-    """
-    The editor events the agent wants to be told about.
-
-    Attributes:
-        document: Support for `document/*` notifications.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    document: Annotated[NesDocumentEventCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for `document/*` notifications."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_WireKey_max_count_meta_707c34 = dict[
-    Annotated[str, WireKey("max_count", "meta")], Any
-]
-_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
-    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
-]
-
-
-class NesRecentFilesCapabilities(AcpModel):
-    """
-    The agent wants recently viewed files in the suggestion context, up to a number of files.
-
-    Attributes:
-        max_count: The most entries the agent wants.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
-
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
-    """The most entries the agent wants."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRelatedSnippetsCapabilities(AcpModel):
-    """Marker: the agent wants related snippets in the suggestion context."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEditHistoryCapabilities(AcpModel):
-    """
-    The agent wants recent edits in the suggestion context, up to a number of entries.
-
-    Attributes:
-        max_count: The most entries the agent wants.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
-
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
-    """The most entries the agent wants."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesUserActionsCapabilities(AcpModel):
-    """
-    The agent wants recent user actions in the suggestion context, up to a number of actions.
-
-    Attributes:
-        max_count: The most entries the agent wants.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
-
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
-    """The most entries the agent wants."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesOpenFilesCapabilities(AcpModel):
-    """Marker: the agent wants the open files in the suggestion context."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesDiagnosticsCapabilities(AcpModel):
-    """Marker: the agent wants diagnostics in the suggestion context."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_WireKey_edit_history_meta_op_c79891 = dict[
-    Annotated[
-        str,
-        WireKey(
-            "edit_history",
-            "meta",
-            "open_files",
-            "recent_files",
-            "related_snippets",
-            "user_actions",
-        ),
-    ],
-    Any,
-]
-
-
-class NesContextCapabilities(AcpModel):
-    """
-    Which kinds of context the agent wants in `nes/suggest` requests.
-
-    Attributes:
-        recent_files: Recently viewed files.
-        related_snippets: Snippets of related code.
-        edit_history: Recent edits.
-        user_actions: Recent user actions.
-        open_files: The files the editor has open.
-        diagnostics: Diagnostics of the workspace.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
-            init=False
-        )
-    else:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
-
-    recent_files: Annotated[
-        NesRecentFilesCapabilities | None, Field(alias="recentFiles"), OMIT_ON_ERROR
-    ] = None
-    """Recently viewed files."""
-
-    related_snippets: Annotated[
-        NesRelatedSnippetsCapabilities | None,
-        Field(alias="relatedSnippets"),
-        OMIT_ON_ERROR,
-    ] = None
-    """Snippets of related code."""
-
-    edit_history: Annotated[
-        NesEditHistoryCapabilities | None, Field(alias="editHistory"), OMIT_ON_ERROR
-    ] = None
-    """Recent edits."""
-
-    user_actions: Annotated[
-        NesUserActionsCapabilities | None, Field(alias="userActions"), OMIT_ON_ERROR
-    ] = None
-    """Recent user actions."""
-
-    open_files: Annotated[
-        NesOpenFilesCapabilities | None, Field(alias="openFiles"), OMIT_ON_ERROR
-    ] = None
-    """The files the editor has open."""
-
-    diagnostics: Annotated[NesDiagnosticsCapabilities | None, OMIT_ON_ERROR] = None
-    """Diagnostics of the workspace."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesCapabilities(AcpModel):
-    """
-    What the agent offers for next-edit suggestions: the events it wants and the context it reads.
-
-    Attributes:
-        events: The editor events the agent wants.
-        context: The context the agent wants with suggestion requests.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    events: Annotated[NesEventCapabilities | None, OMIT_ON_ERROR] = None
-    """The editor events the agent wants."""
-
-    context: Annotated[NesContextCapabilities | None, OMIT_ON_ERROR] = None
-    """The context the agent wants with suggestion requests."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-PositionEncodingKind = TypeAliasType(
-    "PositionEncodingKind", Literal["utf-16", "utf-32", "utf-8"]
-)
-"""The unit in which character offsets of positions are counted."""
-
-
 class AgentCapabilities(AcpModel):
     """
     Capabilities a v2 agent advertises in its `initialize` result; each counts only when its field is present and not null.
@@ -741,19 +440,13 @@ class AgentCapabilities(AcpModel):
         session: The session method surface; present means the baseline session methods are all implemented.
         auth: Authentication-related extensions; it does not decide whether `auth/login` and `auth/logout` exist.
         providers: Support for the `providers/*` methods.
-        nes: Support for next-edit suggestions.
-        position_encoding: The position encoding the agent chose from those the client offered.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "position_encoding")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "position_encoding")], Any
-        ]
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     session: Annotated[SessionCapabilities | None, OMIT_ON_ERROR] = None
     """
@@ -767,14 +460,6 @@ class AgentCapabilities(AcpModel):
 
     providers: Annotated[ProvidersCapabilities | None, OMIT_ON_ERROR] = None
     """Support for the `providers/*` methods."""
-
-    nes: Annotated[NesCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for next-edit suggestions."""
-
-    position_encoding: Annotated[
-        PositionEncodingKind | None, Field(alias="positionEncoding"), OMIT_ON_ERROR
-    ] = None
-    """The position encoding the agent chose from those the client offered."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -980,11 +665,9 @@ class Icon(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any] = Field(
-            init=False
-        )
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a = Field(init=False)
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("mime_type")], Any]
+        __pydantic_extra__: _A_str_WireKey_meta_mime_type_2e800a
 
     src: str
     """URI of the icon image."""
@@ -1000,8 +683,7 @@ class Icon(AcpModel):
     theme: Annotated[IconTheme | None, OMIT_ON_ERROR] = None
     """The background the icon is drawn for, if any."""
 
-
-_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ResourceLink(AcpModel):
@@ -1052,7 +734,9 @@ class ResourceLink(AcpModel):
     mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the resource, if known."""
 
-    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    size: Annotated[int | None, Field(ge=0, le=18446744073709551615), OMIT_ON_ERROR] = (
+        None
+    )
     """Size of the resource in bytes, if known."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -1375,9 +1059,14 @@ class AgentThoughtChunk(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+SessionId = TypeAliasType("SessionId", str)
+"""Opaque identifier of a session, chosen by the agent."""
+
+
 _A_str_WireKey_meta_session_id_6f8ab1 = dict[
     Annotated[str, WireKey("meta", "session_id")], Any
 ]
+_A_SessionId_sessionId_07b1e9 = Annotated[SessionId, Field(alias="sessionId")]
 
 
 class ArchiveSessionRequest(AcpModel):
@@ -1414,24 +1103,19 @@ class ArchiveSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class TerminalAuthCapabilities(AcpModel):
-    """Present when the client can run `terminal` authentication methods."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
-class AuthCapabilities(AcpModel):
+class AuthAccount(AcpModel):
     """
-    Authentication method types the client can carry out, which limits what the agent may offer in `authMethods`.
+    An account or credential the agent has set up (a signed-in user, an API key). Display information only: not an identifier to rely on, and not something to log or pass on.
 
     Attributes:
-        terminal: Support for `terminal` authentication methods.
+        label: What to show for this account.
+        active: Whether this is the account the agent uses now.
+        name: The user's display name.
+        email: The account's email address.
+        organization: The organization the account belongs to.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -1440,8 +1124,20 @@ class AuthCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for `terminal` authentication methods."""
+    label: str
+    """What to show for this account."""
+
+    active: _A_bool_None_OMIT_ON_ERROR_b3494b = None
+    """Whether this is the account the agent uses now."""
+
+    name: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The user's display name."""
+
+    email: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The account's email address."""
+
+    organization: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The organization the account belongs to."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -1597,6 +1293,91 @@ One way of authenticating offered by the agent, tagged by method type. Types sta
 """
 
 
+AuthState = TypeAliasType(
+    "AuthState",
+    Annotated[
+        Union[
+            Literal["authenticated", "unauthenticated", "not_required", "unknown"], str
+        ],
+        Field(union_mode="left_to_right"),
+    ],
+)
+"""
+The agent's authentication state as a whole. Open: an unknown value is kept.
+"""
+
+
+class AuthStatusRequest(AcpModel):
+    """
+    Parameters of `auth/status`: ask for the authentication state without changing it. The agent must not refuse it with auth_required.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_list_OnErrorOmit_AuthAccount_Non_aa987c = Annotated[
+    list[OnErrorOmit[AuthAccount]] | None, NOT_NULL, OMIT_ON_ERROR
+]
+
+
+class AuthStatusResponse(AcpModel):
+    """
+    Result of `auth/status`: the authentication state and the configured accounts.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class AuthStatusUpdateNotification(AcpModel):
+    """
+    Params of `auth/status_update`: the authentication state changed; the same fields as the `auth/status` result. Sent by an agent that advertises `auth.status`, only when something differs from what it last sent.
+
+    Attributes:
+        state: The overall state.
+        accounts: The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    state: AuthState
+    """The overall state."""
+
+    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    """
+    The accounts and credentials the agent has configured; omitted means none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class TextCommandInput(AcpModel):
     """
     Free-form text input (`type: "text"`): everything typed after the command name is passed to the agent as is.
@@ -1653,6 +1434,7 @@ class AvailableCommand(AcpModel):
     A slash command the agent offers in a session; the user runs it by typing `/name` in a prompt.
 
     Attributes:
+        type: `command` for the commands this version defines. Optional here: seed 001's setup examples leave it out, while the published schema requires it, so a sender that wants every reader to take its commands writes it.
         name: Command name as typed after the slash, for example `web` or `test`.
         description: Short human-readable text explaining what the command does.
         input: How the command takes input; absent or null when it takes none.
@@ -1663,6 +1445,11 @@ class AvailableCommand(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    type: Annotated[str | None, NOT_NULL] = None
+    """
+    `command` for the commands this version defines. Optional here: seed 001's setup examples leave it out, while the published schema requires it, so a sender that wants every reader to take its commands writes it.
+    """
 
     name: str
     """Command name as typed after the slash, for example `web` or `test`."""
@@ -1719,8 +1506,142 @@ class AvailableCommandsUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class BackgroundSubagent(AcpModel):
+    """
+    Background item `subagent`: a child session announced with `subagent_update` that keeps working.
+
+    Attributes:
+        session_id: The child session.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    __acp_tags__ = (("type", "type", "subagent"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        type: Literal["subagent"] = "subagent"
+    else:
+        type: Literal["subagent"]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The child session."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+TerminalId = TypeAliasType("TerminalId", str)
+"""
+Identifier of an agent-owned display terminal, unique and never reused within its session.
+"""
+
+
+_A_str_WireKey_meta_terminal_id_21ed68 = dict[
+    Annotated[str, WireKey("meta", "terminal_id")], Any
+]
+_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
+
+
+class BackgroundTerminal(AcpModel):
+    """
+    Background item `terminal`: a terminal whose process keeps running outside the foreground work.
+
+    Attributes:
+        terminal_id: The terminal, already announced with a `terminal_update`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
+
+    __acp_tags__ = (("type", "type", "terminal"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        type: Literal["terminal"] = "terminal"
+    else:
+        type: _A_Literal_terminal_384a30
+
+    terminal_id: _A_TerminalId_terminalId_69d43a
+    """The terminal, already announced with a `terminal_update`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+ToolCallId = TypeAliasType("ToolCallId", str)
+"""Identifier of a tool call, unique within its session."""
+
+
+_A_Literal_tool_call_efb8df = Literal["tool_call"]
+_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+
+
+class BackgroundToolCall(AcpModel):
+    """
+    Background item `tool_call`: a tool call that keeps running outside the foreground work.
+
+    Attributes:
+        tool_call_id: The tool call, already announced with a `tool_call_update`.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "tool_call_id")], Any]
+
+    __acp_tags__ = (("type", "type", "tool_call"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        type: Literal["tool_call"] = "tool_call"
+    else:
+        type: _A_Literal_tool_call_efb8df
+
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
+    """The tool call, already announced with a `tool_call_update`."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+BackgroundWork = TypeAliasType(
+    "BackgroundWork",
+    Annotated[
+        Union[
+            Annotated[BackgroundTerminal, Tag("terminal")],
+            Annotated[BackgroundToolCall, Tag("tool_call")],
+            Annotated[BackgroundSubagent, Tag("subagent")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "type",
+                "type",
+                frozenset(["subagent", "terminal", "tool_call"]),
+                open=True,
+                default=None,
+            )
+        ),
+        SerializeAsAny(),
+    ],
+)
+"""
+One piece of work that runs on its own beside the foreground work, discriminated by `type`. It names something the client already knows (announced before the first state that lists it); work backed by a process is listed once, as its terminal.
+"""
+
+
 _A_Literal_boolean_d16f93 = Literal["boolean"]
-_A_bool_None_OMIT_ON_ERROR_b3494b = Annotated[bool | None, OMIT_ON_ERROR]
 
 
 class BooleanPropertySchema(AcpModel):
@@ -1811,10 +1732,96 @@ class CancelSessionNotification(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class CancelTerminalRequest(AcpModel):
+    """
+    Parameters of `terminal/cancel`: stop the process of one terminal that advertises `capabilities.cancel`. The terminal stays; a `terminal_update` with its `exitStatus` follows.
+
+    Attributes:
+        session_id: The session of the terminal.
+        terminal_id: The terminal to cancel.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "terminal_id")], Any
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session of the terminal."""
+
+    terminal_id: _A_TerminalId_terminalId_69d43a
+    """The terminal to cancel."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class CancelTerminalResponse(AcpModel):
+    """Result of `terminal/cancel`: empty; the cancellation was accepted."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class CancelToolCallRequest(AcpModel):
+    """
+    Parameters of `tool_call/cancel`: stop one tool call that advertises `capabilities.cancel`. The answer only acknowledges the request; a `tool_call_update` with the final status follows.
+
+    Attributes:
+        session_id: The session of the tool call.
+        tool_call_id: The tool call to cancel.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call_id")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "session_id", "tool_call_id")], Any
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session of the tool call."""
+
+    tool_call_id: _A_ToolCallId_toolCallId_c54005
+    """The tool call to cancel."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class CancelToolCallResponse(AcpModel):
+    """Result of `tool_call/cancel`: empty; the cancellation was accepted."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class CancelledPermissionOutcome(AcpModel):
     """
     Outcome `cancelled`: the work was cancelled before the user answered. After sending `session/cancel`, a client answers every pending permission request this way.
     """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     __acp_tags__ = (("outcome", "outcome", "cancelled"),)
 
@@ -1824,6 +1831,40 @@ class CancelledPermissionOutcome(AcpModel):
         outcome: Literal["cancelled"] = "cancelled"
     else:
         outcome: Literal["cancelled"]
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class TerminalAuthCapabilities(AcpModel):
+    """Present when the client can run `terminal` authentication methods."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class ClientAuthCapabilities(AcpModel):
+    """
+    Authentication method types the client can carry out, which limits what the agent may offer in `authMethods`.
+
+    Attributes:
+        terminal: Support for `terminal` authentication methods.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    terminal: Annotated[TerminalAuthCapabilities | None, OMIT_ON_ERROR] = None
+    """Support for `terminal` authentication methods."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class ElicitationFormCapabilities(AcpModel):
@@ -1874,78 +1915,6 @@ class ElicitationCapabilities(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class NesJumpCapabilities(AcpModel):
-    """Marker: the client can show suggestions that move the cursor."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRenameCapabilities(AcpModel):
-    """Marker: the client can show suggestions that rename a symbol."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesSearchAndReplaceCapabilities(AcpModel):
-    """Marker: the client can show search-and-replace suggestions."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class ClientNesCapabilities(AcpModel):
-    """
-    Which kinds of next-edit suggestion the client can show beyond plain edits.
-
-    Attributes:
-        jump: Support for jump suggestions.
-        rename: Support for rename suggestions.
-        search_and_replace: Support for search-and-replace suggestions.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "search_and_replace")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "search_and_replace")], Any
-        ]
-
-    jump: Annotated[NesJumpCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for jump suggestions."""
-
-    rename: Annotated[NesRenameCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for rename suggestions."""
-
-    search_and_replace: Annotated[
-        NesSearchAndReplaceCapabilities | None,
-        Field(alias="searchAndReplace"),
-        OMIT_ON_ERROR,
-    ] = None
-    """Support for search-and-replace suggestions."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
 class ClientCapabilities(AcpModel):
     """
     Capabilities a v2 client advertises in `initialize`; each counts only when its field is present and not null.
@@ -1953,68 +1922,19 @@ class ClientCapabilities(AcpModel):
     Attributes:
         auth: Authentication method types the client can run.
         elicitation: Elicitation modes the client supports.
-        nes: Support for next-edit suggestions.
-        position_encodings: The position encodings the client can use, preferred first.
     """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "position_encodings")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "position_encodings")], Any
-        ]
-
-    auth: Annotated[AuthCapabilities | None, OMIT_ON_ERROR] = None
-    """Authentication method types the client can run."""
-
-    elicitation: Annotated[ElicitationCapabilities | None, OMIT_ON_ERROR] = None
-    """Elicitation modes the client supports."""
-
-    nes: Annotated[ClientNesCapabilities | None, OMIT_ON_ERROR] = None
-    """Support for next-edit suggestions."""
-
-    position_encodings: Annotated[
-        list[OnErrorOmit[PositionEncodingKind]] | None,
-        Field(alias="positionEncodings"),
-        NOT_NULL,
-        OMIT_ON_ERROR,
-    ] = None
-    """The position encodings the client can use, preferred first."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class CloseNesRequest(AcpModel):
-    """
-    Params of `nes/close`: end a next-edit suggestion session.
-
-    Attributes:
-        session_id: The suggestion session to end.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session to end."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class CloseNesResponse(AcpModel):
-    """Result of `nes/close`: empty on success."""
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    auth: Annotated[ClientAuthCapabilities | None, OMIT_ON_ERROR] = None
+    """Authentication method types the client can run."""
+
+    elicitation: Annotated[ElicitationCapabilities | None, OMIT_ON_ERROR] = None
+    """Elicitation modes the client supports."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2051,16 +1971,6 @@ class CloseSessionResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-ToolCallId = TypeAliasType("ToolCallId", str)
-"""Identifier of a tool call, unique within its session."""
-
-
-TerminalId = TypeAliasType("TerminalId", str)
-"""
-Identifier of an agent-owned display terminal, unique and never reused within its session.
-"""
 
 
 _A_ToolCallId_None_toolCallId_OMIT_321f3a = Annotated[
@@ -2336,7 +2246,11 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
+    options: Annotated[
+        list[OnErrorOmit[SessionConfigSelectOption]],
+        Field(min_length=1),
+        DEFAULT_ON_ERROR,
+    ]
     """The values in this group."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2501,6 +2415,7 @@ SessionConfigOption = TypeAliasType(
                 frozenset(["boolean", "select"]),
                 open=True,
                 default=None,
+                unknown_required=("configId", "name"),
             )
         ),
         SerializeAsAny(),
@@ -2557,70 +2472,6 @@ class ConfigOptionUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-McpServerAcpId = TypeAliasType("McpServerAcpId", str)
-"""
-Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
-"""
-
-
-_A_str_WireKey_meta_server_id_874aed = dict[
-    Annotated[str, WireKey("meta", "server_id")], Any
-]
-_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
-
-
-class ConnectMcpRequest(AcpModel):
-    """
-    Params of `mcp/connect`: the agent opens a connection to an MCP server that the client carries over ACP.
-
-    Attributes:
-        server_id: Identifier of the ACP-carried MCP server.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
-
-    server_id: _A_McpServerAcpId_serverId_a091d5
-    """Identifier of the ACP-carried MCP server."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-McpConnectionId = TypeAliasType("McpConnectionId", str)
-"""Identifier of one MCP connection carried over ACP."""
-
-
-_A_str_WireKey_connection_id_meta_d62ced = dict[
-    Annotated[str, WireKey("connection_id", "meta")], Any
-]
-_A_McpConnectionId_connectionId_1a83eb = Annotated[
-    McpConnectionId, Field(alias="connectionId")
-]
-
-
-class ConnectMcpResponse(AcpModel):
-    """
-    Result of `mcp/connect`: the identifier of the new connection.
-
-    Attributes:
-        connection_id: The ACP-carried MCP connection.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
-
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
 class Content(AcpModel):
     """
     Tool call content of type `content`: an ordinary content block.
@@ -2656,7 +2507,7 @@ class Cost(AcpModel):
 
     Attributes:
         amount: The amount, in units of `currency`.
-        currency: ISO 4217 code of the currency, such as `USD`.
+        currency: Unit of `amount`: an ISO 4217 code such as `USD` for money, or another unit such as `credits`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -2668,8 +2519,10 @@ class Cost(AcpModel):
     amount: int | float
     """The amount, in units of `currency`."""
 
-    currency: Annotated[str, Field(pattern="^[A-Z]{3}$")]
-    """ISO 4217 code of the currency, such as `USD`."""
+    currency: str
+    """
+    Unit of `amount`: an ISO 4217 code such as `USD` for money, or another unit such as `credits`.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -2882,7 +2735,7 @@ class IntegerPropertySchema(AcpModel):
     maximum: _A_int_None_95fd59 = None
     """Largest value allowed, inclusive."""
 
-    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    default: Annotated[int | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3067,15 +2920,13 @@ class ElicitationSchema(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    type: Annotated[ElicitationSchemaType | None, NOT_NULL, OMIT_ON_ERROR] = "object"
+    type: ElicitationSchemaType
     """Always `object`."""
 
     title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Title of the form."""
 
-    properties: Annotated[
-        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
-    ] = {}
+    properties: dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]]
     """The form fields by name."""
 
     required: list[str] | None = None
@@ -3253,7 +3104,12 @@ CreateElicitationRequest = TypeAliasType(
         ],
         Discriminator(
             tag_discriminator(
-                "mode", "mode", frozenset(["form", "url"]), open=True, default=None
+                "mode",
+                "mode",
+                frozenset(["form", "url"]),
+                open=True,
+                default=None,
+                unknown_required=("message",),
             )
         ),
         SerializeAsAny(),
@@ -3403,257 +3259,6 @@ class DeleteSessionResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
-
-
-class Position(AcpModel):
-    """
-    A place in a text document: zero-based line and character offset (the unit follows the negotiated position encoding).
-
-    Attributes:
-        line: Zero-based line number.
-        character: Zero-based offset within the line, in units of the position encoding.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    line: _A_int_ge_0_le_4294967295_3869ec
-    """Zero-based line number."""
-
-    character: _A_int_ge_0_le_4294967295_3869ec
-    """Zero-based offset within the line, in units of the position encoding."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class Range(AcpModel):
-    """
-    A span of a text document, from a start position (included) to an end position (excluded).
-
-    Attributes:
-        start: First position of the range.
-        end: First position after the range.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    start: Position
-    """First position of the range."""
-
-    end: Position
-    """First position after the range."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_Range_None_58b819 = Range | None
-
-
-class TextDocumentContentChangeEvent(AcpModel):
-    """
-    One change to a document: new text for a range, or the whole new text when no range is given.
-
-    Attributes:
-        range: The range that was replaced; absent when `text` is the whole document.
-        text: The new text of the range, or of the whole document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    range: _A_Range_None_58b819 = None
-    """
-    The range that was replaced; absent when `text` is the whole document.
-    """
-
-    text: str
-    """The new text of the range, or of the whole document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidChangeDocumentNotification(AcpModel):
-    """
-    Params of `document/didChange`: the text of an open document changed.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        version: Version of the document; it grows with every change.
-        content_changes: The changes, applied in order.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("content_changes", "meta", "session_id")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    content_changes: Annotated[
-        list[OnErrorOmit[TextDocumentContentChangeEvent]],
-        Field(alias="contentChanges"),
-        DEFAULT_ON_ERROR,
-    ]
-    """The changes, applied in order."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidCloseDocumentNotification(AcpModel):
-    """
-    Params of `document/didClose`: the client no longer has the document open.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidFocusDocumentNotification(AcpModel):
-    """
-    Params of `document/didFocus`: the user switched to a document (cursor and visible part included).
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        version: Version of the document; it grows with every change.
-        position: Where the cursor is.
-        visible_range: The part of the document shown in the editor.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "visible_range")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    position: Position
-    """Where the cursor is."""
-
-    visible_range: Annotated[Range, Field(alias="visibleRange")]
-    """The part of the document shown in the editor."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_str_languageId_2d40a0 = Annotated[str, Field(alias="languageId")]
-
-
-class DidOpenDocumentNotification(AcpModel):
-    """
-    Params of `document/didOpen`: the client opened a document and sends its full text.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        language_id: Language of the document, e.g. `python`.
-        version: Version of the document; it grows with every change.
-        text: The whole text of the document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("language_id", "meta", "session_id")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    language_id: _A_str_languageId_2d40a0
-    """Language of the document, e.g. `python`."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    text: str
-    """The whole text of the document."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DidSaveDocumentNotification(AcpModel):
-    """
-    Params of `document/didSave`: a document was written to disk.
-
-    Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -3927,11 +3532,19 @@ class DiffPatch(AcpModel):
         text: The patch text.
     """
 
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
     format: DiffPatchFormat
     """The format of `text`."""
 
     text: str
     """The patch text."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Diff(AcpModel):
@@ -4011,38 +3624,6 @@ class DisableProviderResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class DisconnectMcpRequest(AcpModel):
-    """
-    Params of `mcp/disconnect`: close a connection opened with `mcp/connect`.
-
-    Attributes:
-        connection_id: The ACP-carried MCP connection.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
-
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class DisconnectMcpResponse(AcpModel):
-    """Result of `mcp/disconnect`: empty on success."""
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
 class ElicitationRequestScope(AcpModel):
     """
     The scope field of an elicitation tied to a request outside any session, such as during authentication.
@@ -4095,6 +3676,12 @@ Numeric JSON-RPC error code: one of the standard codes, an ACP code from the ver
 """
 
 
+ErrorData = TypeAliasType("ErrorData", Any)
+"""
+What an error's `data` may hold: one of the shapes ACP defines (SessionNotFoundErrorData, UnsupportedProtocolVersionErrorData), chosen by the error code, or any other JSON value.
+"""
+
+
 class Error(AcpModel):
     """
     Error object of a failed JSON-RPC request.
@@ -4102,7 +3689,7 @@ class Error(AcpModel):
     Attributes:
         code: What kind of error occurred.
         message: Short human-readable summary of the error, ideally one sentence.
-        data: Extra details about the error (any JSON value), for example debugging context.
+        data: Extra details about the error; for some codes a shape ACP defines (see ErrorData).
     """
 
     code: ErrorCode
@@ -4111,9 +3698,9 @@ class Error(AcpModel):
     message: str
     """Short human-readable summary of the error, ideally one sentence."""
 
-    data: Annotated[Any, OMIT_ON_ERROR] = None
+    data: Annotated[ErrorData | None, OMIT_ON_ERROR] = None
     """
-    Extra details about the error (any JSON value), for example debugging context.
+    Extra details about the error; for some codes a shape ACP defines (see ErrorData).
     """
 
 
@@ -4225,9 +3812,18 @@ class McpServerStdio(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+McpServerAcpId = TypeAliasType("McpServerAcpId", str)
+"""
+Identifier, chosen by whoever offers it, of an MCP server carried over ACP.
+"""
+
+
+_A_McpServerAcpId_serverId_a091d5 = Annotated[McpServerAcpId, Field(alias="serverId")]
+
+
 class McpServerAcp(AcpModel):
     """
-    An MCP server reached through the ACP connection (`mcp/connect`, `mcp/message`, `mcp/disconnect`) instead of a process or a URL.
+    An MCP server the client provides over the ACP connection itself (reached with `mcp/message`) instead of a process or a URL.
 
     Attributes:
         name: Human-readable name of the server.
@@ -4236,9 +3832,11 @@ class McpServerAcp(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed = Field(init=False)
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any] = (
+            Field(init=False)
+        )
     else:
-        __pydantic_extra__: _A_str_WireKey_meta_server_id_874aed
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "server_id")], Any]
 
     __acp_tags__ = (("type", "type", "acp"),)
 
@@ -4284,6 +3882,41 @@ How to reach one MCP server, tagged by transport. Tags starting with `_` are imp
 """
 
 
+SystemPromptMode = TypeAliasType(
+    "SystemPromptMode",
+    Annotated[
+        Union[Literal["append", "override"], str], Field(union_mode="left_to_right")
+    ],
+)
+"""
+How the agent combines a client's system prompt with its own instructions. Open: an unknown mode is kept, and an agent refuses a mode it does not support.
+"""
+
+
+class SystemPrompt(AcpModel):
+    """
+    System-level instructions the client gives a session. Sent only to an agent advertising `session.systemPrompt`; an agent that cannot apply them fails the request instead of setting the session up without them.
+
+    Attributes:
+        mode: How to combine them with the agent's instructions.
+        content: The instructions.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    mode: SystemPromptMode
+    """How to combine them with the agent's instructions."""
+
+    content: list[Annotated[ContentBlock, FAST_UNION]]
+    """The instructions."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = Annotated[
     list[OnErrorOmit[AbsolutePath]] | None,
     Field(alias="additionalDirectories"),
@@ -4296,6 +3929,9 @@ _A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
+_A_SystemPrompt_None_systemPrompt_6a0606 = Annotated[
+    SystemPrompt | None, Field(alias="systemPrompt")
+]
 
 
 class ForkSessionRequest(AcpModel):
@@ -4307,6 +3943,7 @@ class ForkSessionRequest(AcpModel):
         cwd: Absolute working directory of the new session.
         additional_directories: Absolute paths of further directories the new session may use.
         mcp_servers: MCP servers the new session connects to.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -4314,7 +3951,13 @@ class ForkSessionRequest(AcpModel):
         __pydantic_extra__: dict[
             Annotated[
                 str,
-                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "session_id",
+                    "system_prompt",
+                ),
             ],
             Any,
         ] = Field(init=False)
@@ -4322,7 +3965,13 @@ class ForkSessionRequest(AcpModel):
         __pydantic_extra__: dict[
             Annotated[
                 str,
-                WireKey("additional_directories", "mcp_servers", "meta", "session_id"),
+                WireKey(
+                    "additional_directories",
+                    "mcp_servers",
+                    "meta",
+                    "session_id",
+                    "system_prompt",
+                ),
             ],
             Any,
         ]
@@ -4339,12 +3988,29 @@ class ForkSessionRequest(AcpModel):
     mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
     """MCP servers the new session connects to."""
 
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_str_WireKey_available_commands_c_861ab0 = dict[
+    Annotated[
+        str, WireKey("available_commands", "config_options", "meta", "session_id")
+    ],
+    Any,
+]
 _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = Annotated[
     list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
     Field(alias="configOptions"),
+    NOT_NULL,
+    OMIT_ON_ERROR,
+]
+_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
+    list[OnErrorOmit[AvailableCommand]] | None,
+    Field(alias="availableCommands"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
@@ -4357,23 +4023,27 @@ class ForkSessionResponse(AcpModel):
     Attributes:
         session_id: Identifier of the new session.
         config_options: The new session's configuration options.
+        available_commands: Initial slash commands; omitted or empty means none. Never null on the wire.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0 = Field(
+            init=False
+        )
     else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("config_options", "meta", "session_id")], Any
-        ]
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
     config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
     """The new session's configuration options."""
+
+    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    """
+    Initial slash commands; omitted or empty means none. Never null on the wire.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4383,7 +4053,12 @@ StopReason = TypeAliasType(
     Annotated[
         Union[
             Literal[
-                "end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"
+                "end_turn",
+                "max_tokens",
+                "max_turn_requests",
+                "refusal",
+                "cancelled",
+                "error",
             ],
             str,
         ],
@@ -4393,6 +4068,55 @@ StopReason = TypeAliasType(
 """
 Why the agent stopped its foreground work; carried by an idle `state_update`.
 """
+
+
+_A_Literal_idle_66c871 = Literal["idle"]
+_A_StopReason_None_stopReason_OMIT_ad1d4e = Annotated[
+    StopReason | None, Field(alias="stopReason"), OMIT_ON_ERROR
+]
+_A_Error_None_OMIT_ON_ERROR_dcb74c = Annotated[Error | None, OMIT_ON_ERROR]
+_A_list_BackgroundWork_FAST_UNION_N_a245b2 = Annotated[
+    list[Annotated[BackgroundWork, FAST_UNION]] | None, OMIT_ON_ERROR
+]
+
+
+class IdleStateSnapshot(AcpModel):
+    """
+    State `idle`: the session can take a new prompt.
+
+    Attributes:
+        stop_reason: Why the foreground work stopped, when this state ends it.
+        error: What went wrong, when `stopReason` is `error`.
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[str, WireKey("meta", "stop_reason")], Any
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "stop_reason")], Any]
+
+    __acp_tags__ = (("state", "state", "idle"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["idle"] = "idle"
+    else:
+        state: _A_Literal_idle_66c871
+
+    stop_reason: _A_StopReason_None_stopReason_OMIT_ad1d4e = None
+    """Why the foreground work stopped, when this state ends it."""
+
+    error: _A_Error_None_OMIT_ON_ERROR_dcb74c = None
+    """What went wrong, when `stopReason` is `error`."""
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class Usage(AcpModel):
@@ -4493,6 +4217,8 @@ class IdleStateUpdate(AcpModel):
     Attributes:
         stop_reason: Why the foreground work stopped, when this transition ends it. Omitted and `null` both mean no reason is reported.
         usage: Tokens spent by the turn, if the agent reports them.
+        background: Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+        error: What went wrong, when `stopReason` is `error`.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -4524,17 +4250,23 @@ class IdleStateUpdate(AcpModel):
     if TYPE_CHECKING:
         state: Literal["idle"] = "idle"
     else:
-        state: Literal["idle"]
+        state: _A_Literal_idle_66c871
 
-    stop_reason: Annotated[
-        StopReason | None, Field(alias="stopReason"), OMIT_ON_ERROR
-    ] = None
+    stop_reason: _A_StopReason_None_stopReason_OMIT_ad1d4e = None
     """
     Why the foreground work stopped, when this transition ends it. Omitted and `null` both mean no reason is reported.
     """
 
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """
+    Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
+
+    error: _A_Error_None_OMIT_ON_ERROR_dcb74c = None
+    """What went wrong, when `stopReason` is `error`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -4775,16 +4507,19 @@ Opaque pagination token of `session/list`; clients pass it back unchanged and ne
 """
 
 
-SessionArchivedFilter = TypeAliasType(
-    "SessionArchivedFilter",
+SessionArchiveFilter = TypeAliasType(
+    "SessionArchiveFilter",
     Annotated[
         Union[Literal["exclude", "include", "only"], str],
         Field(union_mode="left_to_right"),
     ],
 )
 """
-Which sessions `session/list` returns with respect to their archive state.
+Which sessions `session/list` returns with respect to their archive state. Open: a value this version does not list is kept as a string.
 """
+
+
+_A_AbsolutePath_None_922038 = AbsolutePath | None
 
 
 class ListSessionsRequest(AcpModel):
@@ -4803,13 +4538,13 @@ class ListSessionsRequest(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    cwd: AbsolutePath | None = None
+    cwd: _A_AbsolutePath_None_922038 = None
     """Only list sessions with this working directory."""
 
     cursor: SessionListCursor | None = None
     """The `nextCursor` value from the previous page."""
 
-    archived: SessionArchivedFilter | None = None
+    archived: SessionArchiveFilter | None = None
     """Archive-state filter; omitted or null means `exclude`."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4964,634 +4699,171 @@ class LogoutAuthResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class MessageMcpNotification(AcpModel):
+class McpError(AcpModel):
     """
-    Params of `mcp/message` sent as a notification: one MCP notification on an ACP-carried connection.
+    An error of the inner MCP request (not an ACP error): its MCP code, message and optional data.
 
     Attributes:
-        connection_id: The ACP-carried MCP connection.
-        method: The MCP method.
-        params: The MCP params, passed on unchanged.
+        code: The MCP error code (never an ACP one).
+        message: The MCP error message.
+        data: Optional error data; an explicit null is kept apart from an omitted key.
+    """
+
+    code: int
+    """The MCP error code (never an ACP one)."""
+
+    message: str
+    """The MCP error message."""
+
+    data: Any = None
+    """
+    Optional error data; an explicit null is kept apart from an omitted key.
+    """
+
+
+McpRequestId = TypeAliasType("McpRequestId", str)
+"""
+Identifier the caller gives one inner MCP request on this ACP connection; proxies pass it on unchanged. It is not the outer JSON-RPC id.
+"""
+
+
+_A_str_WireKey_meta_request_id_serv_1f1202 = dict[
+    Annotated[str, WireKey("meta", "request_id", "server_id")], Any
+]
+_A_McpRequestId_requestId_aff030 = Annotated[McpRequestId, Field(alias="requestId")]
+_A_str_None_535d7e = dict[str, Any] | None
+
+
+class MessageMcpNotification(AcpModel):
+    """
+    Params of `mcp/message` as a notification: the provider of an ACP-carried server sends an MCP notification that belongs to an active inner request (an acknowledgement, a progress or subscription update).
+
+    Attributes:
+        server_id: The declared ACP-carried MCP server.
+        request_id: The inner MCP request this belongs to.
+        method: The inner MCP method.
+        params: The inner MCP params; null is the same as omitted.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202 = Field(
+            init=False
+        )
     else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202
 
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
+    server_id: _A_McpServerAcpId_serverId_a091d5
+    """The declared ACP-carried MCP server."""
+
+    request_id: _A_McpRequestId_requestId_aff030
+    """The inner MCP request this belongs to."""
 
     method: str
-    """The MCP method."""
+    """The inner MCP method."""
 
-    params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
-    """The MCP params, passed on unchanged."""
+    params: _A_str_None_535d7e = None
+    """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 class MessageMcpRequest(AcpModel):
     """
-    Params of `mcp/message`: one MCP request carried on an ACP-carried connection.
+    Params of `mcp/message` as a request: the agent, as the MCP client, sends one MCP request to an ACP-carried server the client provides.
 
     Attributes:
-        connection_id: The ACP-carried MCP connection.
-        method: The MCP method.
-        params: The MCP params, passed on unchanged.
+        server_id: The declared ACP-carried MCP server.
+        request_id: The inner MCP request this belongs to.
+        method: The inner MCP method.
+        params: The inner MCP params; null is the same as omitted.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_connection_id_meta_d62ced
-
-    connection_id: _A_McpConnectionId_connectionId_1a83eb
-    """The ACP-carried MCP connection."""
-
-    method: str
-    """The MCP method."""
-
-    params: dict[str, Any] | None = None
-    """The MCP params, passed on unchanged."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-MessageMcpResponse = TypeAliasType("MessageMcpResponse", Any)
-"""
-Result of `mcp/message`: the MCP server's answer, passed on unchanged; it may be any JSON value.
-"""
-
-
-NesDiagnosticSeverity = TypeAliasType(
-    "NesDiagnosticSeverity",
-    Annotated[
-        Union[Literal["error", "warning", "information", "hint"], str],
-        Field(union_mode="left_to_right"),
-    ],
-)
-"""How serious a diagnostic is."""
-
-
-class NesDiagnostic(AcpModel):
-    """
-    A problem (error, warning, ...) the editor reports at a range of a file.
-
-    Attributes:
-        uri: URI of the document.
-        range: Where the problem is.
-        severity: How serious the problem is.
-        message: Text of the diagnostic.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the document."""
-
-    range: Range
-    """Where the problem is."""
-
-    severity: NesDiagnosticSeverity
-    """How serious the problem is."""
-
-    message: str
-    """Text of the diagnostic."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEditHistoryEntry(AcpModel):
-    """
-    One recent edit of a file, as a diff.
-
-    Attributes:
-        uri: URI of the document.
-        diff: The edit, as a diff.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the document."""
-
-    diff: str
-    """The edit, as a diff."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesTextEdit(AcpModel):
-    """
-    Replace the text in a range by new text.
-
-    Attributes:
-        range: The range to replace.
-        new_text: The text that replaces the range.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "new_text")], Any]
-
-    range: Range
-    """The range to replace."""
-
-    new_text: Annotated[str, Field(alias="newText")]
-    """The text that replaces the range."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesEditSuggestion(AcpModel):
-    """
-    Branch `edit`: text edits to apply to one file, and where to put the cursor afterwards.
-
-    Attributes:
-        suggestion_id: Identifier of the suggestion.
-        uri: URI of the file the edits apply to.
-        edits: The edits to apply, all in the same file.
-        cursor_position: Where the cursor goes after the edits, if anywhere in particular.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("cursor_position", "meta", "suggestion_id")], Any
-        ]
-
-    __acp_tags__ = (("kind", "kind", "edit"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["edit"] = "edit"
-    else:
-        kind: Literal["edit"]
-
-    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the file the edits apply to."""
-
-    edits: Annotated[list[NesTextEdit], Field(min_length=1)]
-    """The edits to apply, all in the same file."""
-
-    cursor_position: Annotated[
-        Position | None, Field(alias="cursorPosition"), OMIT_ON_ERROR
-    ] = None
-    """Where the cursor goes after the edits, if anywhere in particular."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesExcerpt(AcpModel):
-    """
-    A span of lines taken from a file.
-
-    Attributes:
-        start_line: First line of the excerpt (zero-based).
-        end_line: Last line of the excerpt (zero-based, included).
-        text: The text of those lines.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("end_line", "meta", "start_line")], Any
-        ]
-
-    start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
-    """First line of the excerpt (zero-based)."""
-
-    end_line: Annotated[int, Field(alias="endLine", ge=0, le=4294967295)]
-    """Last line of the excerpt (zero-based, included)."""
-
-    text: str
-    """The text of those lines."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesJumpSuggestion(AcpModel):
-    """
-    Branch `jump`: move the cursor to a position, possibly in another file.
-
-    Attributes:
-        suggestion_id: Identifier of the suggestion.
-        uri: URI of the file to jump to.
-        position: Where to move the cursor.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "suggestion_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "suggestion_id")], Any]
-
-    __acp_tags__ = (("kind", "kind", "jump"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["jump"] = "jump"
-    else:
-        kind: Literal["jump"]
-
-    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the file to jump to."""
-
-    position: Position
-    """Where to move the cursor."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesOpenFile(AcpModel):
-    """
-    A file the editor has open, for suggestion context.
-
-    Attributes:
-        uri: URI of the document.
-        language_id: Language of the document, e.g. `python`.
-        visible_range: The part of the document shown in the editor.
-        last_focused_ms: When the file last had focus, in milliseconds since the Unix epoch.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-            ],
-            Any,
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str, WireKey("language_id", "last_focused_ms", "meta", "visible_range")
-            ],
-            Any,
-        ]
-
-    uri: str
-    """URI of the document."""
-
-    language_id: _A_str_languageId_2d40a0
-    """Language of the document, e.g. `python`."""
-
-    visible_range: Annotated[
-        Range | None, Field(alias="visibleRange"), OMIT_ON_ERROR
-    ] = None
-    """The part of the document shown in the editor."""
-
-    last_focused_ms: Annotated[
-        int | None,
-        Field(alias="lastFocusedMs", ge=0, le=18446744073709551615),
-        OMIT_ON_ERROR,
-    ] = None
-    """When the file last had focus, in milliseconds since the Unix epoch."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRecentFile(AcpModel):
-    """
-    A file the user looked at recently, with its text.
-
-    Attributes:
-        uri: URI of the document.
-        language_id: Language of the document, e.g. `python`.
-        text: The text of the file.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("language_id", "meta")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("language_id", "meta")], Any]
-
-    uri: str
-    """URI of the document."""
-
-    language_id: _A_str_languageId_2d40a0
-    """Language of the document, e.g. `python`."""
-
-    text: str
-    """The text of the file."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-NesRejectReason = TypeAliasType(
-    "NesRejectReason",
-    Annotated[
-        Union[Literal["rejected", "ignored", "replaced", "cancelled"], str],
-        Field(union_mode="left_to_right"),
-    ],
-)
-"""Why a suggestion was not taken."""
-
-
-class NesRelatedSnippet(AcpModel):
-    """
-    Parts of another file that relate to the code being edited.
-
-    Attributes:
-        uri: URI of the document.
-        excerpts: The related parts of the file.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the document."""
-
-    excerpts: list[NesExcerpt]
-    """The related parts of the file."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRenameSuggestion(AcpModel):
-    """
-    Branch `rename`: rename the symbol at a position.
-
-    Attributes:
-        suggestion_id: Identifier of the suggestion.
-        uri: URI of the document.
-        position: Position of the symbol to rename.
-        new_name: The new name of the symbol.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "new_name", "suggestion_id")], Any
-        ]
-
-    __acp_tags__ = (("kind", "kind", "rename"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["rename"] = "rename"
-    else:
-        kind: Literal["rename"]
-
-    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the document."""
-
-    position: Position
-    """Position of the symbol to rename."""
-
-    new_name: Annotated[str, Field(alias="newName")]
-    """The new name of the symbol."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesRepository(AcpModel):
-    """
-    The source repository a suggestion session works in.
-
-    Attributes:
-        name: Name of the repository.
-        owner: Owner of the repository (a user or an organisation).
-        remote_url: URL of the repository's remote.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any] = (
-            Field(init=False)
-        )
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "remote_url")], Any]
-
-    name: str
-    """Name of the repository."""
-
-    owner: str
-    """Owner of the repository (a user or an organisation)."""
-
-    remote_url: Annotated[str, Field(alias="remoteUrl")]
-    """URL of the repository's remote."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesSearchAndReplaceSuggestion(AcpModel):
-    """
-    Branch `searchAndReplace`: replace every match of a text or pattern in one file.
-
-    Attributes:
-        suggestion_id: Identifier of the suggestion.
-        uri: URI of the document.
-        search: The text or pattern to look for.
-        replace: The replacement text.
-        is_regex: Whether `search` is a regular expression rather than plain text.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("is_regex", "meta", "suggestion_id")], Any
-        ]
-
-    __acp_tags__ = (("kind", "kind", "searchAndReplace"),)
-
-    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
-    # type checkers see the default.
-    if TYPE_CHECKING:
-        kind: Literal["searchAndReplace"] = "searchAndReplace"
-    else:
-        kind: Literal["searchAndReplace"]
-
-    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
-    """Identifier of the suggestion."""
-
-    uri: str
-    """URI of the document."""
-
-    search: str
-    """The text or pattern to look for."""
-
-    replace: str
-    """The replacement text."""
-
-    is_regex: Annotated[bool | None, Field(alias="isRegex")] = None
-    """Whether `search` is a regular expression rather than plain text."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesUserAction(AcpModel):
-    """
-    One thing the user did in the editor (typing, moving the cursor, ...), with when and where.
-
-    Attributes:
-        action: What the user did, e.g. `insertChar` or `cursorMovement`.
-        uri: URI of the document.
-        position: Where the action happened.
-        timestamp_ms: When it happened, in milliseconds since the Unix epoch.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "timestamp_ms")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "timestamp_ms")], Any]
-
-    action: str
-    """What the user did, e.g. `insertChar` or `cursorMovement`."""
-
-    uri: str
-    """URI of the document."""
-
-    position: Position
-    """Where the action happened."""
-
-    timestamp_ms: Annotated[
-        int, Field(alias="timestampMs", ge=0, le=18446744073709551615)
-    ]
-    """When it happened, in milliseconds since the Unix epoch."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class NesSuggestContext(AcpModel):
-    """
-    Optional context sent with `nes/suggest`, limited to the kinds the agent asked for.
-
-    Attributes:
-        recent_files: Recently viewed files.
-        related_snippets: Snippets of related code.
-        edit_history: Recent edits, newest last.
-        user_actions: Recent user actions, newest last.
-        open_files: The files the editor has open.
-        diagnostics: Diagnostics of the workspace.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891 = Field(
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202 = Field(
             init=False
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
+        __pydantic_extra__: _A_str_WireKey_meta_request_id_serv_1f1202
 
-    recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
-        None
-    )
-    """Recently viewed files."""
+    server_id: _A_McpServerAcpId_serverId_a091d5
+    """The declared ACP-carried MCP server."""
 
-    related_snippets: Annotated[
-        list[NesRelatedSnippet] | None, Field(alias="relatedSnippets")
-    ] = None
-    """Snippets of related code."""
+    request_id: _A_McpRequestId_requestId_aff030
+    """The inner MCP request this belongs to."""
 
-    edit_history: Annotated[
-        list[NesEditHistoryEntry] | None, Field(alias="editHistory")
-    ] = None
-    """Recent edits, newest last."""
+    method: str
+    """The inner MCP method."""
 
-    user_actions: Annotated[list[NesUserAction] | None, Field(alias="userActions")] = (
-        None
-    )
-    """Recent user actions, newest last."""
-
-    open_files: Annotated[list[NesOpenFile] | None, Field(alias="openFiles")] = None
-    """The files the editor has open."""
-
-    diagnostics: list[NesDiagnostic] | None = None
-    """Diagnostics of the workspace."""
+    params: _A_str_None_535d7e = None
+    """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-NesSuggestion = TypeAliasType(
-    "NesSuggestion",
+class MessageMcpResponseResult(AcpModel):
+    """
+    Outcome `result`: the inner MCP result, passed on unchanged; present even when it is null.
+
+    Attributes:
+        result: The inner MCP result (any JSON value, null included).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    result: Any
+    """The inner MCP result (any JSON value, null included)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class MessageMcpResponseError(AcpModel):
+    """
+    Outcome `error`: the inner MCP request failed.
+
+    Attributes:
+        error: The MCP error.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    error: McpError
+    """The MCP error."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+MessageMcpResponse = TypeAliasType(
+    "MessageMcpResponse",
     Annotated[
         Union[
-            Annotated[NesEditSuggestion, Tag("edit")],
-            Annotated[NesJumpSuggestion, Tag("jump")],
-            Annotated[NesRenameSuggestion, Tag("rename")],
-            Annotated[NesSearchAndReplaceSuggestion, Tag("searchAndReplace")],
-            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+            Annotated[MessageMcpResponseResult, Tag("MessageMcpResponseResult")],
+            Annotated[MessageMcpResponseError, Tag("MessageMcpResponseError")],
         ],
         Discriminator(
-            tag_discriminator(
-                "kind",
-                "kind",
-                frozenset(["edit", "jump", "rename", "searchAndReplace"]),
-                open=True,
-                default=None,
-                unknown_required=("suggestionId",),
+            presence_discriminator(
+                {
+                    "result": "MessageMcpResponseResult",
+                    "error": "MessageMcpResponseError",
+                },
+                first=True,
             )
         ),
         SerializeAsAny(),
     ],
 )
-"""One next-edit suggestion, chosen by its `kind`."""
-
-
-NesTriggerKind = TypeAliasType(
-    "NesTriggerKind",
-    Annotated[
-        Union[Literal["automatic", "diagnostic", "manual"], str],
-        Field(union_mode="left_to_right"),
-    ],
-)
-"""What made the client ask for suggestions."""
+"""
+Result of `mcp/message`: exactly one inner MCP outcome, an opaque result or an MCP error, told apart by which key is present (a result wins when a sender puts both). ACP errors are kept for failures of the binding itself.
+"""
 
 
 class NewSessionRequest(AcpModel):
@@ -5602,17 +4874,28 @@ class NewSessionRequest(AcpModel):
         cwd: Working directory of the session; relative paths resolve against it.
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
         mcp_servers: MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ] = Field(init=False)
     else:
         __pydantic_extra__: dict[
-            Annotated[str, WireKey("additional_directories", "mcp_servers", "meta")],
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "mcp_servers", "meta", "system_prompt"
+                ),
+            ],
             Any,
         ]
 
@@ -5629,15 +4912,12 @@ class NewSessionRequest(AcpModel):
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
-    list[OnErrorOmit[AvailableCommand]] | None,
-    Field(alias="availableCommands"),
-    NOT_NULL,
-    OMIT_ON_ERROR,
-]
 
 
 class NewSessionResponse(AcpModel):
@@ -5652,21 +4932,11 @@ class NewSessionResponse(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey("available_commands", "config_options", "meta", "session_id"),
-            ],
-            Any,
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0 = Field(
+            init=False
+        )
     else:
-        __pydantic_extra__: dict[
-            Annotated[
-                str,
-                WireKey("available_commands", "config_options", "meta", "session_id"),
-            ],
-            Any,
-        ]
+        __pydantic_extra__: _A_str_WireKey_available_commands_c_861ab0
 
     session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
@@ -6061,7 +5331,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: list[Annotated[ContentBlock, FAST_UNION]]
+    prompt: Annotated[list[Annotated[ContentBlock, FAST_UNION]], Field(min_length=1)]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -6071,44 +5341,24 @@ class PromptRequest(AcpModel):
 
 class PromptResponse(AcpModel):
     """
-    Result of `session/prompt`: the agent accepted the prompt. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class RejectNesNotification(AcpModel):
-    """
-    Params of `nes/reject`: the user did not take a suggestion.
+    Result of `session/prompt`: the agent accepted the prompt and inserted it as a user message. It does not mean the work is done; progress and completion arrive as `state_update` session updates.
 
     Attributes:
-        session_id: The suggestion session this concerns.
-        suggestion_id: Identifier of the suggestion.
-        reason: Why the suggestion was not taken.
+        message_id: Id the agent gave the user message this prompt inserted. Replay and later updates of that message (a retained `user_message`) use the same id, also after a reconnect or a restart.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87 = Field(
-            init=False
+        __pydantic_extra__: dict[Annotated[str, WireKey("message_id", "meta")], Any] = (
+            Field(init=False)
         )
     else:
-        __pydantic_extra__: _A_str_WireKey_meta_session_id_sugg_1dbe87
+        __pydantic_extra__: dict[Annotated[str, WireKey("message_id", "meta")], Any]
 
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    suggestion_id: _A_NesSuggestionId_suggestionId_578e6c
-    """Identifier of the suggestion."""
-
-    reason: Annotated[NesRejectReason | None, OMIT_ON_ERROR] = None
-    """Why the suggestion was not taken."""
+    message_id: _A_MessageId_messageId_0611cc
+    """
+    Id the agent gave the user message this prompt inserted. Replay and later updates of that message (a retained `user_message`) use the same id, also after a reconnect or a restart.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6244,15 +5494,15 @@ ToolCallStatus = TypeAliasType(
     "ToolCallStatus",
     Annotated[
         Union[
-            Literal["pending", "in_progress", "completed", "failed", "cancelled"], str
+            Literal[
+                "pending", "in_progress", "paused", "completed", "failed", "cancelled"
+            ],
+            str,
         ],
         Field(union_mode="left_to_right"),
     ],
 )
 """Where a tool call is in its lifecycle."""
-
-
-_A_TerminalId_terminalId_69d43a = Annotated[TerminalId, Field(alias="terminalId")]
 
 
 class Terminal(AcpModel):
@@ -6265,11 +5515,9 @@ class Terminal(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "terminal_id")], Any
-        ] = Field(init=False)
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68 = Field(init=False)
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "terminal_id")], Any]
+        __pydantic_extra__: _A_str_WireKey_meta_terminal_id_21ed68
 
     __acp_tags__ = (("type", "type", "terminal"),)
 
@@ -6318,7 +5566,7 @@ class ToolCallLocation(AcpModel):
 
     Attributes:
         path: Absolute path of the file.
-        line: Line within the file, if relevant.
+        line: 1-based line within the file, if relevant (0 is not a line).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6330,13 +5578,44 @@ class ToolCallLocation(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
-    """Line within the file, if relevant."""
+    line: Annotated[int | None, Field(ge=1, le=4294967295), OMIT_ON_ERROR] = None
+    """1-based line within the file, if relevant (0 is not a line)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_ToolCallId_toolCallId_c54005 = Annotated[ToolCallId, Field(alias="toolCallId")]
+class ToolCallCancelCapabilities(AcpModel):
+    """Marker: this tool call can be cancelled with `tool_call/cancel`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class ToolCallCapabilities(AcpModel):
+    """
+    What the client may currently ask of one tool call. A malformed value means no controls.
+
+    Attributes:
+        cancel: Present (`{}`): the client may send `tool_call/cancel` for this call.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[ToolCallCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """Present (`{}`): the client may send `tool_call/cancel` for this call."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR]
 _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
     ToolCallStatus | None, OMIT_ON_ERROR
@@ -6352,6 +5631,9 @@ _A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
 ]
 _A_rawOutput_OMIT_ON_ERROR_cf1339 = Annotated[
     Any, Field(alias="rawOutput"), OMIT_ON_ERROR
+]
+_A_ToolCallCapabilities_None_OMIT_O_4dc83f = Annotated[
+    ToolCallCapabilities | None, OMIT_ON_ERROR
 ]
 
 
@@ -6369,6 +5651,7 @@ class ToolCallUpdate(AcpModel):
         raw_input: The raw input passed to the tool.
         raw_output: The raw output the tool returned.
         name: Name of the tool being called, if it changed or is given now.
+        capabilities: The controls the call supports now (a patch: null clears them all).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6410,6 +5693,9 @@ class ToolCallUpdate(AcpModel):
     name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
+    capabilities: _A_ToolCallCapabilities_None_OMIT_O_4dc83f = None
+    """The controls the call supports now (a patch: null clears them all)."""
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
@@ -6423,11 +5709,11 @@ class ToolCallPermissionSubject(AcpModel):
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
-        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any] = Field(
-            init=False
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "tool_call")], Any] = (
+            Field(init=False)
         )
     else:
-        __pydantic_extra__: dict[Annotated[str, WireKey("tool_call")], Any]
+        __pydantic_extra__: dict[Annotated[str, WireKey("meta", "tool_call")], Any]
 
     __acp_tags__ = (("type", "type", "tool_call"),)
 
@@ -6436,10 +5722,12 @@ class ToolCallPermissionSubject(AcpModel):
     if TYPE_CHECKING:
         type: Literal["tool_call"] = "tool_call"
     else:
-        type: Literal["tool_call"]
+        type: _A_Literal_tool_call_efb8df
 
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
     """The tool call awaiting approval."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
 RequestPermissionSubject = TypeAliasType(
@@ -6527,9 +5815,44 @@ class RequestPermissionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_Literal_requires_action_e3ede8 = Literal["requires_action"]
+
+
+class RequiresActionStateSnapshot(AcpModel):
+    """
+    State `requires_action`: the agent waits for the user (a permission, an elicitation).
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "requires_action"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["requires_action"] = "requires_action"
+    else:
+        state: _A_Literal_requires_action_e3ede8
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class RequiresActionStateUpdate(AcpModel):
     """
     State `requires_action`: foreground work waits for the user, for example on a permission request.
+
+    Attributes:
+        background: Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6559,7 +5882,12 @@ class RequiresActionStateUpdate(AcpModel):
     if TYPE_CHECKING:
         state: Literal["requires_action"] = "requires_action"
     else:
-        state: Literal["requires_action"]
+        state: _A_Literal_requires_action_e3ede8
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """
+    Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6574,6 +5902,7 @@ class ResumeSessionRequest(AcpModel):
         additional_directories: Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none. Stored roots are not restored implicitly.
         mcp_servers: MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
         replay_from: Where history replay starts; omitted or null means no replay.
+        system_prompt: Instructions for the session from the client (only with `session.systemPrompt`).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6587,6 +5916,7 @@ class ResumeSessionRequest(AcpModel):
                     "meta",
                     "replay_from",
                     "session_id",
+                    "system_prompt",
                 ),
             ],
             Any,
@@ -6601,6 +5931,7 @@ class ResumeSessionRequest(AcpModel):
                     "meta",
                     "replay_from",
                     "session_id",
+                    "system_prompt",
                 ),
             ],
             Any,
@@ -6628,6 +5959,11 @@ class ResumeSessionRequest(AcpModel):
         OMIT_ON_ERROR,
     ] = None
     """Where history replay starts; omitted or null means no replay."""
+
+    system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
+    """
+    Instructions for the session from the client (only with `session.systemPrompt`).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6662,8 +5998,45 @@ class ResumeSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+_A_Literal_running_50d091 = Literal["running"]
+
+
+class RunningStateSnapshot(AcpModel):
+    """
+    State `running`: foreground work is under way.
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "running"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["running"] = "running"
+    else:
+        state: _A_Literal_running_50d091
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 class RunningStateUpdate(AcpModel):
-    """State `running`: foreground work is under way."""
+    """
+    State `running`: foreground work is under way.
+
+    Attributes:
+        background: Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
     if TYPE_CHECKING:
@@ -6692,7 +6065,26 @@ class RunningStateUpdate(AcpModel):
     if TYPE_CHECKING:
         state: Literal["running"] = "running"
     else:
-        state: Literal["running"]
+        state: _A_Literal_running_50d091
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """
+    Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionCancelCapabilities(AcpModel):
+    """
+    Marker: work in this subagent session can be cancelled without ending the session.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -6739,6 +6131,273 @@ class SessionInfoUpdate(AcpModel):
     archived: bool | None = None
     """
     The session's new archive state. Omitted and `null` both leave it unchanged.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionMessage(AcpModel):
+    """
+    Branch `session_message`: creates or updates a message between two sessions (a parent and a subagent), keyed by `messageId`.
+
+    Attributes:
+        message_id: The message.
+        sender_session_id: The session that sent it.
+        recipient_session_id: The session it went to.
+        sender_message_id: The message's id in the sender's session.
+        recipient_message_id: The message's id in the recipient's session.
+        content: The whole content (it replaces what was there).
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "message_id",
+                    "meta",
+                    "recipient_message_id",
+                    "recipient_session_id",
+                    "sender_message_id",
+                    "sender_session_id",
+                    "session_update",
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ] = "session_message"
+    else:
+        session_update: Annotated[
+            Literal["session_message"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message."""
+
+    sender_session_id: Annotated[
+        SessionId | None, Field(alias="senderSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session that sent it."""
+
+    recipient_session_id: Annotated[
+        SessionId | None, Field(alias="recipientSessionId"), OMIT_ON_ERROR
+    ] = None
+    """The session it went to."""
+
+    sender_message_id: Annotated[
+        MessageId | None, Field(alias="senderMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the sender's session."""
+
+    recipient_message_id: Annotated[
+        MessageId | None, Field(alias="recipientMessageId"), OMIT_ON_ERROR
+    ] = None
+    """The message's id in the recipient's session."""
+
+    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    """The whole content (it replaces what was there)."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionMessageChunk(AcpModel):
+    """
+    Branch `session_message_chunk`: one more content block of a message between sessions; who sent it comes from `session_message`.
+
+    Attributes:
+        message_id: The message this block belongs to.
+        content: The block.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_message_id_meta_sess_055c48
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "session_message_chunk"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ] = "session_message_chunk"
+    else:
+        session_update: Annotated[
+            Literal["session_message_chunk"], Field(alias="sessionUpdate")
+        ]
+
+    message_id: _A_MessageId_messageId_0611cc
+    """The message this block belongs to."""
+
+    content: _A_ContentBlock_FAST_UNION_516dd6
+    """The block."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SessionNotFoundErrorData(AcpModel):
+    """
+    `data` of a -32002 error answering a request that names an unknown or inactive session.
+
+    Attributes:
+        session_id: The session id the request named.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session id the request named."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+SessionStatus = TypeAliasType(
+    "SessionStatus",
+    Annotated[Union[Literal["open", "saved"], str], Field(union_mode="left_to_right")],
+)
+"""
+Whether the agent holds a session in memory, as `session/status` reports it. Open: an unknown value is kept.
+"""
+
+
+class SessionStatusRequest(AcpModel):
+    """
+    Parameters of `session/status`: ask about a session without touching it (no load, resume, close or attach). An unknown session gets -32002 with its id in the error data.
+
+    Attributes:
+        session_id: The session asked about.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1 = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The session asked about."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_Literal_unknown_fdda7d = Literal["unknown"]
+
+
+class UnknownStateSnapshot(AcpModel):
+    """
+    State `unknown`: the agent cannot currently tell what the foreground work is doing; the previous state is no longer confirmed (not an outcome, nothing is cancelled).
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    __acp_tags__ = (("state", "state", "unknown"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["unknown"] = "unknown"
+    else:
+        state: _A_Literal_unknown_fdda7d
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+StateSnapshot = TypeAliasType(
+    "StateSnapshot",
+    Annotated[
+        Union[
+            Annotated[RunningStateSnapshot, Tag("running")],
+            Annotated[IdleStateSnapshot, Tag("idle")],
+            Annotated[RequiresActionStateSnapshot, Tag("requires_action")],
+            Annotated[UnknownStateSnapshot, Tag("unknown")],
+            Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
+        ],
+        Discriminator(
+            tag_discriminator(
+                "state",
+                "state",
+                frozenset(["idle", "requires_action", "running", "unknown"]),
+                open=True,
+                default=None,
+            )
+        ),
+        SerializeAsAny(),
+    ],
+)
+"""
+What a session's foreground work is doing, as a value (reported by `session/status` and in `subagent_update`), discriminated by `state`. Open: an unknown state is kept.
+"""
+
+
+_A_StateSnapshot_FAST_UNION_None_OM_420aed = Annotated[
+    Annotated[StateSnapshot, FAST_UNION] | None, OMIT_ON_ERROR
+]
+
+
+class SessionStatusResponse(AcpModel):
+    """
+    Result of `session/status`.
+
+    Attributes:
+        status: Whether the session is in memory.
+        state: What the session's foreground work is doing, when the agent reports it.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    status: SessionStatus
+    """Whether the session is in memory."""
+
+    state: _A_StateSnapshot_FAST_UNION_None_OM_420aed = None
+    """
+    What the session's foreground work is doing, when the agent reports it.
     """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6824,6 +6483,49 @@ class UserMessage(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class UnknownStateUpdate(AcpModel):
+    """
+    State `unknown`: the agent cannot currently tell what the foreground work is doing; the client stops showing the previous state as current.
+
+    Attributes:
+        background: Everything running in the background, as a full list.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1 = Field(
+            init=False
+        )
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_session_update_ed86c1
+
+    __acp_tags__ = (
+        ("session_update", "sessionUpdate", "state_update"),
+        ("state", "state", "unknown"),
+    )
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["state_update"], Field(alias="sessionUpdate")
+        ] = "state_update"
+    else:
+        session_update: _A_Literal_state_update_sessionUpda_068b80
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        state: Literal["unknown"] = "unknown"
+    else:
+        state: _A_Literal_unknown_fdda7d
+
+    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    """Everything running in the background, as a full list."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 StateUpdate = TypeAliasType(
     "StateUpdate",
     Annotated[
@@ -6831,13 +6533,14 @@ StateUpdate = TypeAliasType(
             Annotated[RunningStateUpdate, Tag("running")],
             Annotated[IdleStateUpdate, Tag("idle")],
             Annotated[RequiresActionStateUpdate, Tag("requires_action")],
+            Annotated[UnknownStateUpdate, Tag("unknown")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
             tag_discriminator(
                 "state",
                 "state",
-                frozenset(["idle", "requires_action", "running"]),
+                frozenset(["idle", "requires_action", "running", "unknown"]),
                 open=True,
                 default=None,
             )
@@ -6905,6 +6608,7 @@ class ToolCallProgress(AcpModel):
         raw_input: The raw input passed to the tool.
         raw_output: The raw output the tool returned.
         name: Name of the tool being called, if it changed or is given now.
+        capabilities: The controls the call supports now (a patch: null clears them all).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -6969,6 +6673,9 @@ class ToolCallProgress(AcpModel):
     name: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Name of the tool being called, if it changed or is given now."""
 
+    capabilities: _A_ToolCallCapabilities_None_OMIT_O_4dc83f = None
+    """The controls the call supports now (a patch: null clears them all)."""
+
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
@@ -6997,7 +6704,7 @@ class TerminalExitStatus(AcpModel):
     How a terminal's command ended. Its presence alone marks the terminal as exited, even when neither code nor signal is known.
 
     Attributes:
-        exit_code: The exit code, if known.
+        exit_code: The exit code as the platform reports it, if known; negative codes (signed Windows codes) included.
         signal: Name of the signal that ended the process, such as `SIGTERM`, if known.
     """
 
@@ -7009,14 +6716,75 @@ class TerminalExitStatus(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any]
 
-    exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
-    ] = None
-    """The exit code, if known."""
+    exit_code: Annotated[int | None, Field(alias="exitCode"), OMIT_ON_ERROR] = None
+    """
+    The exit code as the platform reports it, if known; negative codes (signed Windows codes) included.
+    """
 
     signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """
     Name of the signal that ended the process, such as `SIGTERM`, if known.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+_A_int_ge_1_le_65535_7ddf00 = Annotated[int, Field(ge=1, le=65535)]
+
+
+class TerminalSize(AcpModel):
+    """
+    Size of an agent-owned terminal, in character cells.
+
+    Attributes:
+        cols: Width in columns.
+        rows: Height in rows.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cols: _A_int_ge_1_le_65535_7ddf00
+    """Width in columns."""
+
+    rows: _A_int_ge_1_le_65535_7ddf00
+    """Height in rows."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class TerminalCancelCapabilities(AcpModel):
+    """Marker: this terminal can be cancelled with `terminal/cancel`."""
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class TerminalCapabilities(AcpModel):
+    """
+    What the client may currently ask of one terminal. A malformed value means no controls.
+
+    Attributes:
+        cancel: Present (`{}`): the client may send `terminal/cancel` for this terminal.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[TerminalCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """
+    Present (`{}`): the client may send `terminal/cancel` for this terminal.
     """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7032,6 +6800,8 @@ class TerminalUpdate(AcpModel):
         cwd: Absolute working directory of the command.
         output: A full snapshot of the output, replacing every byte held so far.
         exit_status: How the command ended; a value marks the terminal as exited.
+        size: The terminal's size.
+        capabilities: The controls the terminal supports now (a patch: null clears them all).
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -7079,6 +6849,14 @@ class TerminalUpdate(AcpModel):
         TerminalExitStatus | None, Field(alias="exitStatus"), OMIT_ON_ERROR
     ] = None
     """How the command ended; a value marks the terminal as exited."""
+
+    size: Annotated[TerminalSize | None, OMIT_ON_ERROR] = None
+    """The terminal's size."""
+
+    capabilities: Annotated[TerminalCapabilities | None, OMIT_ON_ERROR] = None
+    """
+    The controls the terminal supports now (a patch: null clears them all).
+    """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -7170,6 +6948,103 @@ class UsageUpdate(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+class SubagentSessionCapabilities(AcpModel):
+    """
+    What the client may do to one subagent session; support on ordinary sessions does not carry over to a child.
+
+    Attributes:
+        cancel: Present: the client may cancel the child's work.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    cancel: Annotated[SessionCancelCapabilities | None, OMIT_ON_ERROR] = None
+    """Present: the client may cancel the child's work."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class SubagentUpdate(AcpModel):
+    """
+    Branch `subagent_update`: the session created and owns a child session; later updates change the child's details, not its owner. The first one for a child comes before any other message naming it.
+
+    Attributes:
+        session_id: The child session.
+        title: The child's title.
+        description: What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
+        capabilities: What the client may do to the child.
+        state: What the child's foreground work is doing.
+        cwd: The child's working directory.
+        additional_directories: The child's extra workspace roots.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ] = Field(init=False)
+    else:
+        __pydantic_extra__: dict[
+            Annotated[
+                str,
+                WireKey(
+                    "additional_directories", "meta", "session_id", "session_update"
+                ),
+            ],
+            Any,
+        ]
+
+    __acp_tags__ = (("session_update", "sessionUpdate", "subagent_update"),)
+
+    # Required on the wire; the constructor fills it in (AcpModel.__init__), so
+    # type checkers see the default.
+    if TYPE_CHECKING:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ] = "subagent_update"
+    else:
+        session_update: Annotated[
+            Literal["subagent_update"], Field(alias="sessionUpdate")
+        ]
+
+    session_id: _A_SessionId_sessionId_07b1e9
+    """The child session."""
+
+    title: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """The child's title."""
+
+    description: _A_str_None_OMIT_ON_ERROR_afe16e = None
+    """
+    What the child session is for, as the parent describes it (display text; omitted leaves it unchanged, null clears it).
+    """
+
+    capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
+    """What the client may do to the child."""
+
+    state: _A_StateSnapshot_FAST_UNION_None_OM_420aed = None
+    """What the child's foreground work is doing."""
+
+    cwd: _A_AbsolutePath_None_922038 = None
+    """The child's working directory."""
+
+    additional_directories: Annotated[
+        list[AbsolutePath] | None, Field(alias="additionalDirectories")
+    ] = None
+    """The child's extra workspace roots."""
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
 SessionUpdate = TypeAliasType(
     "SessionUpdate",
     Annotated[
@@ -7194,6 +7069,9 @@ SessionUpdate = TypeAliasType(
             Annotated[Notice, Tag("notice")],
             Annotated[CompactionUpdate, Tag("compaction_update")],
             Annotated[CompactionSummaryChunk, Tag("compaction_summary_chunk")],
+            Annotated[SubagentUpdate, Tag("subagent_update")],
+            Annotated[SessionMessage, Tag("session_message")],
+            Annotated[SessionMessageChunk, Tag("session_message_chunk")],
             Annotated[UnknownVariant, Tag(UNKNOWN_TAG)],
         ],
         Discriminator(
@@ -7214,7 +7092,10 @@ SessionUpdate = TypeAliasType(
                         "plan_removed",
                         "plan_update",
                         "session_info_update",
+                        "session_message",
+                        "session_message_chunk",
                         "state_update",
+                        "subagent_update",
                         "terminal_output_chunk",
                         "terminal_update",
                         "tool_call_content_chunk",
@@ -7382,7 +7263,7 @@ SetSessionConfigOptionRequest = TypeAliasType(
                 frozenset(["boolean", "id"]),
                 open=True,
                 default=None,
-                unknown_required=("value",),
+                unknown_required=("sessionId", "configId", "value"),
             )
         ),
         SerializeAsAny(),
@@ -7415,72 +7296,13 @@ class SetSessionConfigOptionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class WorkspaceFolder(AcpModel):
+class SetSessionTitleRequest(AcpModel):
     """
-    A root folder of the editor's workspace.
+    Parameters of `session/set_title`: give a session a title. Any session `session/list` would return may be retitled, active or not; an unknown one gets -32002. Afterwards the agent should not replace the title with one of its own.
 
     Attributes:
-        uri: URI of the folder.
-        name: Display name of the folder.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
-    else:
-        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
-
-    uri: str
-    """URI of the folder."""
-
-    name: str
-    """Display name of the folder."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class StartNesRequest(AcpModel):
-    """
-    Params of `nes/start`: open a next-edit suggestion session for a workspace.
-
-    Attributes:
-        workspace_uri: URI of the workspace root.
-        workspace_folders: The root folders of the workspace.
-        repository: The repository the workspace belongs to, if known.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "workspace_folders", "workspace_uri")], Any
-        ]
-
-    workspace_uri: Annotated[str | None, Field(alias="workspaceUri"), OMIT_ON_ERROR] = (
-        None
-    )
-    """URI of the workspace root."""
-
-    workspace_folders: Annotated[
-        list[WorkspaceFolder] | None, Field(alias="workspaceFolders")
-    ] = None
-    """The root folders of the workspace."""
-
-    repository: Annotated[NesRepository | None, OMIT_ON_ERROR] = None
-    """The repository the workspace belongs to, if known."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class StartNesResponse(AcpModel):
-    """
-    Result of `nes/start`: the session to use for suggestions.
-
-    Attributes:
-        session_id: Identifier of the new suggestion session.
+        session_id: The session to retitle.
+        title: The new title.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -7490,65 +7312,20 @@ class StartNesResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_session_id_6f8ab1
 
     session_id: _A_SessionId_sessionId_07b1e9
-    """Identifier of the new suggestion session."""
+    """The session to retitle."""
+
+    title: str
+    """The new title."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-class SuggestNesRequest(AcpModel):
+class SetSessionTitleResponse(AcpModel):
     """
-    Params of `nes/suggest`: ask for suggestions at the cursor of a document.
+    Result of `session/set_title`, sent once the title is stored.
 
     Attributes:
-        session_id: The suggestion session this concerns.
-        uri: URI of the document.
-        version: Version of the document; it grows with every change.
-        position: Where the cursor is.
-        selection: The selected range, if any.
-        trigger_kind: What made the client ask.
-        context: Context for the suggestion, limited to what the agent asked for.
-    """
-
-    # unknown keys, with their key check; Field(init=False) is for type checkers only
-    if TYPE_CHECKING:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-        ] = Field(init=False)
-    else:
-        __pydantic_extra__: dict[
-            Annotated[str, WireKey("meta", "session_id", "trigger_kind")], Any
-        ]
-
-    session_id: _A_SessionId_sessionId_07b1e9
-    """The suggestion session this concerns."""
-
-    uri: str
-    """URI of the document."""
-
-    version: int
-    """Version of the document; it grows with every change."""
-
-    position: Position
-    """Where the cursor is."""
-
-    selection: _A_Range_None_58b819 = None
-    """The selected range, if any."""
-
-    trigger_kind: Annotated[NesTriggerKind, Field(alias="triggerKind")]
-    """What made the client ask."""
-
-    context: NesSuggestContext | None = None
-    """Context for the suggestion, limited to what the agent asked for."""
-
-    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-class SuggestNesResponse(AcpModel):
-    """
-    Result of `nes/suggest`: zero or more suggestions.
-
-    Attributes:
-        suggestions: The suggestions, best first.
+        title: The title as the agent stored it.
     """
 
     # unknown keys, with their key check; Field(init=False) is for type checkers only
@@ -7557,8 +7334,8 @@ class SuggestNesResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
-    """The suggestions, best first."""
+    title: str
+    """The title as the agent stored it."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
@@ -7593,6 +7370,30 @@ class UnarchiveSessionResponse(AcpModel):
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class UnsupportedProtocolVersionErrorData(AcpModel):
+    """
+    `data` of a -32022 error: the version asked for and the versions the peer can speak.
+
+    Attributes:
+        requested: The protocol version the request asked for.
+        supported: The protocol versions the peer supports.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    requested: ProtocolVersion
+    """The protocol version the request asked for."""
+
+    supported: list[ProtocolVersion]
+    """The protocol versions the peer supports."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
