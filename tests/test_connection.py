@@ -275,7 +275,10 @@ def test_oversized_lines_are_skipped_unbuffered_and_answered() -> None:
         await raw.initialize()
         raw.send(b'{"jsonrpc":"2.0","id":1,"method":"_x","params":{"pad":"' + b"x" * 200_000 + b'"}}')
         got = await raw.answer()
-        assert got["id"] is None and got["error"]["code"] == -32600 and "1000 bytes" in got["error"]["message"]
+        # its id is in the line's first bytes: the answer names it
+        assert got["id"] == 1 and got["error"]["code"] == -32600 and "1000 bytes" in got["error"]["message"]
+        raw.send(b'{"jsonrpc":"2.0","method":"_x","params":{"pad":"' + b"x" * 200_000 + b'"},"id":"end"}')
+        assert (await raw.answer())["id"] == "end"  # or in its last bytes
         raw.send({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}})
         assert (await raw.answer())["id"] == 2
 
@@ -334,7 +337,22 @@ def test_notifications_are_handled_in_arrival_order() -> None:
     run(main)
 
 
-def test_cancelling_a_request_sends_cancel_request_and_cancels_the_handler() -> None:
+class Recording(MemoryWriter):
+    """A MemoryWriter that keeps what went through it."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__(reader)
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+        super().write(data)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_cancelling_a_request_sends_cancel_request_only_where_the_version_has_it(version: str) -> None:
+    # v2 cancels the peer's handler with $/cancel_request; v1 advertises no support for it (agents
+    # answer it with -32601), so only the wait ends and the agent's handler goes on
     seen: list[str] = []
 
     class Agent(EchoAgent):
@@ -347,20 +365,30 @@ def test_cancelling_a_request_sends_cancel_request_and_cancels_the_handler() -> 
             return v1.ListSessionsResponse(sessions=[])
 
     async def main() -> None:
-        a, c = pair(Agent, client_versions=("v1",))
-        await c.initialize(init_params("v1"))
+        to_agent_r, to_client_r = asyncio.StreamReader(), asyncio.StreamReader()
+        to_agent_w = Recording(to_agent_r)
+        a = AgentConnection(to_agent_r, MemoryWriter(to_client_r), Agent, versions=(version,))
+        c = ClientConnection(to_client_r, to_agent_w, None, versions=(version,))
+        a.start()
+        await c.initialize(init_params(version))
         task = asyncio.ensure_future(c.request("session/list", {}))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(100):
+        for _ in range(20):
             if seen:
                 break
             await asyncio.sleep(0.01)
-        assert seen == ["cancelled"]
+        cancels = [w for w in to_agent_w.written if b"$/cancel_request" in w]
+        if version == "v1":
+            assert (seen, cancels) == ([], [])
+            assert list(a._in) == [2]  # the agent's handler goes on
+        else:
+            assert seen == ["cancelled"] and len(cancels) == 1
         assert c._out == {} and len(c._pending) == 0
         await c.close()
+        await a.close()
 
     run(main)
 

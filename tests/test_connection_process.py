@@ -62,7 +62,7 @@ async def _hostile_session() -> None:
         await stdin.drain()
     await send(b'"}}')
     big = await answer()
-    assert big["id"] is None and big["error"]["code"] == -32600
+    assert big["id"] == 2 and big["error"]["code"] == -32600  # its id is in its first bytes
     await send({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}})
     assert (await answer()) == {"jsonrpc": "2.0", "id": 3, "result": {"sessions": []}}
     await send({"jsonrpc": "2.0", "id": 77, "result": {"unknown": "id"}})
