@@ -139,7 +139,6 @@ import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from types import ModuleType
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ValidationError
@@ -449,15 +448,13 @@ class _Lines:
         self.size = 0
         return _Oversized(bytes(head), tail)
 
-    def end(self) -> bytes | _Oversized | None:
-        """What is left at end of input: an unfinished last line, or ``None``."""
+    def end(self) -> list[bytes | _Oversized]:
+        """What is left at end of input: an unfinished last line, if any."""
         if self.skip is not None:
-            return self.skip
-        if self.parts:
-            line = b"".join(self.parts)
-            self.parts.clear()
-            return line
-        return None
+            return [self.skip]
+        line = b"".join(self.parts)
+        self.parts.clear()
+        return [line] if line else []
 
 
 _SCALAR = re.compile(rb'\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*"|null)')
@@ -898,13 +895,15 @@ class Connection:
             lines = _Lines(self.max_line_size)
             while True:
                 chunk = await read(_READ_CHUNK)
+                for line in lines.feed(chunk) if chunk else lines.end():
+                    if type(line) is bytes and len(line) <= OFF_LOOP_ABOVE:
+                        self._route(self._parse_line(line), len(line))
+                    else:
+                        await self._take(line)
+                    if self._writer_full() or self._held_size > HOLD_LIMIT:
+                        await self._wait_room()
                 if not chunk:
-                    last = lines.end()
-                    if last is not None:
-                        await self._take(last)
                     break
-                for line in lines.feed(chunk):
-                    await self._take(line)
         except asyncio.CancelledError:
             reason = "the connection was closed"
             raise
@@ -918,14 +917,15 @@ class Connection:
                 await asyncio.shield(self._finish(reason))
 
     async def _take(self, line: bytes | _Oversized) -> None:
-        """Handle one line, then wait while there is no room for more (the limits in the module documentation)."""
-        if type(line) is _Oversized:
+        """Handle an oversized line, or a long one: parsed in a worker thread, so other sessions get turns."""
+        if isinstance(line, _Oversized):
             self._oversized(line)
-        elif len(line) > OFF_LOOP_ABOVE:
+        else:
             # the parse touches only the pending-request table, whose operations are atomic
             self._route(await asyncio.to_thread(self._parse_line, line), len(line))
-        else:
-            self._route(self._parse_line(line), len(line))  # type: ignore[arg-type]
+
+    async def _wait_room(self) -> None:
+        """Wait while there is no room for more input (the limits in the module documentation)."""
         while True:
             if self._writer_full():
                 await self._drain()
@@ -1159,7 +1159,7 @@ class Connection:
         if out is None:
             self._peer_log("responses to unknown ids", logging.WARNING,
                            "dropped a response to unknown request id %r", msg.id)
-        elif type(msg) is ErrorResponse:
+        elif isinstance(msg, ErrorResponse):
             error = msg.error
             self._resolve(out, RequestError(error.code, error.message, error.data))
         elif out.method == "initialize":
