@@ -1703,8 +1703,10 @@ async def spawn_agent(
         async with conn:
             yield conn
     finally:
-        await _stop(process, protocol, exit_timeout)
-        transport.close()
+        try:
+            await _stop(process, protocol, exit_timeout)
+        finally:
+            transport.close()  # else asyncio complains when it collects the transport
 
 
 async def _stop(process: AgentProcess, protocol: _AgentProtocol, timeout: float) -> None:
