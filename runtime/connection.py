@@ -713,8 +713,6 @@ class Connection:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._room.wait(), deadline - loop.time())
         self._held_requests.clear()
-        self._held_notes.clear()
-        self._held_size = 0
         self._queue.append(None)
         self._wakeup.set()
         worker = self._worker
@@ -723,6 +721,13 @@ class Connection:
                 worker.cancel()
             with contextlib.suppress(BaseException):
                 await worker
+        # answers that came, ordered behind notifications no one will handle now, still settle
+        for item in (*self._queue, *(item for item, _ in self._held_notes)):
+            if isinstance(item, tuple):
+                self._complete(*item)
+        self._queue.clear()
+        self._held_notes.clear()
+        self._held_size = 0
         self._fail_pending(reason)
         tasks = [*self._in.values(), *self._batches]
         for task in tasks:

@@ -659,3 +659,39 @@ def test_big_lines_are_parsed_off_the_event_loop(monkeypatch: pytest.MonkeyPatch
         assert threads[0] != main_thread and threads[1] == main_thread
 
     run(main)
+
+
+def test_an_answer_queued_behind_a_notification_is_delivered_when_the_connection_closes() -> None:
+    # the answer waits for the notification before it (ordering); closing mid-notification must
+    # still settle the request instead of leaving its caller waiting forever
+    class Agent(EchoAgent):
+        async def ext_method(self, method: str, params: Any) -> Any:
+            await self.conn.notify("_slow", {})
+            return {"done": True}
+
+    class Client:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def ext_notification(self, method: str, params: Any) -> None:
+            await asyncio.sleep(30)
+
+    async def main() -> None:
+        a, c = pair(Agent, Client, client_versions=("v1",))
+        await c.initialize(init_params("v1"))
+        task = asyncio.ensure_future(c.request("_x", {}))
+        await asyncio.sleep(0.1)
+        assert not task.done()  # its answer is queued behind the slow notification
+        await c.close()
+        assert await asyncio.wait_for(task, 2) == {"done": True}
+        await a.close()
+
+    run(main)
+
+
+def test_help_states_the_limits() -> None:
+    doc = connection.__doc__ or ""
+    for name in ("max_line_size", "max_in_flight", "max_queued", "max_batch", "close_timeout",
+                 "HOLD_LIMIT", "WRITE_HIGH_WATER", "OFF_LOOP_ABOVE", "LOG_BURST", "ResponseTooLarge",
+                 "$/cancel_request"):
+        assert name in doc, name
