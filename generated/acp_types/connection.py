@@ -944,7 +944,7 @@ class Connection:
         """The message of ``line``: a message, a batch, a :class:`MessageError` or ``None`` (a blank line)."""
         if not line or line.isspace():
             return None
-        if line.lstrip()[:1] == b"[":
+        if line[:1] == b"[" or (line[:1].isspace() and line.lstrip()[:1] == b"["):
             count = _batch_longer_than(line, self.max_batch)
             if count is not None:
                 return _TooLongBatch(count)
