@@ -82,8 +82,9 @@ Limits (each a keyword argument of the connection, :func:`serve`,
 - ``close_timeout`` (:data:`DEFAULT_CLOSE_TIMEOUT`): at end of input, requests
   still running (and waiting ones, and queued notifications) get this long to
   finish, and are answered, since a peer that half-closed its side may still
-  read; then the rest are cancelled (answered -32800) and the written answers
-  get what is left of the time to reach the peer before the writer closes.
+  read; then the rest are cancelled (answered -32800), and the written answers
+  get up to as long again to reach the peer before the writer closes (also
+  after :meth:`Connection.close`).
   Requests this side sent fail at once with :class:`ConnectionClosed`.
 - Logging (logger ``acp_types.connection``, with a ``NullHandler``, so nothing
   reaches stderr unless the application configures logging): what a peer
@@ -736,14 +737,15 @@ class Connection:
             with contextlib.suppress(BaseException):
                 await task
         self._peer_log.flush()
+        deadline = loop.time() + self.close_timeout  # what was written gets its own time to go out
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._drain(), max(deadline - loop.time(), 0.1))
+            await asyncio.wait_for(self._drain(), self.close_timeout)
         self._writer_closed = True
         with contextlib.suppress(Exception):
             self._writer.close()
             wait_closed = getattr(self._writer, "wait_closed", None)
             if wait_closed is not None:
-                await asyncio.wait_for(wait_closed(), max(deadline - loop.time(), 0.1))
+                await asyncio.wait_for(wait_closed(), max(deadline - loop.time(), 0.01))
         self._closed.set()
 
     def _fail_pending(self, reason: str) -> None:
