@@ -318,14 +318,18 @@ def _dumps(value: Any) -> bytes:
     return _encode(value).encode("utf-8")
 
 
+_WRITE_BACK: dict[str, Any] = {"by_alias": True, "exclude_unset": True}
+"""The write-back rule: wire names, the fields that were set (explicit nulls included)."""
+
+
 def _write_back(model: BaseModel) -> bytes:
-    """A model as JSON on the wire: wire names, fields that were set (explicit nulls included)."""
-    return model.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
+    """A model as JSON on the wire, by :data:`_WRITE_BACK`."""
+    return model.model_dump_json(**_WRITE_BACK).encode("utf-8")
 
 
 def _wire_dict(model: BaseModel) -> Any:
     """:func:`_write_back` as a JSON-ready value."""
-    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return model.model_dump(mode="json", **_WRITE_BACK)
 
 
 @functools.lru_cache(maxsize=256)
