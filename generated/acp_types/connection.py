@@ -51,8 +51,9 @@ How incoming messages are handled:
   response is never answered (it is logged, and a response to a pending
   request fails that request). Nothing a peer sends stops the loop.
 
-Limits (each a keyword argument of the connection, :func:`serve`,
-:func:`serve_stdio` and :func:`spawn_agent`), and what a peer sees at each:
+Limits, and what a peer sees at each (the lower-case ones are keyword
+arguments of the connections, :func:`serve`, :func:`serve_stdio` and
+:func:`spawn_agent`; the others are constants of this module):
 
 - ``max_line_size`` (:data:`DEFAULT_MAX_LINE_SIZE`, 16 MiB): a longer line is
   skipped as it streams in, never buffered whole. Only its first 4 KiB and
