@@ -1685,8 +1685,9 @@ async def spawn_agent(
 ) -> AsyncIterator[ClientConnection]:
     """Start the agent ``command`` and yield a :class:`ClientConnection` to it over its stdin/stdout.
 
-    The agent runs in a new session (a process group of its own); the
-    process is ``conn.process``. ``options`` are the connection's
+    The agent runs in a new session (a process group of its own, so a
+    Ctrl-C in the terminal reaches only this process, which stops the agent
+    on its way out); the process is ``conn.process``. ``options`` are the connection's
     (``strict_capabilities``, the limits). On leaving the block the
     connection is closed and the agent's stdin with it; once the agent has
     exited, or ``exit_timeout`` seconds later, its whole process group gets
