@@ -228,7 +228,7 @@ def test_one_huge_batch_line_is_refused_without_parsing_it(peers: list[Peer]) ->
     body = b"[" + b",".join(json.dumps({**entry, "id": i}).encode() for i in range(entries)) + b"]\n"
     if len(body) > 16 << 20:  # the long run's line is over max_line_size: skipped as it streams in
         body = body[: 16 << 20] + b"]\n"
-    assert peer.offer([body])
+    assert peer.offer([body], 60)
     got = peer.answer(20)
     assert got["id"] is None and got["error"]["code"] == -32600
     peer.send(request("after", "session/list", {}))
