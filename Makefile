@@ -13,7 +13,7 @@ help:
 	@echo "make check     exit 1 and list stale files if generated/ is out of date"
 	@echo "make validate  check the schemas only, reporting file and JSON pointer"
 	@echo "make test      run the whole test suite (sets everything up itself)"
-	@echo "make fuzz      a long fuzzing run of the parser (FUZZ_CASES=100000, FUZZ_SEED=a fresh one)"
+	@echo "make fuzz      a long fuzzing run of the parser (FUZZ_CASES=100000, FUZZ_SEED=a fresh one), then the hostile peers at 10x load"
 	@echo "make lint      ruff and mypy --strict over the generator, the runtime and the package"
 	@echo "make diff      show what changes from v1 to the v2 draft"
 	@echo "make bench     run the benchmarks and print figures against their baselines"
@@ -43,6 +43,8 @@ FUZZ_SEED ?= $(shell date +%s)
 fuzz: $(STAMP)
 	@echo "fuzzing $(FUZZ_CASES) mutants, seed $(FUZZ_SEED) (repeat with FUZZ_SEED=$(FUZZ_SEED))"
 	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest -q tests/test_fuzz.py
+	@echo "hostile peers at ten times the audit's load (HOSTILE_LOAD=10): memory growth under 100 MiB"
+	HOSTILE_LOAD=10 $(PY) -m pytest -q -s tests/test_hostile_peers.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check generator runtime tests benchmarks examples
