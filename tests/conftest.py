@@ -16,6 +16,29 @@ FIXTURES = ROOT / "tests" / "fixtures"
 GENERATED = ROOT / "generated"
 VERSIONS = tuple(importlib.import_module("acp_types").VERSIONS)
 
+# `make test-quick` (and the run on the other end of the supported interpreter
+# range in `make test`) leaves out the tests marked slow: whole modules that
+# run the generator end to end, build environments or spawn agents, and any
+# test that needs the whole tree rendered (the `rendered` fixture).
+SLOW_MODULES = frozenset({
+    "test_connection_interop.py",  # the official SDKs, in environments of their own
+    "test_connection_process.py",  # the example agent and client as processes
+    "test_golden.py",  # whole-tree renders under several hash seeds and job counts
+    "test_hostile_schemas.py",  # a generator run per bad or hostile schema
+    "test_interpreters.py",  # a render per supported interpreter
+    "test_manifest.py",  # full checks of generated/ in subprocesses
+    "test_output_folder.py",  # the command line on real folders
+    "test_package.py",  # builds a wheel
+    "test_pydantic_floor.py",  # an environment with the oldest pydantic allowed
+    "test_versions.py",  # generates a third version package
+})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.path.name in SLOW_MODULES or "rendered" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
 
 def fixture_files() -> list[Path]:
     return sorted(p for p in FIXTURES.rglob("*.json"))
