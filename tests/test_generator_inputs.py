@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _models_source import models_tree
 from conftest import GENERATED, ROOT, VERSIONS
 
@@ -104,6 +105,7 @@ def test_a_cross_version_map_nested_too_deeply_is_exit_2(tmp_path: Path) -> None
     assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a full check renders the whole tree
 def test_a_check_cache_nested_too_deeply_only_costs_the_fast_path(tmp_path: Path) -> None:
     out = tmp_path / "out"
     writer.write_tree(out, {"x.txt": "x\n"})  # a marked tree, so check consults the cache
