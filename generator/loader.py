@@ -17,8 +17,8 @@ from typing import Any
 
 import jsonschema
 
-from generator.errors import Problem, SchemaError, pointer
-from generator.sources import DirSource, GitSource
+from generator.errors import Problem, SchemaError, UsageError, pointer
+from generator.sources import DirSource, GitSource, read_bounded
 
 META_DIR = Path(__file__).parent / "metaschemas"
 PROTOCOL_FILE = "protocol.json"
@@ -72,7 +72,7 @@ def _anchored(node: Any) -> Any:
         return [_anchored(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "pattern" and isinstance(value, str):
             out[key] = _true_end(value)
@@ -288,7 +288,11 @@ def load_version(source: DirSource | GitSource) -> LoadedVersion:
 def load_crossversion(path: Path, label: str) -> dict[str, Any]:
     if not path.is_file():
         raise SchemaError([Problem(label, "", "missing", "create it (see docs/SCHEMA_FORMAT.md)")])
-    doc = parse_json(path.read_bytes(), label)
+    try:
+        data = read_bounded(path, label)
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot be read ({exc.strerror})") from None
+    doc = parse_json(data, label)
     problems = meta_problems(doc, "crossversion", label)
     if problems:
         raise SchemaError(problems)
