@@ -39,7 +39,7 @@ from generator.errors import Problem, SchemaError, UsageError, pointer
 from generator.loader import LoadedVersion, load_version, meta_problems, parse_json
 from generator.model import Protocol, UnionType, build_protocol
 from generator.render.templated import md_cell
-from generator.sources import DirSource
+from generator.sources import DirSource, read_bounded
 
 REF = "#/$defs/"
 # The JSON-RPC envelopes: our runtime models them (acp_types._jsonrpc), not the schema.
@@ -150,7 +150,7 @@ def locate(path: Path, unstable: bool = False) -> Located:
 
 def _read(path: Path) -> tuple[Any, bytes]:
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)  # refuses a file too large to be a schema before reading it
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
     return parse_json(data, str(path)), data
