@@ -15,7 +15,8 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
-    FAST_UNION,
+    FAIL_FAST,
+    JsonInt,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -35,7 +36,7 @@ NesSuggestionId = TypeAliasType("NesSuggestionId", str)
 """Identifier of one suggestion, used to accept or reject it."""
 
 
-Meta = TypeAliasType("Meta", dict[str, Any] | None)
+Meta = TypeAliasType("Meta", Annotated[dict[str, Any], FAIL_FAST] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
 """
@@ -506,8 +507,8 @@ class NesEventCapabilities(AcpModel):
 _A_str_WireKey_max_count_meta_707c34 = dict[
     Annotated[str, WireKey("max_count", "meta")], Any
 ]
-_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
-    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
+_A_JsonInt_None_maxCount_ge_0_le_42_956ddd = Annotated[
+    JsonInt | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
 ]
 
 
@@ -525,7 +526,7 @@ class NesRecentFilesCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
+    max_count: _A_JsonInt_None_maxCount_ge_0_le_42_956ddd = None
     """The most entries the agent wants."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -557,7 +558,7 @@ class NesEditHistoryCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
+    max_count: _A_JsonInt_None_maxCount_ge_0_le_42_956ddd = None
     """The most entries the agent wants."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -577,7 +578,7 @@ class NesUserActionsCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
+    max_count: _A_JsonInt_None_maxCount_ge_0_le_42_956ddd = None
     """The most entries the agent wants."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -828,7 +829,9 @@ class Annotations(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
-    audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
+    audience: Annotated[
+        Annotated[list[OnErrorOmit[Role]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Who the content is meant for."""
 
     last_modified: Annotated[str | None, Field(alias="lastModified"), OMIT_ON_ERROR] = (
@@ -966,7 +969,7 @@ class AudioContent(AcpModel):
 _A_str_None_mimeType_OMIT_ON_ERROR_30526e = Annotated[
     str | None, Field(alias="mimeType"), OMIT_ON_ERROR
 ]
-_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
+_A_JsonInt_None_OMIT_ON_ERROR_a45c98 = Annotated[JsonInt | None, OMIT_ON_ERROR]
 
 
 class ResourceLink(AcpModel):
@@ -1013,7 +1016,7 @@ class ResourceLink(AcpModel):
     mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the resource, if known."""
 
-    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    size: _A_JsonInt_None_OMIT_ON_ERROR_a45c98 = None
     """Size of the resource in bytes, if known."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -1123,7 +1126,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
+    resource: EmbeddedResourceResource
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -1151,7 +1154,6 @@ _A_str_WireKey_message_id_meta_sess_055c48 = dict[
 _A_MessageId_None_messageId_OMIT_ON_29f6e0 = Annotated[
     MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR
 ]
-_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
 
 
 class AgentMessageChunk(AcpModel):
@@ -1189,7 +1191,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1230,7 +1232,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1295,8 +1297,8 @@ AuthMethodId = TypeAliasType("AuthMethodId", str)
 
 
 _A_Literal_terminal_384a30 = Literal["terminal"]
-_A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = Annotated[
-    list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR
+_A_list_OnErrorOmit_str_FAIL_FAST_N_ef1a70 = Annotated[
+    Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
 ]
 
 
@@ -1338,10 +1340,12 @@ class AuthMethodTerminal(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
+    args: _A_list_OnErrorOmit_str_FAIL_FAST_N_ef1a70 = None
     """Arguments appended to the agent's usual command line."""
 
-    env: Annotated[dict[str, str] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    env: Annotated[
+        Annotated[dict[str, str], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
+    ] = None
     """
     Environment variables set for the login process, overriding same-named ones.
     """
@@ -1497,9 +1501,7 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[
-        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
-    ] = None
+    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1537,7 +1539,7 @@ class AvailableCommandsUpdate(AcpModel):
         ]
 
     available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]],
+        Annotated[list[OnErrorOmit[AvailableCommand]], FAIL_FAST],
         Field(alias="availableCommands"),
         DEFAULT_ON_ERROR,
     ]
@@ -1621,7 +1623,7 @@ class CancelNotification(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-RequestId = TypeAliasType("RequestId", int | str | None)
+RequestId = TypeAliasType("RequestId", JsonInt | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
@@ -1939,7 +1941,7 @@ class ClientCapabilities(AcpModel):
     """Support for next-edit suggestions."""
 
     position_encodings: Annotated[
-        list[OnErrorOmit[PositionEncodingKind]] | None,
+        Annotated[list[OnErrorOmit[PositionEncodingKind]], FAIL_FAST] | None,
         Field(alias="positionEncodings"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -2070,7 +2072,7 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The piece of summary to append."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2115,7 +2117,7 @@ class CompactionUpdate(AcpModel):
     """Where the compaction is now."""
 
     summary: Annotated[
-        list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+        Annotated[list[OnErrorOmit[ContentBlock]], FAIL_FAST] | None, OMIT_ON_ERROR
     ] = None
     """The summary that replaces the compacted context, once known."""
 
@@ -2234,7 +2236,10 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
+    options: Annotated[
+        Annotated[list[OnErrorOmit[SessionConfigSelectOption]], FAIL_FAST],
+        DEFAULT_ON_ERROR,
+    ]
     """The values in this group."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2266,7 +2271,9 @@ One entry of a select option's value list: a single value, or a named group of v
 
 SessionConfigSelectOptions = TypeAliasType(
     "SessionConfigSelectOptions",
-    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
+    Annotated[
+        Annotated[list[SessionConfigSelectItem], FAIL_FAST], AfterValidator(same_kind)
+    ],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `group`).
@@ -2392,8 +2399,8 @@ One configurable setting of a session and its current value, tagged by `type`. A
 """
 
 
-_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+_A_list_OnErrorOmit_SessionConfigOp_72c90a = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST],
     Field(alias="configOptions"),
     DEFAULT_ON_ERROR,
 ]
@@ -2430,7 +2437,7 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """
     Every configuration option with its current value; replaces the previous set.
     """
@@ -2525,7 +2532,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2601,7 +2608,7 @@ class EnumOption(AcpModel):
 
 _A_Literal_string_0c8de0 = Literal["string"]
 _A_str_None_297b0b = str | None
-_A_list_str_None_71831a = list[str] | None
+_A_list_str_FAIL_FAST_None_e653fd = Annotated[list[str], FAIL_FAST] | None
 
 
 class StringPropertySchema(AcpModel):
@@ -2645,14 +2652,14 @@ class StringPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
-        None
-    )
+    min_length: Annotated[
+        JsonInt | None, Field(alias="minLength", ge=0, le=4294967295)
+    ] = None
     """Fewest characters allowed."""
 
-    max_length: Annotated[int | None, Field(alias="maxLength", ge=0, le=4294967295)] = (
-        None
-    )
+    max_length: Annotated[
+        JsonInt | None, Field(alias="maxLength", ge=0, le=4294967295)
+    ] = None
     """Most characters allowed."""
 
     pattern: _A_str_None_297b0b = None
@@ -2664,10 +2671,12 @@ class StringPropertySchema(AcpModel):
     default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
-    enum: _A_list_str_None_71831a = None
+    enum: _A_list_str_FAIL_FAST_None_e653fd = None
     """Allowed values of a single-choice field without labels."""
 
-    one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None
+    one_of: Annotated[
+        Annotated[list[EnumOption], FAIL_FAST] | None, Field(alias="oneOf")
+    ] = None
     """Allowed values of a single-choice field, each with a label."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2721,7 +2730,7 @@ class NumberPropertySchema(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_95fd59 = int | None
+_A_JsonInt_None_3b525c = JsonInt | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2757,19 +2766,19 @@ class IntegerPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: _A_int_None_95fd59 = None
+    minimum: _A_JsonInt_None_3b525c = None
     """Smallest value allowed, inclusive."""
 
-    maximum: _A_int_None_95fd59 = None
+    maximum: _A_JsonInt_None_3b525c = None
     """Largest value allowed, inclusive."""
 
-    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    default: _A_JsonInt_None_OMIT_ON_ERROR_a45c98 = None
     """Value the field starts with."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_str_8e54e2 = list[str]
+_A_list_str_FAIL_FAST_781be7 = Annotated[list[str], FAIL_FAST]
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2795,7 +2804,7 @@ class StringMultiSelectItems(AcpModel):
     else:
         type: _A_Literal_string_0c8de0
 
-    enum: _A_list_str_8e54e2
+    enum: _A_list_str_FAIL_FAST_781be7
     """The strings the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2817,7 +2826,7 @@ class TitledMultiSelectItems(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
-    any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
+    any_of: Annotated[Annotated[list[EnumOption], FAIL_FAST], Field(alias="anyOf")]
     """The options the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2887,19 +2896,21 @@ class MultiSelectPropertySchema(AcpModel):
     """Explains what to enter in the field."""
 
     min_items: Annotated[
-        int | None, Field(alias="minItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="minItems", ge=0, le=18446744073709551615)
     ] = None
     """Fewest choices the user must pick."""
 
     max_items: Annotated[
-        int | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
     ] = None
     """Most choices the user may pick."""
 
-    items: Annotated[MultiSelectItems, FAST_UNION]
+    items: MultiSelectItems
     """The choices on offer."""
 
-    default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
+    default: Annotated[
+        Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Choices picked when the field is shown."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2958,11 +2969,11 @@ class ElicitationSchema(AcpModel):
     """Title of the form."""
 
     properties: Annotated[
-        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
+        Annotated[dict[str, ElicitationPropertySchema], FAIL_FAST] | None, NOT_NULL
     ] = {}
     """The form fields by name."""
 
-    required: _A_list_str_None_71831a = None
+    required: _A_list_str_FAIL_FAST_None_e653fd = None
     """Names of the fields the user must fill in."""
 
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -3152,7 +3163,8 @@ Parameters of `elicitation/create`: the agent asks the user for input through th
 
 
 ElicitationContentValue = TypeAliasType(
-    "ElicitationContentValue", str | int | int | float | bool | list[str]
+    "ElicitationContentValue",
+    str | JsonInt | int | float | bool | Annotated[list[str], FAIL_FAST],
 )
 """
 One submitted form value: a string, integer, number, boolean, or list of strings.
@@ -3182,7 +3194,7 @@ class ElicitationAcceptAction(AcpModel):
     else:
         action: Literal["accept"]
 
-    content: dict[str, ElicitationContentValue] | None = None
+    content: Annotated[dict[str, ElicitationContentValue], FAIL_FAST] | None = None
     """
     The submitted form values by field name; absent or null for URL elicitations.
     """
@@ -3313,19 +3325,21 @@ class CreateTerminalRequest(AcpModel):
     command: str
     """The program to run."""
 
-    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
+    args: _A_list_OnErrorOmit_str_FAIL_FAST_N_ef1a70 = None
     """Arguments passed to the program."""
 
-    env: Annotated[list[OnErrorOmit[EnvVariable]] | None, NOT_NULL, OMIT_ON_ERROR] = (
-        None
-    )
+    env: Annotated[
+        Annotated[list[OnErrorOmit[EnvVariable]], FAIL_FAST] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
+    ] = None
     """Environment variables set for the program."""
 
     cwd: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Absolute working directory of the program."""
 
     output_byte_limit: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="outputByteLimit", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -3446,7 +3460,7 @@ class DeleteSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
+_A_JsonInt_ge_0_le_4294967295_f70881 = Annotated[JsonInt, Field(ge=0, le=4294967295)]
 
 
 class Position(AcpModel):
@@ -3464,10 +3478,10 @@ class Position(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    line: _A_int_ge_0_le_4294967295_3869ec
+    line: _A_JsonInt_ge_0_le_4294967295_f70881
     """Zero-based line number."""
 
-    character: _A_int_ge_0_le_4294967295_3869ec
+    character: _A_JsonInt_ge_0_le_4294967295_f70881
     """Zero-based offset within the line, in units of the position encoding."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3553,11 +3567,11 @@ class DidChangeDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     content_changes: Annotated[
-        list[OnErrorOmit[TextDocumentContentChangeEvent]],
+        Annotated[list[OnErrorOmit[TextDocumentContentChangeEvent]], FAIL_FAST],
         Field(alias="contentChanges"),
         DEFAULT_ON_ERROR,
     ]
@@ -3618,7 +3632,7 @@ class DidFocusDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     position: Position
@@ -3664,7 +3678,7 @@ class DidOpenDocumentNotification(AcpModel):
     language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     text: str
@@ -3861,7 +3875,7 @@ class ElicitationSessionScope(AcpModel):
     """The tool call within that session the elicitation belongs to, if any."""
 
 
-ErrorCode = TypeAliasType("ErrorCode", int)
+ErrorCode = TypeAliasType("ErrorCode", JsonInt)
 """
 Numeric JSON-RPC error code: one of the standard codes, an ACP code from the version's error table, or any other integer.
 """
@@ -3913,7 +3927,7 @@ class HttpHeader(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_HttpHeader_407a45 = list[HttpHeader]
+_A_list_HttpHeader_FAIL_FAST_3474b1 = Annotated[list[HttpHeader], FAIL_FAST]
 
 
 class McpServerHttp(AcpModel):
@@ -3949,7 +3963,7 @@ class McpServerHttp(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: _A_list_HttpHeader_407a45
+    headers: _A_list_HttpHeader_FAIL_FAST_3474b1
     """HTTP headers to send (may be empty)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3988,7 +4002,7 @@ class McpServerSse(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: _A_list_HttpHeader_407a45
+    headers: _A_list_HttpHeader_FAIL_FAST_3474b1
     """HTTP headers to send (may be empty)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4023,10 +4037,10 @@ class McpServerStdio(AcpModel):
     command: str
     """Absolute path of the server executable."""
 
-    args: _A_list_str_8e54e2
+    args: _A_list_str_FAIL_FAST_781be7
     """Command-line arguments (may be empty)."""
 
-    env: list[EnvVariable]
+    env: Annotated[list[EnvVariable], FAIL_FAST]
     """Environment variables for the server process (may be empty)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4098,14 +4112,14 @@ _A_str_WireKey_additional_directori_6f55d1 = dict[
     ],
     Any,
 ]
-_A_list_OnErrorOmit_str_None_additi_68685b = Annotated[
-    list[OnErrorOmit[str]] | None,
+_A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = Annotated[
+    Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None,
     Field(alias="additionalDirectories"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
-_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
-    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_McpServer_FAIL_668def = Annotated[
+    Annotated[list[OnErrorOmit[McpServer]], FAIL_FAST] | None,
     Field(alias="mcpServers"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -4137,10 +4151,10 @@ class ForkSessionRequest(AcpModel):
     cwd: str
     """Absolute working directory of the new session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """MCP servers the new session connects to."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4197,7 +4211,9 @@ class SessionModeState(AcpModel):
     """The mode the agent is in now."""
 
     available_modes: Annotated[
-        list[OnErrorOmit[SessionMode]], Field(alias="availableModes"), DEFAULT_ON_ERROR
+        Annotated[list[OnErrorOmit[SessionMode]], FAIL_FAST],
+        Field(alias="availableModes"),
+        DEFAULT_ON_ERROR,
     ]
     """Every mode the agent can switch to in this session."""
 
@@ -4210,8 +4226,8 @@ _A_str_WireKey_config_options_meta_3aab64 = dict[
 _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = Annotated[
     SessionModeState | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_SessionConfigOp_9604cd = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_SessionConfigOp_252f81 = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST] | None,
     Field(alias="configOptions"),
     OMIT_ON_ERROR,
 ]
@@ -4241,7 +4257,7 @@ class ForkSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """The new session's modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """The new session's configuration options."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4278,7 +4294,7 @@ class Implementation(AcpModel):
 
 
 ProtocolVersion = TypeAliasType(
-    "ProtocolVersion", Annotated[int, Field(ge=0, le=65535)]
+    "ProtocolVersion", Annotated[JsonInt, Field(ge=0, le=65535)]
 )
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
@@ -4396,7 +4412,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
+        Annotated[list[OnErrorOmit[AuthMethod]], FAIL_FAST] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -4532,7 +4548,9 @@ class ProviderInfo(AcpModel):
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
+    supported: Annotated[
+        Annotated[list[OnErrorOmit[LlmProtocol]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """The API dialects the provider accepts."""
 
     required: bool
@@ -4558,7 +4576,7 @@ class ListProvidersResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    providers: list[ProviderInfo]
+    providers: Annotated[list[ProviderInfo], FAIL_FAST]
     """The providers of the agent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4642,7 +4660,7 @@ class SessionInfo(AcpModel):
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
@@ -4678,7 +4696,9 @@ class ListSessionsResponse(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
-    sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
+    sessions: Annotated[
+        Annotated[list[OnErrorOmit[SessionInfo]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """Sessions matching the request; empty when none match."""
 
     next_cursor: Annotated[str | None, Field(alias="nextCursor"), OMIT_ON_ERROR] = None
@@ -4687,8 +4707,8 @@ class ListSessionsResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_McpServer_FAST_0f93d7 = Annotated[
-    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+_A_list_OnErrorOmit_McpServer_FAIL_b8b27d = Annotated[
+    Annotated[list[OnErrorOmit[McpServer]], FAIL_FAST],
     Field(alias="mcpServers"),
     DEFAULT_ON_ERROR,
 ]
@@ -4713,13 +4733,13 @@ class LoadSessionRequest(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_additional_directori_6f55d1
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_b8b27d
     """MCP servers the agent should connect to for this session."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
@@ -4750,7 +4770,7 @@ class LoadSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """Current config options of the session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4802,7 +4822,7 @@ class MessageMcpNotification(AcpModel):
     method: str
     """The MCP method."""
 
-    params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
+    params: Annotated[Annotated[dict[str, Any], FAIL_FAST] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4830,7 +4850,7 @@ class MessageMcpRequest(AcpModel):
     method: str
     """The MCP method."""
 
-    params: dict[str, Any] | None = None
+    params: Annotated[dict[str, Any], FAIL_FAST] | None = None
     """The MCP params, passed on unchanged."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4966,7 +4986,7 @@ class NesEditSuggestion(AcpModel):
     uri: str
     """URI of the file the edits apply to."""
 
-    edits: list[NesTextEdit]
+    edits: Annotated[list[NesTextEdit], FAIL_FAST]
     """The edits to apply, all in the same file."""
 
     cursor_position: Annotated[
@@ -4997,10 +5017,10 @@ class NesExcerpt(AcpModel):
             Annotated[str, WireKey("end_line", "meta", "start_line")], Any
         ]
 
-    start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
+    start_line: Annotated[JsonInt, Field(alias="startLine", ge=0, le=4294967295)]
     """First line of the excerpt (zero-based)."""
 
-    end_line: Annotated[int, Field(alias="endLine", ge=0, le=4294967295)]
+    end_line: Annotated[JsonInt, Field(alias="endLine", ge=0, le=4294967295)]
     """Last line of the excerpt (zero-based, included)."""
 
     text: str
@@ -5085,7 +5105,7 @@ class NesOpenFile(AcpModel):
     """The part of the document shown in the editor."""
 
     last_focused_ms: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="lastFocusedMs", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -5148,7 +5168,7 @@ class NesRelatedSnippet(AcpModel):
     uri: str
     """URI of the document."""
 
-    excerpts: list[NesExcerpt]
+    excerpts: Annotated[list[NesExcerpt], FAIL_FAST]
     """The related parts of the file."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5303,7 +5323,7 @@ class NesUserAction(AcpModel):
     """Where the action happened."""
 
     timestamp_ms: Annotated[
-        int, Field(alias="timestampMs", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="timestampMs", ge=0, le=18446744073709551615)
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
@@ -5331,30 +5351,34 @@ class NesSuggestContext(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
-    recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
-        None
-    )
+    recent_files: Annotated[
+        Annotated[list[NesRecentFile], FAIL_FAST] | None, Field(alias="recentFiles")
+    ] = None
     """Recently viewed files."""
 
     related_snippets: Annotated[
-        list[NesRelatedSnippet] | None, Field(alias="relatedSnippets")
+        Annotated[list[NesRelatedSnippet], FAIL_FAST] | None,
+        Field(alias="relatedSnippets"),
     ] = None
     """Snippets of related code."""
 
     edit_history: Annotated[
-        list[NesEditHistoryEntry] | None, Field(alias="editHistory")
+        Annotated[list[NesEditHistoryEntry], FAIL_FAST] | None,
+        Field(alias="editHistory"),
     ] = None
     """Recent edits, newest last."""
 
-    user_actions: Annotated[list[NesUserAction] | None, Field(alias="userActions")] = (
-        None
-    )
+    user_actions: Annotated[
+        Annotated[list[NesUserAction], FAIL_FAST] | None, Field(alias="userActions")
+    ] = None
     """Recent user actions, newest last."""
 
-    open_files: Annotated[list[NesOpenFile] | None, Field(alias="openFiles")] = None
+    open_files: Annotated[
+        Annotated[list[NesOpenFile], FAIL_FAST] | None, Field(alias="openFiles")
+    ] = None
     """The files the editor has open."""
 
-    diagnostics: list[NesDiagnostic] | None = None
+    diagnostics: Annotated[list[NesDiagnostic], FAIL_FAST] | None = None
     """Diagnostics of the workspace."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5409,12 +5433,12 @@ class NewSessionRequest(AcpModel):
     Absolute working directory of the session; relative paths resolve against it.
     """
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_b8b27d
     """MCP servers the agent should connect to for this session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5444,7 +5468,7 @@ class NewSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Initial mode state, when the agent has modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """Initial config options of the session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5591,8 +5615,8 @@ class PlanEntry(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e = Annotated[
-    list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR
+_A_list_OnErrorOmit_PlanEntry_FAIL_533e1b = Annotated[
+    Annotated[list[OnErrorOmit[PlanEntry]], FAIL_FAST], DEFAULT_ON_ERROR
 ]
 
 
@@ -5623,7 +5647,7 @@ class Plan(AcpModel):
     else:
         session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
 
-    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
+    entries: _A_list_OnErrorOmit_PlanEntry_FAIL_533e1b
     """Every task of the plan with its current status."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5699,7 +5723,7 @@ class PlanItems(AcpModel):
     plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
+    entries: _A_list_OnErrorOmit_PlanEntry_FAIL_533e1b
     """The entries of the plan."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5811,7 +5835,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: Annotated[PlanUpdateContent, FAST_UNION]
+    plan: PlanUpdateContent
     """The new content of the plan."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5835,7 +5859,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: list[Annotated[ContentBlock, FAST_UNION]]
+    prompt: Annotated[list[ContentBlock], FAIL_FAST]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5898,36 +5922,36 @@ class Usage(AcpModel):
         ]
 
     total_tokens: Annotated[
-        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="totalTokens", ge=0, le=18446744073709551615)
     ]
     """All tokens of the turn."""
 
     input_tokens: Annotated[
-        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="inputTokens", ge=0, le=18446744073709551615)
     ]
     """Input tokens, cached ones included."""
 
     output_tokens: Annotated[
-        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="outputTokens", ge=0, le=18446744073709551615)
     ]
     """Output tokens."""
 
     thought_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Tokens spent on reasoning."""
 
     cached_read_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Input tokens served from a cache."""
 
     cached_write_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -5962,8 +5986,8 @@ class PromptResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_ge_0_le_4294967295_OMIT_3328ec = Annotated[
-    int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR
+_A_JsonInt_None_ge_0_le_4294967295_1c253b = Annotated[
+    JsonInt | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR
 ]
 
 
@@ -5990,12 +6014,12 @@ class ReadTextFileRequest(AcpModel):
     path: str
     """Absolute path of the file."""
 
-    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
+    line: _A_JsonInt_None_ge_0_le_4294967295_1c253b = None
     """
     First line to return, counting from 1; absent means the start of the file.
     """
 
-    limit: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
+    limit: _A_JsonInt_None_ge_0_le_4294967295_1c253b = None
     """Largest number of lines to return; absent means no limit."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6211,7 +6235,7 @@ class ToolCallLocation(AcpModel):
     path: str
     """Absolute path of the file."""
 
-    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
+    line: _A_JsonInt_None_ge_0_le_4294967295_1c253b = None
     """Line within the file, if relevant."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6222,11 +6246,11 @@ _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR
 _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
     ToolCallStatus | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
-    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallContent_57b806 = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallContent]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
-    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallLocatio_365d0a = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallLocation]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 _A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
     Any, Field(alias="rawInput"), OMIT_ON_ERROR
@@ -6276,10 +6300,10 @@ class ToolCallUpdate(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -6320,7 +6344,7 @@ class RequestPermissionRequest(AcpModel):
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
     """The tool call that needs approval."""
 
-    options: list[PermissionOption]
+    options: Annotated[list[PermissionOption], FAIL_FAST]
     """The choices offered to the user."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6340,7 +6364,7 @@ class RequestPermissionResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
+    outcome: RequestPermissionOutcome
     """The decision."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6371,12 +6395,12 @@ class ResumeSessionRequest(AcpModel):
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """MCP servers the agent should connect to for this session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6402,7 +6426,7 @@ class ResumeSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """Current config options of the session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6490,7 +6514,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6553,14 +6577,16 @@ class ToolCall(AcpModel):
     """The execution status; `pending` when omitted."""
 
     content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None,
+        Annotated[list[OnErrorOmit[ToolCallContent]], FAIL_FAST] | None,
         NOT_NULL,
         OMIT_ON_ERROR,
     ] = None
     """Output produced so far."""
 
     locations: Annotated[
-        list[OnErrorOmit[ToolCallLocation]] | None, NOT_NULL, OMIT_ON_ERROR
+        Annotated[list[OnErrorOmit[ToolCallLocation]], FAIL_FAST] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
     ] = None
     """Files the tool call touches, for follow-along views."""
 
@@ -6625,10 +6651,10 @@ class ToolCallProgress(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -6643,8 +6669,8 @@ class ToolCallProgress(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
-    int, Field(ge=0, le=18446744073709551615)
+_A_JsonInt_ge_0_le_1844674407370955_a0d85e = Annotated[
+    JsonInt, Field(ge=0, le=18446744073709551615)
 ]
 
 
@@ -6677,10 +6703,10 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: _A_int_ge_0_le_18446744073709551615_2edf88
+    used: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Tokens currently in the context window."""
 
-    size: _A_int_ge_0_le_18446744073709551615_2edf88
+    size: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
@@ -6735,7 +6761,7 @@ class SessionNotification(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
-    update: Annotated[SessionUpdate, FAST_UNION]
+    update: SessionUpdate
     """The update itself."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6771,7 +6797,7 @@ class SetProviderRequest(AcpModel):
     base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    headers: Annotated[dict[str, str] | None, NOT_NULL] = None
+    headers: Annotated[Annotated[dict[str, str], FAIL_FAST] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6912,7 +6938,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """The complete, updated list of options; one change may affect others."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7008,7 +7034,8 @@ class StartNesRequest(AcpModel):
     """URI of the workspace root."""
 
     workspace_folders: Annotated[
-        list[WorkspaceFolder] | None, Field(alias="workspaceFolders")
+        Annotated[list[WorkspaceFolder], FAIL_FAST] | None,
+        Field(alias="workspaceFolders"),
     ] = None
     """The root folders of the workspace."""
 
@@ -7068,7 +7095,7 @@ class SuggestNesRequest(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     position: Position
@@ -7100,7 +7127,7 @@ class SuggestNesResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
+    suggestions: Annotated[list[NesSuggestion], FAIL_FAST]
     """The suggestions, best first."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7109,8 +7136,8 @@ class SuggestNesResponse(AcpModel):
 _A_str_WireKey_exit_code_meta_355be6 = dict[
     Annotated[str, WireKey("exit_code", "meta")], Any
 ]
-_A_int_None_exitCode_ge_0_le_429496_4288e1 = Annotated[
-    int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
+_A_JsonInt_None_exitCode_ge_0_le_42_0d10b3 = Annotated[
+    JsonInt | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
 ]
 
 
@@ -7129,7 +7156,7 @@ class TerminalExitStatus(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
-    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
+    exit_code: _A_JsonInt_None_exitCode_ge_0_le_42_0d10b3 = None
     """The exit code, if known."""
 
     signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -7273,7 +7300,7 @@ class WaitForTerminalExitResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
-    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
+    exit_code: _A_JsonInt_None_exitCode_ge_0_le_42_0d10b3 = None
     """The exit code, if known."""
 
     signal: _A_str_None_OMIT_ON_ERROR_afe16e = None

@@ -15,7 +15,8 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
-    FAST_UNION,
+    FAIL_FAST,
+    JsonInt,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -39,7 +40,7 @@ NesSuggestionId = TypeAliasType("NesSuggestionId", str)
 """Identifier of one suggestion, used to accept or reject it."""
 
 
-Meta = TypeAliasType("Meta", dict[str, Any] | None)
+Meta = TypeAliasType("Meta", Annotated[dict[str, Any], FAIL_FAST] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
 """
@@ -532,8 +533,8 @@ class NesEventCapabilities(AcpModel):
 _A_str_WireKey_max_count_meta_707c34 = dict[
     Annotated[str, WireKey("max_count", "meta")], Any
 ]
-_A_int_None_maxCount_ge_0_le_429496_c4958b = Annotated[
-    int | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
+_A_JsonInt_None_maxCount_ge_0_le_42_956ddd = Annotated[
+    JsonInt | None, Field(alias="maxCount", ge=0, le=4294967295), OMIT_ON_ERROR
 ]
 
 
@@ -551,7 +552,7 @@ class NesRecentFilesCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
+    max_count: _A_JsonInt_None_maxCount_ge_0_le_42_956ddd = None
     """The most entries the agent wants."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -583,7 +584,7 @@ class NesEditHistoryCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
+    max_count: _A_JsonInt_None_maxCount_ge_0_le_42_956ddd = None
     """The most entries the agent wants."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -603,7 +604,7 @@ class NesUserActionsCapabilities(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_max_count_meta_707c34
 
-    max_count: _A_int_None_maxCount_ge_0_le_429496_c4958b = None
+    max_count: _A_JsonInt_None_maxCount_ge_0_le_42_956ddd = None
     """The most entries the agent wants."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -810,7 +811,9 @@ class Annotations(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
-    audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
+    audience: Annotated[
+        Annotated[list[OnErrorOmit[Role]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Who the content is meant for."""
 
     last_modified: Annotated[str | None, Field(alias="lastModified"), OMIT_ON_ERROR] = (
@@ -962,8 +965,8 @@ IconTheme = TypeAliasType(
 _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = Annotated[
     MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = Annotated[
-    list[OnErrorOmit[str]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_str_FAIL_FAST_N_56f273 = Annotated[
+    Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 
 
@@ -992,7 +995,7 @@ class Icon(AcpModel):
     mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the image, when the source does not make it clear."""
 
-    sizes: _A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = None
+    sizes: _A_list_OnErrorOmit_str_FAIL_FAST_N_56f273 = None
     """
     Sizes the icon suits, each `WxH` (such as `48x48`) or `any` for scalable images. Without it, any size is assumed.
     """
@@ -1001,7 +1004,7 @@ class Icon(AcpModel):
     """The background the icon is drawn for, if any."""
 
 
-_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
+_A_JsonInt_None_OMIT_ON_ERROR_a45c98 = Annotated[JsonInt | None, OMIT_ON_ERROR]
 
 
 class ResourceLink(AcpModel):
@@ -1046,13 +1049,15 @@ class ResourceLink(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional longer explanation of the resource."""
 
-    icons: Annotated[list[OnErrorOmit[Icon]] | None, OMIT_ON_ERROR] = None
+    icons: Annotated[
+        Annotated[list[OnErrorOmit[Icon]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Icons a client may show next to the resource."""
 
     mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the resource, if known."""
 
-    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    size: _A_JsonInt_None_OMIT_ON_ERROR_a45c98 = None
     """Size of the resource in bytes, if known."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -1162,7 +1167,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
+    resource: EmbeddedResourceResource
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -1203,8 +1208,8 @@ _A_str_WireKey_message_id_meta_sess_055c48 = dict[
     Annotated[str, WireKey("message_id", "meta", "session_update")], Any
 ]
 _A_MessageId_messageId_0611cc = Annotated[MessageId, Field(alias="messageId")]
-_A_list_OnErrorOmit_ContentBlock_FA_ab4184 = Annotated[
-    list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ContentBlock_FA_995e65 = Annotated[
+    Annotated[list[OnErrorOmit[ContentBlock]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 
 
@@ -1241,15 +1246,12 @@ class AgentMessage(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
 
 
 class AgentMessageChunk(AcpModel):
@@ -1287,7 +1289,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1326,7 +1328,7 @@ class AgentThought(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -1369,7 +1371,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1519,12 +1521,16 @@ class AuthMethodTerminal(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    args: Annotated[
+        Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
+    ] = None
     """Arguments appended to the agent's usual command line."""
 
-    env: Annotated[list[OnErrorOmit[EnvVariable]] | None, NOT_NULL, OMIT_ON_ERROR] = (
-        None
-    )
+    env: Annotated[
+        Annotated[list[OnErrorOmit[EnvVariable]], FAIL_FAST] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
+    ] = None
     """
     Environment variables set for the login process, overriding same-named ones.
     """
@@ -1670,9 +1676,7 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[
-        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
-    ] = None
+    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1710,7 +1714,7 @@ class AvailableCommandsUpdate(AcpModel):
         ]
 
     available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]],
+        Annotated[list[OnErrorOmit[AvailableCommand]], FAIL_FAST],
         Field(alias="availableCommands"),
         DEFAULT_ON_ERROR,
     ]
@@ -1760,7 +1764,7 @@ class BooleanPropertySchema(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-RequestId = TypeAliasType("RequestId", int | str | None)
+RequestId = TypeAliasType("RequestId", JsonInt | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
@@ -1977,7 +1981,7 @@ class ClientCapabilities(AcpModel):
     """Support for next-edit suggestions."""
 
     position_encodings: Annotated[
-        list[OnErrorOmit[PositionEncodingKind]] | None,
+        Annotated[list[OnErrorOmit[PositionEncodingKind]], FAIL_FAST] | None,
         Field(alias="positionEncodings"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -2172,7 +2176,7 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The piece of summary to append."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2216,7 +2220,7 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    summary: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """The summary that replaces the compacted context, once known."""
 
     error: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -2336,7 +2340,10 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
+    options: Annotated[
+        Annotated[list[OnErrorOmit[SessionConfigSelectOption]], FAIL_FAST],
+        DEFAULT_ON_ERROR,
+    ]
     """The values in this group."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2368,7 +2375,9 @@ One entry of a select option's value list: a single value, or a named group of v
 
 SessionConfigSelectOptions = TypeAliasType(
     "SessionConfigSelectOptions",
-    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
+    Annotated[
+        Annotated[list[SessionConfigSelectItem], FAIL_FAST], AfterValidator(same_kind)
+    ],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `groupId`).
@@ -2511,8 +2520,8 @@ One configurable setting of a session and its current value, tagged by `type`. A
 """
 
 
-_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+_A_list_OnErrorOmit_SessionConfigOp_72c90a = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST],
     Field(alias="configOptions"),
     DEFAULT_ON_ERROR,
 ]
@@ -2549,7 +2558,7 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """
     Every configuration option with its current value; replaces the previous set.
     """
@@ -2644,7 +2653,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2762,14 +2771,14 @@ class StringPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
-        None
-    )
+    min_length: Annotated[
+        JsonInt | None, Field(alias="minLength", ge=0, le=4294967295)
+    ] = None
     """Fewest characters allowed."""
 
-    max_length: Annotated[int | None, Field(alias="maxLength", ge=0, le=4294967295)] = (
-        None
-    )
+    max_length: Annotated[
+        JsonInt | None, Field(alias="maxLength", ge=0, le=4294967295)
+    ] = None
     """Most characters allowed."""
 
     pattern: str | None = None
@@ -2781,12 +2790,13 @@ class StringPropertySchema(AcpModel):
     default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
-    enum: Annotated[list[str] | None, Field(min_length=1)] = None
+    enum: Annotated[Annotated[list[str], FAIL_FAST] | None, Field(min_length=1)] = None
     """Allowed values of a single-choice field without labels."""
 
-    one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf", min_length=1)] = (
-        None
-    )
+    one_of: Annotated[
+        Annotated[list[EnumOption], FAIL_FAST] | None,
+        Field(alias="oneOf", min_length=1),
+    ] = None
     """Allowed values of a single-choice field, each with a label."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2840,7 +2850,7 @@ class NumberPropertySchema(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_95fd59 = int | None
+_A_JsonInt_None_3b525c = JsonInt | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2876,13 +2886,13 @@ class IntegerPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: _A_int_None_95fd59 = None
+    minimum: _A_JsonInt_None_3b525c = None
     """Smallest value allowed, inclusive."""
 
-    maximum: _A_int_None_95fd59 = None
+    maximum: _A_JsonInt_None_3b525c = None
     """Largest value allowed, inclusive."""
 
-    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    default: _A_JsonInt_None_OMIT_ON_ERROR_a45c98 = None
     """Value the field starts with."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2911,7 +2921,7 @@ class StringMultiSelectItems(AcpModel):
     else:
         type: _A_Literal_string_0c8de0
 
-    enum: Annotated[list[str], Field(min_length=1)]
+    enum: Annotated[Annotated[list[str], FAIL_FAST], Field(min_length=1)]
     """The strings the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2933,7 +2943,9 @@ class TitledMultiSelectItems(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
-    any_of: Annotated[list[EnumOption], Field(alias="anyOf", min_length=1)]
+    any_of: Annotated[
+        Annotated[list[EnumOption], FAIL_FAST], Field(alias="anyOf", min_length=1)
+    ]
     """The options the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3003,19 +3015,19 @@ class MultiSelectPropertySchema(AcpModel):
     """Explains what to enter in the field."""
 
     min_items: Annotated[
-        int | None, Field(alias="minItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="minItems", ge=0, le=18446744073709551615)
     ] = None
     """Fewest choices the user must pick."""
 
     max_items: Annotated[
-        int | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
     ] = None
     """Most choices the user may pick."""
 
-    items: Annotated[MultiSelectItems, FAST_UNION]
+    items: MultiSelectItems
     """The choices on offer."""
 
-    default: _A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = None
+    default: _A_list_OnErrorOmit_str_FAIL_FAST_N_56f273 = None
     """Choices picked when the field is shown."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3074,11 +3086,11 @@ class ElicitationSchema(AcpModel):
     """Title of the form."""
 
     properties: Annotated[
-        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
+        Annotated[dict[str, ElicitationPropertySchema], FAIL_FAST] | None, NOT_NULL
     ] = {}
     """The form fields by name."""
 
-    required: list[str] | None = None
+    required: Annotated[list[str], FAIL_FAST] | None = None
     """Names of the fields the user must fill in."""
 
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -3265,7 +3277,8 @@ Parameters of `elicitation/create`: the agent asks the user for input through th
 
 
 ElicitationContentValue = TypeAliasType(
-    "ElicitationContentValue", str | int | int | float | bool | list[str]
+    "ElicitationContentValue",
+    str | JsonInt | int | float | bool | Annotated[list[str], FAIL_FAST],
 )
 """
 One submitted form value: a string, integer, number, boolean, or list of strings.
@@ -3295,7 +3308,7 @@ class ElicitationAcceptAction(AcpModel):
     else:
         action: Literal["accept"]
 
-    content: dict[str, ElicitationContentValue] | None = None
+    content: Annotated[dict[str, ElicitationContentValue], FAIL_FAST] | None = None
     """
     The submitted form values by field name; absent or null for URL elicitations.
     """
@@ -3407,7 +3420,7 @@ class DeleteSessionResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_4294967295_3869ec = Annotated[int, Field(ge=0, le=4294967295)]
+_A_JsonInt_ge_0_le_4294967295_f70881 = Annotated[JsonInt, Field(ge=0, le=4294967295)]
 
 
 class Position(AcpModel):
@@ -3425,10 +3438,10 @@ class Position(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    line: _A_int_ge_0_le_4294967295_3869ec
+    line: _A_JsonInt_ge_0_le_4294967295_f70881
     """Zero-based line number."""
 
-    character: _A_int_ge_0_le_4294967295_3869ec
+    character: _A_JsonInt_ge_0_le_4294967295_f70881
     """Zero-based offset within the line, in units of the position encoding."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3514,11 +3527,11 @@ class DidChangeDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     content_changes: Annotated[
-        list[OnErrorOmit[TextDocumentContentChangeEvent]],
+        Annotated[list[OnErrorOmit[TextDocumentContentChangeEvent]], FAIL_FAST],
         Field(alias="contentChanges"),
         DEFAULT_ON_ERROR,
     ]
@@ -3579,7 +3592,7 @@ class DidFocusDocumentNotification(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     position: Position
@@ -3625,7 +3638,7 @@ class DidOpenDocumentNotification(AcpModel):
     language_id: _A_str_languageId_2d40a0
     """Language of the document, e.g. `python`."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     text: str
@@ -3958,7 +3971,7 @@ class Diff(AcpModel):
     else:
         type: Literal["diff"]
 
-    changes: list[OnErrorOmit[Annotated[DiffChange, FAST_UNION]]]
+    changes: Annotated[list[OnErrorOmit[DiffChange]], FAIL_FAST]
     """
     Every file operation of the diff; the authoritative list of affected paths.
     """
@@ -4089,7 +4102,7 @@ class ElicitationSessionScope(AcpModel):
     """The tool call within that session the elicitation belongs to, if any."""
 
 
-ErrorCode = TypeAliasType("ErrorCode", int)
+ErrorCode = TypeAliasType("ErrorCode", JsonInt)
 """
 Numeric JSON-RPC error code: one of the standard codes, an ACP code from the version's error table, or any other integer.
 """
@@ -4174,7 +4187,7 @@ class McpServerHttp(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: Annotated[list[HttpHeader] | None, NOT_NULL] = None
+    headers: Annotated[Annotated[list[HttpHeader], FAIL_FAST] | None, NOT_NULL] = None
     """HTTP headers to send; omitted and empty are equivalent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4214,10 +4227,10 @@ class McpServerStdio(AcpModel):
     command: AbsolutePath
     """Path of the server executable."""
 
-    args: Annotated[list[str] | None, NOT_NULL] = None
+    args: Annotated[Annotated[list[str], FAIL_FAST] | None, NOT_NULL] = None
     """Command-line arguments; omitted and empty are equivalent."""
 
-    env: Annotated[list[EnvVariable] | None, NOT_NULL] = None
+    env: Annotated[Annotated[list[EnvVariable], FAIL_FAST] | None, NOT_NULL] = None
     """
     Environment variables for the server process; omitted and empty are equivalent.
     """
@@ -4284,14 +4297,14 @@ How to reach one MCP server, tagged by transport. Tags starting with `_` are imp
 """
 
 
-_A_list_OnErrorOmit_AbsolutePath_No_c6b28b = Annotated[
-    list[OnErrorOmit[AbsolutePath]] | None,
+_A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = Annotated[
+    Annotated[list[OnErrorOmit[AbsolutePath]], FAIL_FAST] | None,
     Field(alias="additionalDirectories"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
-_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
-    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_McpServer_FAIL_668def = Annotated[
+    Annotated[list[OnErrorOmit[McpServer]], FAIL_FAST] | None,
     Field(alias="mcpServers"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -4333,17 +4346,17 @@ class ForkSessionRequest(AcpModel):
     cwd: AbsolutePath
     """Absolute working directory of the new session."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """MCP servers the new session connects to."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_SessionConfigOp_cf2d1e = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_SessionConfigOp_2f6a58 = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST] | None,
     Field(alias="configOptions"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -4372,7 +4385,7 @@ class ForkSessionResponse(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_2f6a58 = None
     """The new session's configuration options."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4443,36 +4456,36 @@ class Usage(AcpModel):
         ]
 
     total_tokens: Annotated[
-        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="totalTokens", ge=0, le=18446744073709551615)
     ]
     """All tokens of the turn."""
 
     input_tokens: Annotated[
-        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="inputTokens", ge=0, le=18446744073709551615)
     ]
     """Input tokens, cached ones included."""
 
     output_tokens: Annotated[
-        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="outputTokens", ge=0, le=18446744073709551615)
     ]
     """Output tokens."""
 
     thought_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Tokens spent on reasoning."""
 
     cached_read_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Input tokens served from a cache."""
 
     cached_write_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -4570,7 +4583,7 @@ class Implementation(AcpModel):
 
 
 ProtocolVersion = TypeAliasType(
-    "ProtocolVersion", Annotated[int, Field(ge=0, le=65535)]
+    "ProtocolVersion", Annotated[JsonInt, Field(ge=0, le=65535)]
 )
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
@@ -4647,7 +4660,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted or null fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
+        Annotated[list[OnErrorOmit[AuthMethod]], FAIL_FAST] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -4737,7 +4750,9 @@ class ProviderInfo(AcpModel):
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
+    supported: Annotated[
+        Annotated[list[OnErrorOmit[LlmProtocol]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """The API dialects the provider accepts."""
 
     required: bool
@@ -4763,7 +4778,7 @@ class ListProvidersResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    providers: list[ProviderInfo]
+    providers: Annotated[list[ProviderInfo], FAIL_FAST]
     """The providers of the agent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4857,7 +4872,7 @@ class SessionInfo(AcpModel):
     cwd: AbsolutePath
     """Working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
@@ -4893,7 +4908,9 @@ class ListSessionsResponse(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
-    sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
+    sessions: Annotated[
+        Annotated[list[OnErrorOmit[SessionInfo]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """Sessions matching the request; empty when none match."""
 
     next_cursor: Annotated[
@@ -4986,7 +5003,7 @@ class MessageMcpNotification(AcpModel):
     method: str
     """The MCP method."""
 
-    params: Annotated[dict[str, Any] | None, OMIT_ON_ERROR] = None
+    params: Annotated[Annotated[dict[str, Any], FAIL_FAST] | None, OMIT_ON_ERROR] = None
     """The MCP params, passed on unchanged."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5014,7 +5031,7 @@ class MessageMcpRequest(AcpModel):
     method: str
     """The MCP method."""
 
-    params: dict[str, Any] | None = None
+    params: Annotated[dict[str, Any], FAIL_FAST] | None = None
     """The MCP params, passed on unchanged."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5154,7 +5171,7 @@ class NesEditSuggestion(AcpModel):
     uri: str
     """URI of the file the edits apply to."""
 
-    edits: Annotated[list[NesTextEdit], Field(min_length=1)]
+    edits: Annotated[Annotated[list[NesTextEdit], FAIL_FAST], Field(min_length=1)]
     """The edits to apply, all in the same file."""
 
     cursor_position: Annotated[
@@ -5185,10 +5202,10 @@ class NesExcerpt(AcpModel):
             Annotated[str, WireKey("end_line", "meta", "start_line")], Any
         ]
 
-    start_line: Annotated[int, Field(alias="startLine", ge=0, le=4294967295)]
+    start_line: Annotated[JsonInt, Field(alias="startLine", ge=0, le=4294967295)]
     """First line of the excerpt (zero-based)."""
 
-    end_line: Annotated[int, Field(alias="endLine", ge=0, le=4294967295)]
+    end_line: Annotated[JsonInt, Field(alias="endLine", ge=0, le=4294967295)]
     """Last line of the excerpt (zero-based, included)."""
 
     text: str
@@ -5275,7 +5292,7 @@ class NesOpenFile(AcpModel):
     """The part of the document shown in the editor."""
 
     last_focused_ms: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="lastFocusedMs", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -5342,7 +5359,7 @@ class NesRelatedSnippet(AcpModel):
     uri: str
     """URI of the document."""
 
-    excerpts: list[NesExcerpt]
+    excerpts: Annotated[list[NesExcerpt], FAIL_FAST]
     """The related parts of the file."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5501,7 +5518,7 @@ class NesUserAction(AcpModel):
     """Where the action happened."""
 
     timestamp_ms: Annotated[
-        int, Field(alias="timestampMs", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="timestampMs", ge=0, le=18446744073709551615)
     ]
     """When it happened, in milliseconds since the Unix epoch."""
 
@@ -5529,30 +5546,34 @@ class NesSuggestContext(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_edit_history_meta_op_c79891
 
-    recent_files: Annotated[list[NesRecentFile] | None, Field(alias="recentFiles")] = (
-        None
-    )
+    recent_files: Annotated[
+        Annotated[list[NesRecentFile], FAIL_FAST] | None, Field(alias="recentFiles")
+    ] = None
     """Recently viewed files."""
 
     related_snippets: Annotated[
-        list[NesRelatedSnippet] | None, Field(alias="relatedSnippets")
+        Annotated[list[NesRelatedSnippet], FAIL_FAST] | None,
+        Field(alias="relatedSnippets"),
     ] = None
     """Snippets of related code."""
 
     edit_history: Annotated[
-        list[NesEditHistoryEntry] | None, Field(alias="editHistory")
+        Annotated[list[NesEditHistoryEntry], FAIL_FAST] | None,
+        Field(alias="editHistory"),
     ] = None
     """Recent edits, newest last."""
 
-    user_actions: Annotated[list[NesUserAction] | None, Field(alias="userActions")] = (
-        None
-    )
+    user_actions: Annotated[
+        Annotated[list[NesUserAction], FAIL_FAST] | None, Field(alias="userActions")
+    ] = None
     """Recent user actions, newest last."""
 
-    open_files: Annotated[list[NesOpenFile] | None, Field(alias="openFiles")] = None
+    open_files: Annotated[
+        Annotated[list[NesOpenFile], FAIL_FAST] | None, Field(alias="openFiles")
+    ] = None
     """The files the editor has open."""
 
-    diagnostics: list[NesDiagnostic] | None = None
+    diagnostics: Annotated[list[NesDiagnostic], FAIL_FAST] | None = None
     """Diagnostics of the workspace."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5619,12 +5640,12 @@ class NewSessionRequest(AcpModel):
     cwd: AbsolutePath
     """Working directory of the session; relative paths resolve against it."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
@@ -5632,8 +5653,8 @@ class NewSessionRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
-    list[OnErrorOmit[AvailableCommand]] | None,
+_A_list_OnErrorOmit_AvailableComman_7158b5 = Annotated[
+    Annotated[list[OnErrorOmit[AvailableCommand]], FAIL_FAST] | None,
     Field(alias="availableCommands"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -5671,10 +5692,10 @@ class NewSessionResponse(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_2f6a58 = None
     """Initial config options of the session."""
 
-    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_7158b5 = None
     """
     Initial slash commands; omitted or empty means none. Never null on the wire.
     """
@@ -5909,7 +5930,9 @@ class PlanItems(AcpModel):
     plan_id: _A_PlanId_planId_209aea
     """The plan to replace."""
 
-    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
+    entries: Annotated[
+        Annotated[list[OnErrorOmit[PlanEntry]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """Every task of the plan with its current status."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6037,7 +6060,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: Annotated[PlanUpdateContent, FAST_UNION]
+    plan: PlanUpdateContent
     """The new content of the plan."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6061,7 +6084,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: list[Annotated[ContentBlock, FAST_UNION]]
+    prompt: Annotated[list[ContentBlock], FAIL_FAST]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -6330,7 +6353,7 @@ class ToolCallLocation(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
+    line: Annotated[JsonInt | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR] = None
     """Line within the file, if relevant."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6341,11 +6364,11 @@ _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR
 _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
     ToolCallStatus | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
-    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallContent_57b806 = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallContent]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
-    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallLocatio_365d0a = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallLocation]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 _A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
     Any, Field(alias="rawInput"), OMIT_ON_ERROR
@@ -6395,10 +6418,10 @@ class ToolCallUpdate(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -6496,12 +6519,14 @@ class RequestPermissionRequest(AcpModel):
     Why permission is needed, for the prompt only; omitted and `null` both mean none.
     """
 
-    subject: Annotated[RequestPermissionSubject, FAST_UNION] | None = None
+    subject: RequestPermissionSubject | None = None
     """
     What the permission is for; omitted and `null` both mean no structured subject.
     """
 
-    options: Annotated[list[PermissionOption], Field(min_length=1)]
+    options: Annotated[
+        Annotated[list[PermissionOption], FAIL_FAST], Field(min_length=1)
+    ]
     """The choices offered to the user; at least one."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6521,7 +6546,7 @@ class RequestPermissionResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
+    outcome: RequestPermissionOutcome
     """The decision."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6612,20 +6637,18 @@ class ResumeSessionRequest(AcpModel):
     cwd: AbsolutePath
     """Working directory of the session; must match the session's own."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none. Stored roots are not restored implicitly.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
     replay_from: Annotated[
-        Annotated[ReplayFrom, FAST_UNION] | None,
-        Field(alias="replayFrom"),
-        OMIT_ON_ERROR,
+        ReplayFrom | None, Field(alias="replayFrom"), OMIT_ON_ERROR
     ] = None
     """Where history replay starts; omitted or null means no replay."""
 
@@ -6651,10 +6674,10 @@ class ResumeSessionResponse(AcpModel):
             Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
         ]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_2f6a58 = None
     """Current config options of the session."""
 
-    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_7158b5 = None
     """
     Current slash commands; omitted or empty means none. Never null on the wire.
     """
@@ -6779,7 +6802,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6816,7 +6839,7 @@ class UserMessage(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -6885,7 +6908,7 @@ class ToolCallContentChunk(AcpModel):
     tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call the item belongs to."""
 
-    content: Annotated[ToolCallContent, FAST_UNION]
+    content: ToolCallContent
     """The item to append."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6954,10 +6977,10 @@ class ToolCallProgress(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -7010,7 +7033,7 @@ class TerminalExitStatus(AcpModel):
         __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any]
 
     exit_code: Annotated[
-        int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
+        JsonInt | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
     ] = None
     """The exit code, if known."""
 
@@ -7124,8 +7147,8 @@ class TerminalOutputChunk(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
-    int, Field(ge=0, le=18446744073709551615)
+_A_JsonInt_ge_0_le_1844674407370955_a0d85e = Annotated[
+    JsonInt, Field(ge=0, le=18446744073709551615)
 ]
 
 
@@ -7158,10 +7181,10 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: _A_int_ge_0_le_18446744073709551615_2edf88
+    used: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Tokens currently in the context window."""
 
-    size: _A_int_ge_0_le_18446744073709551615_2edf88
+    size: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
@@ -7266,7 +7289,7 @@ class SetProviderRequest(AcpModel):
     base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    headers: Annotated[dict[str, str] | None, NOT_NULL] = None
+    headers: Annotated[Annotated[dict[str, str], FAIL_FAST] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7409,7 +7432,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """The complete, updated list of options; one change may affect others."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7465,7 +7488,8 @@ class StartNesRequest(AcpModel):
     """URI of the workspace root."""
 
     workspace_folders: Annotated[
-        list[WorkspaceFolder] | None, Field(alias="workspaceFolders")
+        Annotated[list[WorkspaceFolder], FAIL_FAST] | None,
+        Field(alias="workspaceFolders"),
     ] = None
     """The root folders of the workspace."""
 
@@ -7525,7 +7549,7 @@ class SuggestNesRequest(AcpModel):
     uri: str
     """URI of the document."""
 
-    version: int
+    version: JsonInt
     """Version of the document; it grows with every change."""
 
     position: Position
@@ -7557,7 +7581,7 @@ class SuggestNesResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    suggestions: list[Annotated[NesSuggestion, FAST_UNION]]
+    suggestions: Annotated[list[NesSuggestion], FAIL_FAST]
     """The suggestions, best first."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7615,7 +7639,7 @@ class UpdateSessionNotification(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
-    update: Annotated[SessionUpdate, FAST_UNION]
+    update: SessionUpdate
     """The update itself."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
