@@ -206,6 +206,29 @@ def test_every_unknown_type_of_set_config_option_reads_alike(tag: str) -> None:
     assert v1.parse_message(json.dumps(message)).to_wire() == message
 
 
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_attribute_spelling_of_a_tag_selects_no_branch(version: str) -> None:
+    # issue 25 item 9: the wire names the tag sessionUpdate; session_update is an unknown key
+    m = api(version)
+    # (v2: the state_update branch is itself an open union, keyed by state, whose unknown state
+    # is an unknown variant: reached through the attribute spelling, it once read as one)
+    kind = "state_update" if version == "v2" else "agent_message_chunk"
+    updates = [{"session_update": kind, "state": "paused"},
+               {"session_update": kind, "state": "idle", "content": {"type": "text", "text": "hi"}}]
+    for update in updates:
+        _refused_everywhere(m, {"sessionId": "s1", "update": update})
+
+
+def _refused_everywhere(m: Any, params: dict[str, Any]) -> None:
+    assert not validator_for(m.VERSION, m.METHODS["session/update"].params.__name__).is_valid(params)
+    message = with_params(params, "session/update", notification=True)
+    for data in (message, json.dumps(message), json.dumps(message).encode()):
+        with pytest.raises(InvalidParams):
+            m.parse_message(data)
+    with pytest.raises(ValidationError):
+        m.parse_params("session/update", params)
+
+
 def test_a_default_branch_error_names_no_runtime_tag() -> None:
     # issue 12: an unknown type reads as the untagged value-id branch ("unknown": "default") ...
     params = {"sessionId": "s1", "configId": "c1", "type": "bogus", "value": "v1"}
