@@ -127,7 +127,7 @@ from ._jsonrpc import (
     Request,
     Response,
 )
-from ._runtime import MethodSpec, is_extension
+from ._runtime import MethodSpec, is_extension, to_wire, type_name, wire_json
 
 __all__ = [
     "DEFAULT_MAX_LINE_SIZE",
@@ -558,9 +558,7 @@ class Connection:
         self, rid: RequestId, result: Any, collect: list[bytes] | None = None
     ) -> None:
         if isinstance(result, BaseModel):
-            body = result.model_dump_json(by_alias=True, exclude_unset=True).encode(
-                "utf-8"
-            )
+            body = wire_json(result)
         else:
             body = _dumps(result)
         self._reply(
@@ -615,29 +613,25 @@ class Connection:
     def _params_body(spec: MethodSpec | None, method: str, params: Any) -> bytes:
         if spec is None:
             if isinstance(params, BaseModel):
-                return params.model_dump_json(by_alias=True, exclude_unset=True).encode(
-                    "utf-8"
-                )
+                return wire_json(params)
             return _dumps(params)
         expected = spec.params
         if isinstance(params, BaseModel) and (
             isinstance(expected, type) and isinstance(params, expected)
         ):
-            return params.model_dump_json(by_alias=True, exclude_unset=True).encode(
-                "utf-8"
-            )
+            return wire_json(params)
         if isinstance(params, BaseModel):
             if isinstance(expected, type):
                 raise TypeError(
-                    f"the params of {method!r} are {expected.__name__}, not {type(params).__name__}"
+                    f"the params of {method!r} are {type_name(expected)}, not {type_name(type(params))}"
                 )
-            params = params.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            params = to_wire(params)
         if not isinstance(params, Mapping):
             raise TypeError(
                 f"the params of {method!r} are a model or a dict, not {type(params).__name__}"
             )
         model: BaseModel = spec.validate_params(dict(params))
-        return model.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
+        return wire_json(model)
 
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification; ``params`` is checked first (see the module documentation)."""
@@ -1143,10 +1137,10 @@ class Connection:
         elif isinstance(result, BaseModel):
             if isinstance(expected, type):
                 raise TypeError(
-                    f"the handler of {msg.method!r} returned {type(result).__name__}, "
-                    f"not {expected.__name__}"
+                    f"the handler of {msg.method!r} returned {type_name(type(result))}, "
+                    f"not {type_name(expected)}"
                 )
-            result = result.model_dump(mode="json", by_alias=True, exclude_unset=True)
+            result = to_wire(result)
         return spec.validate_result(result)
 
 
