@@ -51,13 +51,21 @@ patch keeps its meaning (see :func:`to_wire`)."""
 
 
 def to_wire(model: BaseModel) -> Any:
-    """The JSON-ready wire form of ``model`` (:data:`WRITE_BACK`)."""
-    return model.model_dump(mode="json", **WRITE_BACK)
+    """The JSON-ready wire form of ``model`` (:data:`WRITE_BACK`).
+
+    ``model_dump(mode="json", **WRITE_BACK)``, straight to the class's serializer.
+    """
+    return model.__pydantic_serializer__.to_python(model, mode="json", **WRITE_BACK)
+
+
+def wire_json(model: BaseModel) -> bytes:
+    """The wire form of ``model`` as compact UTF-8 JSON (:data:`WRITE_BACK`), straight to the class's serializer."""
+    return model.__pydantic_serializer__.to_json(model, **WRITE_BACK)
 
 
 def to_json(model: BaseModel) -> str:
     """The wire form of ``model`` as compact JSON text (:data:`WRITE_BACK`)."""
-    return model.model_dump_json(**WRITE_BACK)
+    return wire_json(model).decode()
 
 
 # --------------------------------------------------------------------------- keys spelled like attributes
@@ -417,7 +425,11 @@ def tag_discriminator(
     """
 
     def discriminate(value: Any) -> str | None:
-        if isinstance(value, Mapping):
+        if type(value) is dict:
+            tag = value.get(wire, _MISSING)
+            if type(tag) is str and tag in known:  # (every valid message of a known branch)
+                return tag
+        elif isinstance(value, Mapping):
             tag = value.get(wire, _MISSING)
         elif isinstance(value, UnknownVariant):
             return UNKNOWN_TAG

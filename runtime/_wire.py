@@ -18,11 +18,12 @@ accepted can always be written back as JSON and read again to the same:
 
 Text is decoded by pydantic-core's parser, which refuses the ``NaN`` and
 ``Infinity`` tokens and lone surrogates; the decoded value is then walked
-once for the rest. The parser keeps the last of two equal keys, so the walk
-also counts the members and the colons inside strings: every ``:`` of JSON
-text separates a member or sits in a string, so when the text holds more
-colons than that, a member was lost, and the standard library's parser (with
-a hook that sees every member) says which key.
+once for the rest (depth, numbers). The parser keeps the last of two equal
+keys, so the walk also counts the members and the colons inside strings:
+every ``:`` of JSON text separates a member or sits in a string, so when the
+text holds more colons than that (or a colon written as an escape, which the
+count cannot see), the standard library's parser, with a hook that sees every
+member, looks for a repeated key.
 
 Each problem is a :class:`JsonLimitError`; the entry points turn it into
 their documented exception (a ``MessageError`` from ``parse_message``, a
@@ -209,68 +210,40 @@ def check_value(value: Any, depth: int = 0) -> Any:
     return value if out_list is None else out_list
 
 
-class _TextScan:
-    """Limits of a value freshly decoded from text (JSON types only), counting what the duplicate check needs."""
+class _Beyond(Exception):
+    """Raised by :func:`_scan`: something is beyond the limits (:func:`check_value` then says what and where)."""
 
-    __slots__ = ("members", "colons")
 
-    def __init__(self) -> None:
-        self.members = 0
-        self.colons = 0
+def _scan(value: Any, depth: int) -> int:
+    """The members of the containers in ``value`` (freshly decoded: JSON types only) plus the colons in their strings.
 
-    def walk(self, value: Any, depth: int) -> Any:
-        t = type(value)
+    Raises :class:`_Beyond` for nesting deeper than :data:`MAX_DEPTH`, an
+    integer of more than :data:`MAX_INT_DIGITS` digits or a float that is not
+    finite (an overflow such as ``1e400``). Strings need no other check: the
+    decoder refuses lone surrogates.
+    """
+    if depth > MAX_DEPTH:
+        raise _Beyond
+    if type(value) is dict:
+        found = len(value)
+        for key in value:
+            found += key.count(":")
+        items: Any = value.values()
+    else:
+        found = 0
+        items = value
+    for item in items:
+        t = type(item)
         if t is str:
-            self.colons += value.count(":")
-            return value
-        if t is int:
-            if -_INT_BOUND < value < _INT_BOUND:
-                return value
-            raise _bad_int()
-        if t is float:
-            return _float(value)
-        if t is not dict and t is not list:
-            return value
-        depth += 1
-        if depth > MAX_DEPTH:
-            raise _too_deep()
-        if t is dict:
-            self.members += len(value)
-            out: Any = None
-            for key, item in value.items():
-                self.colons += key.count(":")
-                ti = type(item)
-                if ti is str:
-                    self.colons += item.count(":")
-                    continue
-                if ti is bool or item is None:
-                    continue
-                try:
-                    new = self.walk(item, depth)
-                except JsonLimitError as exc:
-                    raise exc.at(key) from None
-                if new is not item:
-                    if out is None:
-                        out = dict(value)
-                    out[key] = new
-            return value if out is None else out
-        out_list: list[Any] | None = None
-        for index, item in enumerate(value):
-            ti = type(item)
-            if ti is str:
-                self.colons += item.count(":")
-                continue
-            if ti is bool or item is None:
-                continue
-            try:
-                new = self.walk(item, depth)
-            except JsonLimitError as exc:
-                raise exc.at(index) from None
-            if new is not item:
-                if out_list is None:
-                    out_list = list(value)
-                out_list[index] = new
-        return value if out_list is None else out_list
+            found += item.count(":")
+        elif t is dict or t is list:
+            found += _scan(item, depth + 1)
+        elif t is int:
+            if not -_INT_BOUND < item < _INT_BOUND:
+                raise _Beyond
+        elif t is float and not math.isfinite(item):
+            raise _Beyond
+    return found
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -309,13 +282,21 @@ def decode(data: str | bytes | bytearray | memoryview) -> Any:
         if reason.startswith("lone leading surrogate") or "surrogate" in reason:
             raise _lone_surrogate() from None
         raise JsonLimitError("syntax", f"the message is not JSON: {reason}") from None
-    scan = _TextScan()
-    try:
-        checked = scan.walk(value, 0)
-    except JsonLimitError as exc:
-        exc.value = value
-        raise
-    if data.count(":") != scan.members + scan.colons or "\\u003a" in data or "\\u003A" in data:
+    if type(value) is not dict and type(value) is not list:
+        checked = check_value(value)
+        found = 0
+    else:
+        try:
+            found = _scan(value, 1)
+        except _Beyond:
+            try:
+                check_value(value)
+            except JsonLimitError as exc:
+                exc.value = value
+                raise
+            raise AssertionError("_scan and check_value disagree") from None
+        checked = value
+    if data.count(":") != found or "\\u003" in data:
         # a member lost to a repeated key (or an escaped colon, which the count cannot see)
         try:
             json.loads(data, object_pairs_hook=_no_duplicates)

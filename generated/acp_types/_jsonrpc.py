@@ -561,7 +561,8 @@ class Parser:
         self.version = version
         self.error_model = error_model
         self.batches = batches
-        self._validators: dict[tuple[str, str | None], Any] = {}
+        # the validators of the envelopes by kind, each built on its first use
+        self._validators: dict[str, dict[str | None, Any]] = {"call": {}, "result": {}, "error": {}}
 
     def parse(self, data: Any, method: str | None = None, pending: PendingRequests | None = None) -> Message | Batch:
         """:func:`parse_message` of this version."""
@@ -574,15 +575,15 @@ class Parser:
 
     def _envelope(self, which: str, method: str | None) -> Any:
         """``validate_python`` of the envelope ``which`` (``"call"``, ``"result"``, ``"error"``) of ``method``."""
-        key = (which, method)
-        found = self._validators.get(key, _NO_ID)
+        made = self._validators[which]
+        found = made.get(method, _NO_ID)
         if found is _NO_ID:
             envelopes = import_module(self.module)
             if which == "error":
                 tp = envelopes.ERROR
             else:
                 tp = (envelopes.CALLS if which == "call" else envelopes.RESULTS).get(method)
-            found = self._validators[key] = None if tp is None else TypeAdapter(tp).validator.validate_python
+            found = made[method] = None if tp is None else TypeAdapter(tp).validator.validate_python
         return found
 
     def _enveloped(self, value: dict[str, Any], method: str | None, pending: PendingRequests | None) -> Any:
