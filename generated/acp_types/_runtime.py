@@ -68,6 +68,16 @@ def to_json(model: BaseModel) -> str:
     return wire_json(model).decode()
 
 
+def type_name(tp: Any) -> str:
+    """The name of a payload type as messages show it: ``v1.NewSessionRequest``."""
+    name = getattr(tp, "__name__", None) or str(tp)
+    module = getattr(tp, "__module__", "") or ""
+    parts = module.split(".")
+    if len(parts) >= 3 and parts[0] == "acp_types" and parts[2] == "models":
+        return f"{parts[1]}.{name}"
+    return name
+
+
 # --------------------------------------------------------------------------- keys spelled like attributes
 
 
@@ -337,6 +347,10 @@ class AcpModel(BaseModel):
             # attribute then reads the class's default, as if it were omitted.
             if any(isinstance(m, _OmitOnError) for m in info.metadata):
                 type.__setattr__(cls, name, info.default)
+        if not cls.model_config.get("title") and type_name(cls) != cls.__name__:
+            # errors name the version too: "1 validation error for v1.NewSessionRequest"
+            cls.model_config = {**cls.model_config, "title": type_name(cls)}
+            inherited = inherited or cls.__pydantic_complete__
         if inherited and cls.__pydantic_complete__:  # built at creation (defer_build off): build it again
             cls.model_rebuild(force=True)
 
@@ -363,12 +377,33 @@ class AcpModel(BaseModel):
     __acp_tags__ = ()
 
     def __init__(self, /, **data: Any) -> None:
-        # A required single-value field (a union branch's tag) is filled in
-        # when constructing in code, so it counts as set and to_wire writes it;
-        # validation of wire data does not run this, so there it stays required.
-        for attr, wire, value in type(self).__acp_tags__:
+        """Construct in code: every keyword is a field (attribute or wire name); ``extra=`` holds unknown keys.
+
+        A misspelled field (``stauts="pending"``) is a ``TypeError``, not an
+        unknown key sent on the wire; keys the schema does not define, which
+        a model read from the wire keeps, are given as ``extra={"key": ...}``.
+        A required single-value field (a union branch's tag) is filled in.
+        """
+        cls = type(self)
+        names = _NAMES.get(cls)
+        if names is None:
+            names = _NAMES[cls] = frozenset(cls.__pydantic_fields__) | {
+                f.alias for f in cls.__pydantic_fields__.values() if f.alias}
+        extra = data.pop("extra", None) if "extra" not in names else None
+        unknown = sorted(key for key in data if key not in names)
+        if unknown and not issubclass(cls, UnknownVariant):
+            raise TypeError(
+                f"{type_name(cls)} has no field {', '.join(map(repr, unknown))}; "
+                f"pass keys the schema does not define as extra={{...}}"
+            )
+        for attr, wire, value in cls.__acp_tags__:
             if attr not in data and wire not in data:
                 data[attr] = value
+        if extra:
+            clash = sorted(key for key in extra if key in names)
+            if clash:
+                raise TypeError(f"extra= holds fields of {type_name(cls)}: {', '.join(map(repr, clash))}")
+            data.update(extra)
         super().__init__(**data)
 
     # pydantic calls a model's own __init__ from model_validate too unless it
@@ -382,6 +417,10 @@ class AcpModel(BaseModel):
     def to_json(self) -> str:
         """The wire form as compact JSON text."""
         return to_json(self)
+
+
+_NAMES: dict[type, frozenset[str]] = {}
+"""Each model class's field names and wire names, which the constructor accepts as keywords."""
 
 
 class UnknownVariant(AcpModel):
@@ -501,16 +540,6 @@ def same_kind(items: list[Any]) -> list[Any]:
 
 
 # --------------------------------------------------------------------------- payloads at the wire entry points
-
-
-def type_name(tp: Any) -> str:
-    """The name of a payload type as messages show it: ``v1.NewSessionRequest``."""
-    name = getattr(tp, "__name__", None) or str(tp)
-    module = getattr(tp, "__module__", "") or ""
-    parts = module.split(".")
-    if len(parts) >= 3 and parts[0] == "acp_types" and parts[2] == "models":
-        return f"{parts[1]}.{name}"
-    return name
 
 
 @cache
