@@ -75,6 +75,7 @@ from ._runtime import (
     MethodSpec,
     UnknownMethodError,
     is_extension,
+    payload_validator,
     to_json,
     to_wire,
     type_name,
@@ -580,9 +581,15 @@ class Parser:
         if found is _NO_ID:
             envelopes = import_module(self.module)
             if which == "error":
-                tp = envelopes.ERROR
+                tp, payload = envelopes.ERROR, self.error_model
             else:
                 tp = (envelopes.CALLS if which == "call" else envelopes.RESULTS).get(method)
+                spec = self.table.get(method) if method is not None else None
+                payload = None if spec is None else spec.params if which == "call" else spec.result
+            if tp is not None and isinstance(payload, type) and issubclass(payload, BaseModel):
+                # the payload's class first: the envelope's schema then takes the class's own, which
+                # writing the payload back needs anyway, instead of generating it a second time
+                payload_validator(payload)
             found = made[method] = None if tp is None else TypeAdapter(tp).validator.validate_python
         return found
 

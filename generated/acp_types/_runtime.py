@@ -543,7 +543,7 @@ def same_kind(items: list[Any]) -> list[Any]:
 
 
 @cache
-def _validator(tp: Any) -> Callable[..., Any]:
+def payload_validator(tp: Any) -> Callable[..., Any]:
     """``validate_python`` of ``tp``: a model class's own validator, or a union alias's ``TypeAdapter``."""
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         if not tp.__pydantic_complete__:
@@ -559,7 +559,7 @@ def validate_payload(tp: Any, data: Any) -> Any:
     default), wire names only; an error report names the first invalid item
     of each array (the models' arrays fail fast).
     """
-    return _validated(_validator(tp), data, strict=True, by_name=False)
+    return _validated(payload_validator(tp), data, strict=True, by_name=False)
 
 
 def wire_payload(value: Any, tp: Any) -> Any:
