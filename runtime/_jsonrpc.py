@@ -37,8 +37,9 @@ the problem calls for):
   response whose method is unknown (``-32600``).
 
 Members the envelope does not define are kept in ``extra`` and written back
-(on a response, that includes a ``params`` member). An integral number is an
-integer whatever its notation (``1.0`` is read and written back as ``1``).
+(on a response, that includes a ``params`` member). Where the schema wants an
+integer, an integral number is one whatever its notation (``1.0`` is read and
+written back as ``1``).
 ``parse_message`` raises nothing but :class:`MessageError`.
 Extension methods (``_``-prefixed) pass through: their params and results stay
 plain JSON.
