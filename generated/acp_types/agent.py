@@ -883,9 +883,7 @@ class _Surface:
         task.add_done_callback(self._turns.discard)
         from acp_types.v2 import models as m2
 
-        if "message_id" in m2.PromptResponse.model_fields:
-            return m2.PromptResponse(message_id=user_id)  # type: ignore[call-arg]
-        return m2.PromptResponse()
+        return m2.PromptResponse(message_id=user_id)
 
     async def _v2_turn(self, session: Session, prompt: Sequence[Any], user_id: str) -> None:
         from acp_types.v2 import models as m2
