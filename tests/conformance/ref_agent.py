@@ -292,7 +292,7 @@ class RefAgent:
                 break
             said.append(word)
             await self.chunk(s, word + " ", agent_id)
-            await asyncio.sleep(0.002)
+            await asyncio.sleep(0.001)
         s.history.append(("agent", agent_id, " ".join(said)))
         if self.v2 and not self.bug("PL-07"):
             await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "paused" if self.bug("PL-10") else stop})
@@ -320,6 +320,8 @@ class RefAgent:
     async def ext_method(self, method: str, params: Any) -> Any:
         if self.bug("EXT-03"):
             await asyncio.Event().wait()
+        if method == "_acp_conformance/wait":  # a request that takes a while, for $/cancel_request
+            await asyncio.sleep(float(params.get("seconds", 1)))
         return {"pong": params}
 
     async def ext_notification(self, method: str, params: Any) -> None:
@@ -359,7 +361,7 @@ class PatchWriter:
             return []
         if MUTANT == "RPC-02" and error.get("code") == -32602 and "cwd" in str(error.get("message")):
             return [{"jsonrpc": "2.0", "id": m.get("id"), "result": {"sessionId": "x"}}]
-        if MUTANT == "SCH-01" and m.get("method") == "session/update":
+        if MUTANT == "SCH-01" and m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk":
             self.updates += 1
             if self.updates == 1:
                 m["params"]["update"].pop("content", None)

@@ -80,6 +80,9 @@ class Reply:
     msg: Any = None
     error: str | None = None  # the models' complaint about it
 
+    def show(self, transcript: Transcript) -> str:
+        return next((line.show() for line in transcript.lines if line.seq == self.seq), f"#{self.seq}")
+
     @property
     def code(self) -> int | None:
         err = self.raw.get("error")
@@ -247,6 +250,7 @@ class Program:
         self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
         if not self.alive:
             future.set_exception(Closed(self.exit or "the program is not running"))
+            future.exception()
         return rid, future
 
     async def request(self, method: str, params: Any, timeout: float) -> Reply:
@@ -340,6 +344,7 @@ class Program:
         for _method, future in self.pending.values():
             if not future.done():
                 future.set_exception(Closed(self.exit))
+                future.exception()  # a check that stopped waiting for it need not see it
         self.pending.clear()
         self._changed.set()
 
