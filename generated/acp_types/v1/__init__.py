@@ -421,6 +421,7 @@ __all__ = [
     "PendingRequests",
     "Request",
     "Response",
+    "SessionState",
     "parse_message",
     "stable_features",
     "stable_methods",
@@ -753,11 +754,19 @@ if _TYPE_CHECKING:
         parse_message,
     )
     from acp_types.v1.peer import AgentPeer, ClientPeer
+    from acp_types._state_v1 import SessionState
 
 
 def __getattr__(name: str) -> object:
     # The JSON-RPC layer (acp_types.v1.messages) and the peers load on first
     # use, so code that only needs the models does not pay for them at import.
+    if (
+        name == "SessionState"
+    ):  # the client's session state (acp_types.session_state), loaded on first use
+        from acp_types._state_v1 import SessionState
+
+        globals()[name] = SessionState
+        return SessionState
     module = _LAZY.get(name)
     if module is not None:
         from importlib import import_module

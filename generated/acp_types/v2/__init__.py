@@ -423,6 +423,7 @@ __all__ = [
     "PendingRequests",
     "Request",
     "Response",
+    "SessionState",
     "parse_message",
     "stable_features",
     "stable_methods",
@@ -757,11 +758,19 @@ if _TYPE_CHECKING:
         parse_message,
     )
     from acp_types.v2.peer import AgentPeer, ClientPeer
+    from acp_types._state_v2 import SessionState
 
 
 def __getattr__(name: str) -> object:
     # The JSON-RPC layer (acp_types.v2.messages) and the peers load on first
     # use, so code that only needs the models does not pay for them at import.
+    if (
+        name == "SessionState"
+    ):  # the client's session state (acp_types.session_state), loaded on first use
+        from acp_types._state_v2 import SessionState
+
+        globals()[name] = SessionState
+        return SessionState
     module = _LAZY.get(name)
     if module is not None:
         from importlib import import_module
