@@ -23,6 +23,7 @@ from typing import Any
 from . import _oracle
 from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check
 from ._driver import NUMBERS, Advertised, Closed, Event, Problem, Program, Refuse, Reply, Transcript
+from ._oracle import Found, Oracle
 
 KIT_INFO = {"name": "acp-types-conformance", "version": "1"}
 LONG_PROMPT = "Count: " + " ".join(str(i) for i in range(1, 3001))
@@ -102,6 +103,7 @@ class AgentRun:
         self.init: Reply | None = None
         self.implemented: dict[str, str] = {}  # method -> what the agent did with it
         self.cwd_count = 0
+        self.oracle = Oracle(version)
         name = f"agent-{version}"
         directory = options.transcript_dir
         self.transcript = Transcript(directory / f"{name}.jsonl" if directory else None)
@@ -224,6 +226,7 @@ class AgentRun:
         """One prompt turn; ``interrupt`` is a method sent once the first update arrived."""
         p = self.p
         turn = Turn(sid, p.mark())
+        self.mark(sid, "begin_turn")
         blocks = [{"type": "text", "text": text or self.options.prompt}]
         rid, future = p.start_request("session/prompt", {"sessionId": sid, "prompt": blocks})
         def mine() -> list[Event]:
@@ -233,6 +236,7 @@ class AgentRun:
         if interrupt is not None:
             await p.wait_for(lambda: bool(mine()) or future.done(), self.options.turn_timeout)
             params = interrupt_params or {"sessionId": sid}
+            self.mark(sid, "note_cancel")  # archive and close cancel the turn as session/cancel does
             if interrupt == "session/cancel":
                 turn.cancel_seq = p.notify("session/cancel", params)
             else:
@@ -245,6 +249,9 @@ class AgentRun:
         except Closed as exc:
             raise Fail(f"session/prompt: {exc}") from None
         self._observe("session/prompt", turn.reply)
+        response = getattr(turn.reply.msg, "result", None)
+        if self.version == "v1" and response is not None:
+            self.oracle.mark(self.key(sid), turn.reply.seq, "end_turn", response)
         if self.version == "v2":
             def idle() -> Event | None:
                 return next((e for e in mine() if kind(e) == "state_update" and update_of(e).get("state") == "idle"
@@ -260,6 +267,7 @@ class AgentRun:
                     break
             turn.idle = idle()
             turn.streaming = turn.streaming and turn.idle is None
+            self.mark(sid, "finish", response)
         await p.quiet(0.15, 1.0)
         turn.updates = mine()
         return turn, answer
@@ -275,6 +283,27 @@ class AgentRun:
             if turn.streaming:
                 raise Fail(f"the turn was still streaming {self.options.turn_timeout:g} s after it was interrupted")
             raise Skip("no state_update idle ends the agent's turns (see PL-07)")
+
+    def key(self, sid: str) -> tuple[int, str]:
+        return (len(self.programs) - 1, sid)
+
+    def mark(self, sid: str, what: str, payload: Any = None) -> None:
+        """A client-side point of the session for the oracle, after every line so far."""
+        self.oracle.mark(self.key(sid), self.p.mark() + 0.5, what, payload)
+
+    def state_problems(self, sid: str, rules: set[str] | None = None) -> list[Found]:
+        """The session state's strict problems for this session's stream so far (of ``rules``, when given)."""
+        updates = [e for e in self.p.events if e.method == "session/update" and session_of(e) == sid]
+        found = self.oracle.judge(self.key(sid), updates)
+        if found is None:
+            raise Skip(_oracle.MISSING.format(version=self.version))
+        return [f for f in found if rules is None or f.rule in rules]
+
+    def state_rules(self, sid: str, *rules: str) -> None:
+        """Fail with the session state's problems of ``rules`` for this session (the oracle's verdict)."""
+        found = self.state_problems(sid, set(rules))
+        if found:
+            raise Fail("; ".join(f"{f.rule}: {f.message}" for f in found[:3]), *(f.seq for f in found[:5] if f.seq is not None))
 
     def needs(self, method: str) -> None:
         if not self.adv.method(method):
@@ -354,6 +383,8 @@ async def _exercise(run: AgentRun) -> None:
     """A short exchange for checks that judge the whole of it, when they run alone."""
     with contextlib.suppress(Fail, Skip, Note, Closed, TimeoutError, asyncio.TimeoutError):
         await asyncio.wait_for(_ini11(run), run.options.timeout * 3)
+        if run.adv.method("session/archive"):
+            await asyncio.wait_for(_arc09(run), run.options.timeout * 3)
 
 
 async def _one(run: AgentRun, c: Check) -> Result:
@@ -366,7 +397,7 @@ async def _one(run: AgentRun, c: Check) -> Result:
         await asyncio.wait_for(c.run(run), run.options.timeout * 3)
         verdict, detail = SUCCESS, ""
     except Fail as exc:
-        verdict, detail, seqs = (FAILURE if c.level == "MUST" else WARNING), exc.detail, exc.seqs
+        verdict, detail, seqs = (FAILURE if c.level == "MUST" and not exc.soft else WARNING), exc.detail, exc.seqs
     except Skip as exc:
         verdict, detail = SKIPPED, exc.detail
     except Note as exc:
@@ -490,10 +521,12 @@ async def _prm14(run: AgentRun) -> None:
 
 @check("PRM-10", "session/cancel ends the turn with stopReason cancelled (a result, not an error)", versions=("v1",), source=f"{PRM}, Cancellation", rows=("PRM-10", "PRM-11"))
 async def _prm10(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session(), run.options.long_prompt, interrupt="session/cancel")
+    sid = await run.new_session()
+    turn, _ = await run.turn(sid, run.options.long_prompt, interrupt="session/cancel")
     assert turn.reply is not None
     run.cancelled_turn(turn)
-    run.failed(turn.stop_reason != "cancelled", f"after session/cancel the prompt answered {turn.reply.raw.get('result', turn.reply.raw.get('error'))}", turn.reply.seq)
+    run.failed(not turn.reply.ok, f"after session/cancel the prompt answered {turn.reply.raw.get('error')}", turn.reply.seq)
+    run.state_rules(sid, "cancel.stop-reason")
 
 
 @check("PRM-12", "after a cancel, no update of the turn follows the prompt's answer", versions=("v1",), source=f"{PRM}, Cancellation")
@@ -506,16 +539,9 @@ async def _prm12(run: AgentRun) -> None:
 
 async def _message_ids(run: AgentRun) -> None:
     sid = await run.new_session()
-    ids = []
     for _ in range(2):
-        turn, _ = await run.turn(sid)
-        ids.append({update_of(e).get("messageId") for e in turn.messages() if kind(e).startswith("agent_message")} - {None})
-    if not ids[0] and not ids[1]:
-        if run.version == "v1":
-            raise Note("the agent sends no messageId (optional in v1)")
-        raise Fail("no agent message in either turn")
-    shared = ids[0] & ids[1]
-    run.failed(bool(shared), f"the agent's replies in two turns share messageId {sorted(map(str, shared))}")
+        await run.turn(sid)
+    run.state_rules(sid, "message.reused")
 
 
 check("PRM-04", "agent messages of different turns have different messageIds", level="SHOULD", versions=("v1",), source=f"{PRM}, Message IDs")(_message_ids)
@@ -532,41 +558,38 @@ async def _pl02(run: AgentRun) -> None:
 
 @check("PL-03", "the inserted user message is reported (user_message or user_message_chunk)", versions=("v2",), source=f"{PL}, 2. Prompt Accepted")
 async def _pl03(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
-    run.failed(not any(kind(e).startswith("user_message") for e in turn.updates), "no user_message update in the turn")
+    sid = await run.new_session()
+    await run.turn(sid)
+    run.state_rules(sid, "turn.user-message")
 
 
 @check("PL-04", "a state_update running is sent when the turn's work starts", versions=("v2",), source=f"{PL}, 3. Agent Reports Output")
 async def _pl04(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
-    running = [e for e in turn.updates if kind(e) == "state_update" and update_of(e).get("state") == "running"]
-    run.failed(not running, "no state_update running in the turn")
+    sid = await run.new_session()
+    await run.turn(sid)
+    run.state_rules(sid, "turn.running")
 
 
 @check("PL-07", "the turn ends with state_update idle and a stopReason", versions=("v2",), source=f"{PL}, 4. Report Completion")
 async def _pl07(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
-    run.failed(turn.idle is None, f"no state_update idle within {run.options.turn_timeout:g} s of the prompt")
-    assert turn.idle is not None
-    run.failed(turn.stop_reason is None, "the idle state_update has no stopReason", turn.idle.seq)
+    sid = await run.new_session()
+    await run.turn(sid)
+    run.state_rules(sid, "turn.idle", "turn.stop-reason")
 
 
-@check("PL-10", "stop reasons are known ones or start with _", versions=("v2",), source=f"{PL}, Stop Reasons")
+@check("PL-10", "stop reasons and other enum values are known ones or start with _", versions=("v2",), source=f"{PL}, Stop Reasons; v2 extensibility page, Enum and Tagged-Union Variants", rows=("PL-10", "TOOL-04", "EXT-07", "CNT-03"))
 async def _pl10(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
-    if turn.idle is None:
-        raise Skip("no idle state_update to read a stop reason from")
-    stop = turn.stop_reason
-    run.failed(stop is not None and stop not in V1_STOP and not str(stop).startswith("_"), f"stop reason {stop!r} is neither known nor _-prefixed", turn.idle.seq)
+    sid = await run.new_session()
+    await run.turn(sid)
+    run.state_rules(sid, "value.reserved", "update.reserved")
 
 
 @check("PL-12", "session/cancel ends the turn with state_update idle, stopReason cancelled", versions=("v2",), source=f"{PL}, Cancellation", rows=("PL-12", "PL-13"))
 async def _pl12(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session(), run.options.long_prompt, interrupt="session/cancel")
+    sid = await run.new_session()
+    turn, _ = await run.turn(sid, run.options.long_prompt, interrupt="session/cancel")
     run.cancelled_turn(turn)
-    run.failed(turn.idle is None, "no state_update idle after session/cancel")
-    assert turn.idle is not None
-    run.failed(turn.stop_reason != "cancelled", f"after session/cancel the turn ended with {turn.stop_reason!r}", turn.idle.seq)
+    run.state_rules(sid, "cancel.stop-reason")
 
 
 @check("PL-14", "after a cancel, no message update follows the idle state", versions=("v2",), source=f"{PL}, Cancellation")
@@ -719,13 +742,27 @@ async def _term01(run: AgentRun) -> None:
     await _client_methods(run, "terminal/", False)
 
 
-@check("STATE-01", "the session/update stream obeys the session state's strict rules", source="acp_types session state (strict mode)", rows=("PL-06", "SET-16", "LST-16"), final=True)
+# the session state's rules that a check of their own reports; STATE-01 reports the others
+OWN_CHECKS = {"message.reused": "PL-05", "turn.user-message": "PL-03", "turn.running": "PL-04", "turn.idle": "PL-07",
+              "turn.stop-reason": "PL-07", "value.reserved": "PL-10", "update.reserved": "PL-10",
+              "cancel.stop-reason": "PL-12", "message.kind": "SET-12", "replay.chunk-before-reset": "SET-15"}
+
+
+@check("STATE-01", "the session/update stream obeys every other rule of the session state (strict mode)", source="acp_types.session_state.RULES (each rule names its seed or page)",
+       rows=("LST-17", "TOOL-02", "TOOL-03", "TOOL-09", "PL-06"), final=True)
 async def _state01(run: AgentRun) -> None:
-    problems = _oracle.judge(run.version, [e.raw.get("params") for program in run.programs for e in program.events
-                                           if e.method == "session/update" and e.msg is not None])
-    if problems is None:
+    if not _oracle.available(run.version):
         raise Skip(_oracle.MISSING.format(version=run.version))
-    run.failed(bool(problems), "; ".join(problems[:5]))
+    found: list[Found] = []
+    for index, program in enumerate(run.programs):
+        updates = [e for e in program.events if e.method == "session/update"]
+        for sid in dict.fromkeys(session_of(e) for e in updates):
+            judged = run.oracle.judge((index, sid), [e for e in updates if session_of(e) == sid]) or []
+            found += [f for f in judged if f.rule not in OWN_CHECKS]
+    hard = [f for f in found if f.level != "SHOULD"]
+    shown = hard or found
+    if shown:
+        raise Fail("; ".join(f"{f.rule}: {f.message}" for f in shown[:3]), *(f.seq for f in shown[:5] if f.seq is not None), soft=not hard)
 
 
 # == seeds: archive (000) ===================================================
@@ -817,7 +854,7 @@ async def _arc13(run: AgentRun) -> None:
     turn, answer = await run.turn(sid, run.options.long_prompt, interrupt="session/archive")
     run.cancelled_turn(turn)
     run.failed(answer is None or not answer.ok, "session/archive failed mid-turn")
-    run.failed(turn.stop_reason != "cancelled", f"the archived session's turn ended with {turn.stop_reason!r}, not cancelled")
+    run.state_rules(sid, "cancel.stop-reason")
 
 
 @check("ARC-15", "session/unarchive replays nothing", source=f"{SEED_000}, Semantics: Archiving closes", suite="seeds")
@@ -870,7 +907,10 @@ async def _resume(run: AgentRun, sid: str, cwd: str, replay: bool) -> tuple[Repl
     params: dict[str, Any] = {"sessionId": sid, "cwd": cwd, "mcpServers": []}
     if replay:
         params["replayFrom"] = {"type": "start"}
+        run.mark(sid, "begin_replay")
     reply = await run.call("session/resume", params)
+    if replay:
+        run.oracle.mark(run.key(sid), reply.seq, "end_replay")
     if reply.code == -32601 and run.version == "v2":
         raise Skip("session/resume is not implemented (see SET-07)")
     run.failed(not reply.ok, f"session/resume did not answer a valid result: {reply.error or reply.raw.get('error')}", reply.seq)
@@ -913,13 +953,8 @@ async def _set10(run: AgentRun) -> None:
 @check("SET-12", "replayed messages have distinct messageIds", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
 async def _set12(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
-    _reply, updates = await _resume(run, sid, cwd, replay=True)
-    owner: dict[Any, str] = {}
-    for e in updates:
-        if kind(e) in MESSAGE_UPDATES:
-            role = kind(e).split("_")[0] + kind(e).split("_")[1]
-            mid = update_of(e).get("messageId")
-            run.failed(owner.setdefault(mid, role) != role, f"messageId {mid!r} names both a {owner[mid]} and a {role} message", e.seq)
+    await _resume(run, sid, cwd, replay=True)
+    run.state_rules(sid, "message.kind")
 
 
 @check("SET-13", "a replayed user message keeps the messageId it had in the live turn", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
@@ -936,13 +971,8 @@ async def _set13(run: AgentRun) -> None:
 @check("SET-15", "a replayed message starts with a message update (content reset), not a chunk", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
 async def _set15(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
-    _reply, updates = await _resume(run, sid, cwd, replay=True)
-    seen: set[Any] = set()
-    for e in updates:
-        if kind(e) in MESSAGE_UPDATES:
-            mid = update_of(e).get("messageId")
-            run.failed(mid not in seen and kind(e).endswith("_chunk"), f"the replay of {mid!r} starts with a chunk", e.seq)
-            seen.add(mid)
+    await _resume(run, sid, cwd, replay=True)
+    run.state_rules(sid, "replay.chunk-before-reset")
 
 
 @check("SET-17", "session/resume answers only after every replayed entry", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
@@ -967,7 +997,7 @@ async def _set20(run: AgentRun) -> None:
         raise Skip("session/close is not implemented (see SET-18)")
     run.cancelled_turn(turn)
     run.failed(answer is None or not answer.ok or bool(_raw_keys(answer.result)), f"session/close answered {answer.raw if answer else None}")
-    run.failed(turn.stop_reason != "cancelled", f"the closed session's turn ended with {turn.stop_reason!r}, not cancelled")
+    run.state_rules(sid, "cancel.stop-reason")
 
 
 # == seeds: session list (002) ==============================================

@@ -87,6 +87,7 @@ MUTANTS = {
     "LST-13": "an invalid cursor gives the first page",
     "LST-15": "the second page repeats a session",
     "LST-18": "session/list sends a session_info_update",
+    "STATE-01": "a session_info_update carries the session's cwd",
 }
 
 
@@ -191,7 +192,10 @@ class RefAgent:
         if s.archived and self.bug("ARC-18"):
             raise connection.RequestError(-32602, "already archived")
         if not s.archived and not self.bug("ARC-09"):
-            await self.update(s.sid, {"sessionUpdate": "session_info_update", "archived": True})
+            info: dict[str, Any] = {"sessionUpdate": "session_info_update", "archived": True}
+            if self.bug("STATE-01"):
+                info["cwd"] = s.cwd
+            await self.update(s.sid, info)
         s.archived = True
         if not self.bug("ARC-13"):
             await self.stop_turn(s)

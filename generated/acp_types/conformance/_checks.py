@@ -23,10 +23,11 @@ VERDICTS = (SUCCESS, FAILURE, WARNING, SKIPPED, INFO)
 class Fail(Exception):
     """The rule is broken; ``seqs`` are the transcript lines that show it."""
 
-    def __init__(self, detail: str, *seqs: int) -> None:
+    def __init__(self, detail: str, *seqs: int, soft: bool = False) -> None:
         super().__init__(detail)
         self.detail = detail
         self.seqs = seqs
+        self.soft = soft  # only SHOULD-level rules are broken: a WARNING
 
 
 class Skip(Exception):
