@@ -158,6 +158,7 @@ class Program:
         version: str,
         cwd: str | None = None,
         max_line: int = MAX_LINE,
+        relay: str | None = None,
     ) -> None:
         self.command = list(command)
         self.transcript = transcript
@@ -175,12 +176,20 @@ class Program:
         self.exit: str | None = None  # why the output ended
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self.relay = relay  # a Unix socket the program's agent connects to (see _relay), instead of its stdio
+        self._server: asyncio.AbstractServer | None = None
+        self._connected = asyncio.Event()
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: Any = None
+        self.stdout: deque[bytes] = deque(maxlen=64)
 
     @property
     def models(self) -> ModuleType:
         return MODULES[self.version]
 
     async def start(self) -> None:
+        if self.relay is not None:
+            self._server = await asyncio.start_unix_server(self._accept, self.relay, limit=1 << 16)
         try:
             self.process = await asyncio.create_subprocess_exec(
                 *self.command,
@@ -192,7 +201,35 @@ class Program:
             )
         except (OSError, ValueError) as exc:
             raise StartError(f"cannot start {self.command[0]!r}: {exc}") from None
-        self._tasks = [asyncio.create_task(self._read()), asyncio.create_task(self._drain_stderr())]
+        assert self.process.stdout is not None and self.process.stderr is not None
+        self._tasks = [asyncio.create_task(self._drain(self.process.stderr, self.stderr))]
+        if self.relay is None:
+            self._reader, self._writer = self.process.stdout, self.process.stdin
+            self._connected.set()
+            self._tasks.append(asyncio.create_task(self._read()))
+        else:
+            self._tasks.append(asyncio.create_task(self._drain(self.process.stdout, self.stdout)))
+            self._tasks.append(asyncio.create_task(self._watch()))
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._connected.is_set():  # one agent per run: a second one is refused
+            writer.close()
+            return
+        self._reader, self._writer = reader, writer
+        self._connected.set()
+        self._tasks.append(asyncio.create_task(self._read()))
+
+    async def _watch(self) -> None:
+        """Relayed: the exchange ends when the program exits without having started its agent."""
+        assert self.process is not None
+        await self.process.wait()
+        if not self._connected.is_set():
+            self._end(await self._exit_reason())
+
+    async def connected(self, timeout: float) -> bool:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._connected.wait(), timeout)
+        return self._connected.is_set()
 
     @property
     def alive(self) -> bool:
@@ -203,9 +240,10 @@ class Program:
         proc = self.process
         if proc is None:
             return
-        if proc.stdin is not None:
-            with contextlib.suppress(Exception):
-                proc.stdin.close()
+        for pipe in (proc.stdin, self._writer):
+            if pipe is not None:
+                with contextlib.suppress(Exception):
+                    pipe.close()
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -222,6 +260,8 @@ class Program:
         for task in self._tasks:
             with contextlib.suppress(BaseException):
                 await task
+        if self._server is not None:
+            self._server.close()
         self._end("stopped by the kit")
 
     # -- writing -----------------------------------------------------------
@@ -229,11 +269,11 @@ class Program:
     def send_raw(self, data: bytes) -> int:
         """Write ``data`` (a line, without its newline) as is; returns its transcript number."""
         seq = self.transcript.add(True, data.decode("utf-8", "replace"))
-        proc = self.process
-        if proc is None or proc.stdin is None or proc.stdin.is_closing():
+        writer = self._writer
+        if writer is None or writer.is_closing():
             return seq
         with contextlib.suppress(Exception):
-            proc.stdin.write(data + b"\n")
+            writer.write(data + b"\n")
         return seq
 
     def send(self, message: dict[str, Any]) -> int:
@@ -293,14 +333,13 @@ class Program:
 
     # -- reading -----------------------------------------------------------
 
-    async def _drain_stderr(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
-        while chunk := await self.process.stderr.read(4096):
-            self.stderr.append(chunk)
+    async def _drain(self, stream: asyncio.StreamReader, tail: deque[bytes]) -> None:
+        while chunk := await stream.read(4096):
+            tail.append(chunk)
 
     async def _read(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
-        stdout = self.process.stdout
+        assert self._reader is not None
+        stdout = self._reader
         buffer = bytearray()
         skipping = False
         try:
@@ -334,7 +373,7 @@ class Program:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), 0.5)
         if proc.returncode is None:
-            return "the program closed its stdout"
+            return "the program closed its stdout" if self.relay is None else "the program's agent closed the connection"
         tail = b"".join(self.stderr).decode("utf-8", "replace").strip().splitlines()[-3:]
         return f"the program exited with status {proc.returncode}" + (f" (stderr: {' | '.join(tail)})" if tail else "")
 
