@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: generate check validate test fuzz lint diff bench clean help
+.PHONY: generate check validate test fuzz lint diff bench conformance clean help
 
 help:
 	@echo "make generate  check the schemas and rewrite generated/ (only changed files)"
@@ -17,6 +17,7 @@ help:
 	@echo "make lint      ruff and mypy --strict over the generator, the runtime and the package"
 	@echo "make diff      show what changes from v1 to the v2 draft"
 	@echo "make bench     run the benchmarks and print figures against their baselines"
+	@echo "make conformance  rewrite docs/conformance/: the conformance kit's reports on our examples and the SDKs' programs"
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -67,6 +68,12 @@ $(BENCH_STAMP): benchmarks/requirements.txt
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall .
 	PYTHONPATH=. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
+
+# The conformance kit (python -m acp_types.conformance) on real programs: our reference programs and
+# examples, the official SDKs' programs of tests/interop; SDK_EXAMPLES=<a checkout of the Python SDK's
+# repository> adds its example agents and client.
+conformance: $(STAMP)
+	$(PY) tests/conformance/reports.py $(if $(SDK_EXAMPLES),--sdk-examples $(SDK_EXAMPLES))
 
 clean:
 	rm -rf $(VENV) .venv-bench .venv-floor build generated/*.egg-info

@@ -62,6 +62,17 @@ def test_each_client_mutant_fails_its_own_check() -> None:
     assert not missed, "client mutants not caught:\n" + "\n".join(missed)
 
 
+def test_a_method_of_another_version_is_judged_not_a_crash() -> None:
+    # session/load is a v1 method: a v1 client talking to a v2 agent sends it, and INI-08 says so
+    script = ("import sys, json\n"
+              "def send(m): sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n"
+              "send({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {'protocolVersion': 1}}); sys.stdin.readline()\n"
+              "send({'jsonrpc': '2.0', 'id': 2, 'method': 'session/load', 'params': {'sessionId': 's', 'cwd': '/', 'mcpServers': []}})\n"
+              "sys.stdin.readline()\n")
+    results, _ = _run([sys.executable, "-c", script], ["v2"], [c for c in conformance.checks("client") if c.id == "INI-08"])
+    assert results[0].verdict == "FAILURE" and "session/load" in results[0].detail
+
+
 def test_a_client_on_its_own_stdio_and_one_that_never_starts_its_agent() -> None:
     # without {agent} the kit is the client's stdio peer: a client that only prints is judged, not waited for
     results, _ = _run([sys.executable, "-c", "print('not a message')"], ["v1"], conformance.checks("client"))

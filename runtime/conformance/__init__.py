@@ -67,6 +67,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--long-prompt", default=_agent.LONG_PROMPT, help="a prompt long enough to cancel mid-turn")
     parser.add_argument("--permission", choices=("allow", "reject", "cancel"), default="allow", help="how the kit answers session/request_permission")
     parser.add_argument("--client-fs", action="store_true", help="advertise fs/* in v1 and serve files under the kit's workspace")
+    parser.add_argument("--client-input", default="", metavar="TEXT", help="client mode with {agent}: text written to the client's stdin (\\n for a newline)")
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     return parser
 
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         args.transcript.mkdir(parents=True, exist_ok=True)
     options = _agent.Options(timeout=args.timeout, turn_timeout=args.turn_timeout, prompt=args.prompt,
                              long_prompt=args.long_prompt, permission=args.permission, client_fs=args.client_fs,
-                             transcript_dir=args.transcript)
+                             transcript_dir=args.transcript, client_input=args.client_input.replace("\\n", "\n"))
     versions = ["v1", "v2"] if args.protocol == "both" else [args.protocol]
     try:
         results, info = asyncio.run(run(args.mode, command, versions, selected, options))

@@ -125,3 +125,11 @@ def checks(mode: str, suites: tuple[str, ...] = ("core", "seeds"), case: str | N
     """The registered checks of ``mode`` in the given suites (or the one with id ``case``)."""
     found = [c for c in REGISTRY[mode] if (c.id == case if case else c.suite in suites)]
     return found
+
+
+def scrub(results: list[Result], root: str) -> list[Result]:
+    """Reports name the kit's temporary workspace ``$WORKSPACE``, so that two runs compare."""
+    for r in results:
+        r.detail = r.detail.replace(root, "$WORKSPACE")
+        r.evidence = [line.replace(root, "$WORKSPACE") for line in r.evidence]
+    return results

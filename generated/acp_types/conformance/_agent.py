@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _oracle
-from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check
+from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check, scrub
 from ._driver import NUMBERS, Advertised, Closed, Event, Problem, Program, Refuse, Reply, Transcript
 from ._oracle import Found, Oracle
 
@@ -45,6 +45,7 @@ class Options:
     permission: str = "allow"  # allow, reject or cancel
     client_fs: bool = False
     quiet: float = 1.0  # a v2 turn without an idle state ends after this long without a message
+    client_input: str = ""  # client mode with {agent}: written to the client's stdin, as a user would type
     transcript_dir: Path | None = None
 
 
@@ -376,7 +377,7 @@ async def run_agent(command: list[str], versions: list[str], checks: list[Check]
                 info[version] = {"advertised": run.adv.raw, "implemented": dict(run.implemented), "table": _table(run)}
             finally:
                 await run.close()
-    return results, info
+    return scrub(results, tmp), info
 
 
 async def _exercise(run: AgentRun) -> None:
@@ -407,6 +408,8 @@ async def _one(run: AgentRun, c: Check) -> Result:
         await run.p.stop()  # a fresh agent for the next check
     except Closed as exc:
         verdict, detail = FAILURE, str(exc)
+    except Exception as exc:  # a fault of the kit, not of the agent: said, never a traceback
+        verdict, detail = INFO, f"the kit could not judge this check: {type(exc).__name__}: {exc}"
     first = locals().get("first", run.transcript.seq)
     lines = run.transcript.lines
     if seqs:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ._agent import KIT_INFO, Options
-from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check
+from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check, scrub
 from ._driver import Advertised, Closed, Event, Program, Refuse, Transcript
 
 AGENT_PLACEHOLDER = "{agent}"
@@ -56,7 +56,8 @@ class ClientRun:
             command = [*command[:at], sys.executable, str(Path(__file__).with_name("_relay.py")), relay, *command[at + 1 :]]
         directory = options.transcript_dir
         self.transcript = Transcript(directory / f"client-{version}.jsonl" if directory else None)
-        self.p = Program(command, self.transcript, self._answer, version=version, relay=relay)
+        self.p = Program(command, self.transcript, self._answer, version=version, relay=relay,
+                         stdin_text=options.client_input.encode())
         self._tasks: list[asyncio.Task[Any]] = []
 
     def _initialize_result(self) -> dict[str, Any]:
@@ -191,7 +192,7 @@ async def run_client(command: list[str], versions: list[str], checks: list[Check
                     info[version]["error"] = f"the client sent nothing ({run.p.exit or 'no connection'})"
             finally:
                 await run.close()
-    return results, info
+    return scrub(results, tmp), info
 
 
 async def _judge(run: ClientRun, c: Check, started: float) -> Result:
@@ -208,6 +209,8 @@ async def _judge(run: ClientRun, c: Check, started: float) -> Result:
         verdict, detail = SKIPPED, exc.detail
     except Note as exc:
         verdict, detail = INFO, exc.detail
+    except Exception as exc:  # a fault of the kit, not of the program: said, never a traceback
+        verdict, detail = INFO, f"the kit could not judge this check: {type(exc).__name__}: {exc}"
     evidence = [line.show() for line in run.transcript.lines if line.seq in seqs]
     return Result(c, run.version, verdict, detail, evidence, time.monotonic() - started)
 

@@ -159,6 +159,7 @@ class Program:
         cwd: str | None = None,
         max_line: int = MAX_LINE,
         relay: str | None = None,
+        stdin_text: bytes = b"",
     ) -> None:
         self.command = list(command)
         self.transcript = transcript
@@ -176,6 +177,7 @@ class Program:
         self.exit: str | None = None  # why the output ended
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self.stdin_text = stdin_text
         self.relay = relay  # a Unix socket the program's agent connects to (see _relay), instead of its stdio
         self._server: asyncio.AbstractServer | None = None
         self._connected = asyncio.Event()
@@ -210,6 +212,8 @@ class Program:
         else:
             self._tasks.append(asyncio.create_task(self._drain(self.process.stdout, self.stdout)))
             self._tasks.append(asyncio.create_task(self._watch()))
+            if self.stdin_text and self.process.stdin is not None:  # what a user would type into the client
+                self.process.stdin.write(self.stdin_text)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._connected.is_set():  # one agent per run: a second one is refused
@@ -432,9 +436,14 @@ class Program:
 
     def _call(self, seq: int, data: bytes, value: dict[str, Any]) -> None:
         event = Event(seq, value["method"], value, id=value.get("id"))
+        models = self.models
+        params = value.get("params")
+        if value["method"] == "initialize" and isinstance(params, dict):  # judged by the version it asks for
+            asked = params.get("protocolVersion")
+            models = v2 if asked == 2 else v1 if asked == 1 else models
         try:
-            event.msg = self.models.parse_message(data)
-        except self.models.MessageError as exc:
+            event.msg = models.parse_message(data)
+        except models.MessageError as exc:
             event.error = str(exc)[:600]
             self.problems.append(Problem(seq, "schema", f"{event.method}: {event.error}"))
         self.events.append(event)
@@ -465,7 +474,12 @@ class Advertised:
     raw: dict[str, Any] = field(default_factory=dict)
 
     def method(self, method: str) -> bool:
-        return bool(MODULES[self.version].method_allowed(method, self.raw))
+        """Whether ``method`` may be called; one this version does not have is not advertised."""
+        models = MODULES[self.version]
+        try:
+            return bool(models.method_allowed(method, self.raw))
+        except models.UnknownMethodError:
+            return False
 
     def feature(self, feature: str) -> bool:
         try:

@@ -78,7 +78,7 @@ def as_text(mode: str, results: list[Result], info: dict[str, Any], outcome: dic
     out.append("")
     out += _summary_lines(results)
     for version, data in info.items():
-        out += ["", f"{mode} {version}: method, advertised (yes / no / baseline), observed"] + [
+        out += ["", f"{mode} {version}: method, advertised (yes / no / baseline) by the {'agent' if mode == 'agent' else 'kit'}, observed"] + [
             f"  {row['method']:<28} {row['advertised']:<9} {row['observed']}" for row in data.get("table", [])]
         if data.get("error"):
             out.append(f"  {data['error']}")
@@ -122,7 +122,8 @@ def as_markdown(mode: str, command: list[str], results: list[Result], info: dict
     for version, data in info.items():
         rows = data.get("table", [])
         if rows:
-            out += ["", f"## {version}: what the {mode} advertised against what it did", "",
+            head = "what the agent advertised against what it did" if mode == "agent" else "what the client called, and whether the kit's agent advertised it"
+            out += ["", f"## {version}: {head}", "",
                     "| method | advertised | observed |", "|---|---|---|"]
             out += [f"| `{row['method']}` | {row['advertised']} | {row['observed']} |" for row in rows]
         if data.get("error"):
