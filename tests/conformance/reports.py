@@ -64,6 +64,17 @@ def programs(sdk_examples: Path | None) -> tuple[list[tuple[str, str, list[str]]
     return found, left
 
 
+def _row(name: str, mode: str) -> str:
+    """The index's line for one report: its MUST failures, or why nothing was judged."""
+    data = json.loads((OUT / f"{name}.json").read_text("utf-8"))
+    counts = {level: sum(v for k, v in c.items() if k in ("FAILURE", "WARNING")) for level, c in data["summary"].items()}
+    judged = sum(c["verdict"] in ("SUCCESS", "FAILURE", "WARNING") for c in data["checks"])
+    failures = ", ".join(data["outcome"]["unexpected_failures"]) or "none"
+    if not judged:
+        failures = "nothing judged: " + (data["checks"][0]["detail"][:160] if data["checks"] else "no check ran")
+    return f"| [{name}]({name}.md) | {mode} | {failures} | {counts.get('SHOULD', 0)} |"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sdk-examples", type=Path, help="a checkout of the official Python SDK's repository")
@@ -89,11 +100,8 @@ def main() -> int:
         if done.returncode == 2:
             rows.append(f"| {name} | {mode} | could not run: {done.stderr.strip()[:200]} | |")
             continue
-        data = json.loads(base.with_suffix(".json").read_text("utf-8"))
-        counts = {level: sum(v for k, v in c.items() if k in ("FAILURE", "WARNING")) for level, c in data["summary"].items()}
-        failures = ", ".join(data["outcome"]["unexpected_failures"]) or "none"
-        rows.append(f"| [{name}]({name}.md) | {mode} | {failures} | {counts.get('SHOULD', 0)} |")
-        print(f"{name}: {failures}")
+        rows.append(_row(name, mode))
+        print(rows[-1])
     index = ["# Conformance reports", "",
              "Written by `make conformance` (tests/conformance/reports.py); each program's report is here in the",
              "kit's four formats (.txt, .md, .json, .xml). Python SDK: agent-client-protocol 0.12.1;",
