@@ -19,8 +19,8 @@ SHOULD, SKIPPED with the reason, INFO), the transcript lines that show it and
 the time it took. Reports: text on stdout (colour on a terminal only), and
 ``--json``, ``--junit``, ``--markdown`` files; ``--transcript DIR`` keeps the
 whole exchange. ``--expected-failures FILE`` lists known failures (``ID`` or
-``ID@vN`` a line): they do not fail the run, and one that passes does (a stale
-baseline). Exit status: 0, 1 (a MUST failed outside the baseline, or the
+``ID@vN`` a line): they do not fail the run, and one whose every result is
+SUCCESS does (a stale baseline). Exit status: 0, 1 (a MUST failed outside the baseline, or the
 baseline is stale), 2 (bad usage, or the program could not be started).
 
 Bounded: every wait has a deadline (``--timeout`` per check), a line longer

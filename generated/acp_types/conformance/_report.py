@@ -44,8 +44,12 @@ def judge(results: list[Result], baseline: set[str]) -> dict[str, Any]:
 
     unexpected = [r.key for r in results if r.verdict == FAILURE and not listed(r)]
     expected = [r.key for r in results if r.verdict in (FAILURE, WARNING) and listed(r)]
-    failing = {r.key for r in results if r.verdict in (FAILURE, WARNING)} | {r.check.id for r in results if r.verdict in (FAILURE, WARNING)}
-    stale = sorted(entry for entry in baseline if entry not in failing)
+    # stale: listed, and every result it names passed (one that could not be judged, SKIPPED or INFO, is not stale)
+    verdicts: dict[str, set[str]] = {}
+    for r in results:
+        for name in (r.key, r.check.id):
+            verdicts.setdefault(name, set()).add(r.verdict)
+    stale = sorted(entry for entry in baseline if verdicts.get(entry) == {"SUCCESS"})
     return {"unexpected_failures": unexpected, "expected_failures": expected, "stale_baseline": stale,
             "passed": not unexpected and not stale}
 
