@@ -69,7 +69,7 @@ MUTANTS = {
     "ARC-15": "unarchive replays the history",
     "ARC-18": "archiving twice is an error",
     "ARC-20": "unknown sessions answer -32602",
-    "SET-03": "availableCommands: [] in session/new's answer",
+    "SET-03": "availableCommands: null in session/new's answer",
     "SET-07": "no session/resume",
     "SET-09": "resume always replays",
     "SET-10": "replayFrom is ignored",
@@ -142,10 +142,7 @@ class RefAgent:
     async def session_new(self, params: Any) -> Any:
         sid = "s" if self.bug("SET-02") else f"ref-{next(self.ids)}"
         self.sessions[sid] = Session(sid, params.cwd)
-        out: dict[str, Any] = {"sessionId": sid}
-        if self.bug("SET-03"):
-            out["availableCommands"] = []
-        return out
+        return {"sessionId": sid}
 
     async def session_list(self, params: Any) -> Any:
         p = params.to_wire()
@@ -359,6 +356,8 @@ class PatchWriter:
             return []
         if MUTANT == "CAN-03" and isinstance(result, dict) and set(result) == {"sessionId"}:
             return [m, m]
+        if MUTANT == "SET-03" and isinstance(result, dict) and set(result) == {"sessionId"}:
+            result["availableCommands"] = None
         if MUTANT == "EXT-04" and error.get("code") == -32601:
             error["code"] = -32603
         if MUTANT == "RPC-01" and error.get("code") == -32700:
