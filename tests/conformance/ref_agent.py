@@ -288,7 +288,7 @@ class RefAgent:
         said: list[str] = []
         stop = "end_turn"
         for word in text.split():
-            if s.cancelled and not (self.bug("PRM-10") or self.bug("PL-12")):
+            if s.cancelled:
                 stop = "cancelled"
                 break
             said.append(word)
@@ -296,7 +296,7 @@ class RefAgent:
             await asyncio.sleep(0.001)
         s.history.append(("agent", agent_id, " ".join(said)))
         if self.v2 and not self.bug("PL-07"):
-            await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "paused" if self.bug("PL-10") else stop})
+            await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "paused" if self.bug("PL-10") and stop == "end_turn" else stop})
             if self.bug("PL-14") and stop == "cancelled":
                 await self.chunk(s, "late", agent_id)
         return stop
@@ -313,6 +313,8 @@ class RefAgent:
             await asyncio.shield(s.turn)
 
     async def session_cancel(self, params: Any) -> None:
+        if self.bug("PRM-10") or self.bug("PL-12"):  # archive and close still cancel
+            return
         if params.session_id in self.sessions:
             self.sessions[params.session_id].cancelled = True
 

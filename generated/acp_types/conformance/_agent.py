@@ -659,7 +659,7 @@ async def _ext05(run: AgentRun) -> None:
     await run.p.quiet(0.2, 0.5)  # notifications may be handled after a later request is answered
     reply = await run.call("session/new", run.new_params())
     run.failed(not reply.ok, "after a custom notification, session/new failed", reply.seq)
-    stray = [pr.seq for pr in run.p.problems if pr.seq > mark and pr.kind == "answers"]
+    stray = [pr.seq for pr in run.p.problems if pr.seq > mark and pr.kind == "answers" and "never sent" in pr.detail]
     run.failed(bool(stray), "the custom notification was answered", *stray)
 
 
