@@ -6,7 +6,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: generate check validate test test-quick fuzz lint format diff dist bench clean help
+.PHONY: generate check validate test test-quick fuzz lint format diff dist bench conformance clean help
 
 help:
 	@echo "make generate  check the schemas and rewrite generated/ (only changed files)"
@@ -20,6 +20,7 @@ help:
 	@echo "make diff      show what changes from v1 to the v2 draft"
 	@echo "make dist      build the wheel and the sdist into dist/, and smoke-test each in a fresh venv"
 	@echo "make bench     run the benchmarks and print figures against their baselines"
+	@echo "make conformance  rewrite docs/conformance/: the conformance kit's reports on our examples and the SDKs' programs"
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +102,12 @@ $(BENCH_STAMP): benchmarks/requirements.txt
 bench: $(STAMP) $(BENCH_STAMP)
 	$(BENCH_PY) -m pip install --quiet --disable-pip-version-check --no-deps --force-reinstall .
 	PYTHONPATH=. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
+
+# The conformance kit (python -m acp_types.conformance) on real programs: our reference programs and
+# examples, the official SDKs' programs of tests/interop; SDK_EXAMPLES=<a checkout of the Python SDK's
+# repository> adds its example agents and client.
+conformance: $(STAMP)
+	$(PY) tests/conformance/reports.py $(if $(SDK_EXAMPLES),--sdk-examples $(SDK_EXAMPLES))
 
 clean:
 	rm -rf $(VENV) .venv-bench .venv-floor .venv-interpreters .venv-dist build dist generated/*.egg-info

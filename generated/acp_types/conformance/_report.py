@@ -1,0 +1,162 @@
+"""The kit's reports: text (colour only on a terminal), JSON, JUnit XML and Markdown, and the baseline.
+
+Hand-written: the source is runtime/conformance/_report.py, which the generator
+copies into the package unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from ._checks import FAILURE, VERDICTS, WARNING, Result
+
+COLOURS = {"SUCCESS": "32", "FAILURE": "31", "WARNING": "33", "SKIPPED": "90", "INFO": "36"}
+
+
+class BaselineError(ValueError):
+    pass
+
+
+def read_baseline(path: Path) -> set[str]:
+    """``--expected-failures``: one ``ID`` (every version) or ``ID@vN`` a line; ``#`` starts a comment."""
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
+    entries = set()
+    for number, line in enumerate(text.splitlines(), 1):
+        entry = line.split("#", 1)[0].strip()
+        if entry and (" " in entry or entry.count("@") > 1):
+            raise BaselineError(f"{path}:{number}: expected ID or ID@vN, got {entry!r}")
+        if entry:
+            entries.add(entry)
+    return entries
+
+
+def judge(results: list[Result], baseline: set[str]) -> dict[str, Any]:
+    """Which failures count: a MUST failure outside the baseline, or a baseline entry that passes (stale)."""
+    def listed(r: Result) -> bool:
+        return r.key in baseline or r.check.id in baseline
+
+    unexpected = [r.key for r in results if r.verdict == FAILURE and not listed(r)]
+    expected = [r.key for r in results if r.verdict in (FAILURE, WARNING) and listed(r)]
+    # stale: listed, and every result it names passed (one that could not be judged, SKIPPED or INFO, is not stale)
+    verdicts: dict[str, set[str]] = {}
+    for r in results:
+        for name in (r.key, r.check.id):
+            verdicts.setdefault(name, set()).add(r.verdict)
+    stale = sorted(entry for entry in baseline if verdicts.get(entry) == {"SUCCESS"})
+    return {"unexpected_failures": unexpected, "expected_failures": expected, "stale_baseline": stale,
+            "passed": not unexpected and not stale}
+
+
+def summary(results: list[Result]) -> dict[str, dict[str, int]]:
+    table: dict[str, Counter[str]] = {}
+    for r in results:
+        table.setdefault(r.check.level, Counter())[r.verdict] += 1
+    return {level: {v: counts[v] for v in VERDICTS} for level, counts in sorted(table.items())}
+
+
+def as_json(mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]) -> str:
+    data = {"mode": mode, "command": command, "summary": summary(results), "outcome": outcome,
+            "programs": info, "checks": [r.as_dict() for r in results]}
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+def as_text(mode: str, results: list[Result], info: dict[str, Any], outcome: dict[str, Any], colour: bool, quiet: bool = False) -> str:
+    def paint(verdict: str) -> str:
+        return f"\033[{COLOURS[verdict]}m{verdict:<7}\033[0m" if colour else f"{verdict:<7}"
+
+    out = []
+    for r in results:
+        if quiet and r.verdict not in (FAILURE, WARNING):
+            continue
+        out.append(f"{paint(r.verdict)} {r.key:<14} {r.check.level:<6} {r.check.title} ({r.seconds:.2f} s)")
+        if r.detail:
+            out.append(f"        {r.detail}")
+        out += [f"          {line}" for line in r.evidence]
+    out.append("")
+    out += _summary_lines(results)
+    for version, data in info.items():
+        out += ["", f"{mode} {version}: method, advertised (yes / no / baseline) by the {'agent' if mode == 'agent' else 'kit'}, observed"] + [
+            f"  {row['method']:<28} {row['advertised']:<9} {row['observed']}" for row in data.get("table", [])]
+        if data.get("error"):
+            out.append(f"  {data['error']}")
+    out.append("")
+    out += _outcome_lines(outcome)
+    return "\n".join(out) + "\n"
+
+
+def _summary_lines(results: list[Result]) -> list[str]:
+    lines = ["level   " + " ".join(f"{v:>8}" for v in VERDICTS)]
+    for level, counts in summary(results).items():
+        lines.append(f"{level:<8}" + " ".join(f"{counts[v]:>8}" for v in VERDICTS))
+    return lines
+
+
+def _outcome_lines(outcome: dict[str, Any]) -> list[str]:
+    lines = []
+    if outcome["unexpected_failures"]:
+        lines.append("MUST failures: " + ", ".join(outcome["unexpected_failures"]))
+    if outcome["expected_failures"]:
+        lines.append("expected (baseline): " + ", ".join(outcome["expected_failures"]))
+    if outcome["stale_baseline"]:
+        lines.append("stale baseline entries (they pass now): " + ", ".join(outcome["stale_baseline"]))
+    lines.append("PASS" if outcome["passed"] else "FAIL")
+    return lines
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def as_markdown(mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]) -> str:
+    out = [f"# ACP conformance: {mode} mode", "", f"Program: `{' '.join(command)}`", "",
+           "| level | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+    for level, counts in summary(results).items():
+        out.append(f"| {level} | " + " | ".join(str(counts[v]) for v in VERDICTS) + " |")
+    out += ["", "| verdict | check | version | level | binds | rule | source | detail |", "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        c = r.check
+        out.append(f"| {r.verdict} | {c.id} | {r.version} | {c.level} | {c.binds} | {_cell(c.title)} | {_cell(c.source)} | {_cell(r.detail)} |")
+    for version, data in info.items():
+        rows = data.get("table", [])
+        if rows:
+            head = "what the agent advertised against what it did" if mode == "agent" else "what the client called, and whether the kit's agent advertised it"
+            out += ["", f"## {version}: {head}", "",
+                    "| method | advertised | observed |", "|---|---|---|"]
+            out += [f"| `{row['method']}` | {row['advertised']} | {row['observed']} |" for row in rows]
+        if data.get("error"):
+            out += ["", f"{version}: {_cell(data['error'])}"]
+    failing = [r for r in results if r.evidence]
+    if failing:
+        out += ["", "## Evidence", ""]
+        for r in failing:
+            out += [f"### {r.key}: {r.verdict}", "", "```"] + [line for line in r.evidence] + ["```", ""]
+    out += [""] + [f"**{line}**" if i == 0 else line for i, line in enumerate(_outcome_lines(outcome)[-1:])]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def as_junit(mode: str, results: list[Result]) -> str:
+    failures = sum(r.verdict == FAILURE for r in results)
+    skipped = sum(r.verdict == "SKIPPED" for r in results)
+    total = sum(r.seconds for r in results)
+    out = ['<?xml version="1.0" encoding="UTF-8"?>',
+           f'<testsuite name={quoteattr("acp-conformance-" + mode)} tests="{len(results)}" failures="{failures}" skipped="{skipped}" time="{total:.3f}">']
+    for r in results:
+        head = f'  <testcase classname={quoteattr(f"{mode}.{r.version}.{r.check.suite}")} name={quoteattr(f"{r.check.id} {r.check.title}")} time="{r.seconds:.3f}"'
+        body = "\n".join(r.evidence)
+        if r.verdict == FAILURE:
+            out.append(f"{head}><failure message={quoteattr(r.detail)}>{escape(body)}</failure></testcase>")
+        elif r.verdict == "SKIPPED":
+            out.append(f"{head}><skipped message={quoteattr(r.detail)}/></testcase>")
+        elif r.verdict in (WARNING, "INFO"):
+            out.append(f"{head}><system-out>{escape(r.verdict + ': ' + r.detail + chr(10) + body)}</system-out></testcase>")
+        else:
+            out.append(f"{head}/>")
+    out.append("</testsuite>")
+    return "\n".join(out) + "\n"

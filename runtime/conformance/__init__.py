@@ -1,0 +1,128 @@
+"""A conformance kit for ACP programs: drive an agent (or a client) over stdio and judge it rule by rule.
+
+    python -m acp_types.conformance agent [options] -- AGENT COMMAND...
+    python -m acp_types.conformance client [options] -- CLIENT COMMAND...
+
+In ``agent`` mode the kit plays a scriptable client: it spawns the agent,
+negotiates each version asked for (``--protocol v1|v2|both``), runs every check
+of the chosen suites (``core``, ``seeds``) or the one ``--case ID``, answers the
+agent's requests (permission with ``--permission``, ``fs/*`` in v1 with
+``--client-fs``) and cancels turns where a check says so. In ``client`` mode
+it plays an agent for a client it spawns, and checks what the client sends.
+
+Every line is judged by the generated models of the settled version; the
+``session/update`` stream by the session state's strict mode (see
+``_oracle``). Each check has a stable id (the rule's row in the project's
+inventory of the protocol's requirements), a level, who it binds, its versions
+and its source; each result a verdict (SUCCESS, FAILURE, WARNING for a broken
+SHOULD, SKIPPED with the reason, INFO), the transcript lines that show it and
+the time it took. Reports: text on stdout (colour on a terminal only), and
+``--json``, ``--junit``, ``--markdown`` files; ``--transcript DIR`` keeps the
+whole exchange. ``--expected-failures FILE`` lists known failures (``ID`` or
+``ID@vN`` a line): they do not fail the run, and one whose every result is
+SUCCESS does (a stale baseline). Exit status: 0, 1 (a MUST failed outside the baseline, or the
+baseline is stale), 2 (bad usage, or the program could not be started).
+
+Bounded: every wait has a deadline (``--timeout`` per check), a line longer
+than 1 MiB is skipped unread, memory keeps the transcript's last lines, and
+every process the kit starts runs in its own process group, which is ended.
+
+Hand-written: the source is runtime/conformance/__init__.py, which the generator
+copies into the package unchanged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import _agent, _client
+from ._checks import REGISTRY, Check, Result, checks
+from ._driver import StartError
+from ._report import BaselineError, as_json, as_junit, as_markdown, as_text, judge, read_baseline
+
+__all__ = ["REGISTRY", "Check", "Result", "checks", "main", "run"]
+
+_ = (_agent, _client)  # importing them registers their checks
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m acp_types.conformance", usage="%(prog)s {agent,client} [options] -- CMD...", description="Check an ACP agent or client over stdio, rule by rule.")
+    parser.add_argument("mode", choices=("agent", "client"), help="agent: the kit plays the client; client: the kit plays the agent")
+    parser.add_argument("--protocol", choices=("v1", "v2", "both"), default="both")
+    parser.add_argument("--suite", choices=("core", "seeds", "all"), default="all")
+    parser.add_argument("--case", metavar="ID", help="run the one check with this id (see --list)")
+    parser.add_argument("--list", action="store_true", help="list the checks and exit")
+    parser.add_argument("--json", type=Path, metavar="FILE")
+    parser.add_argument("--junit", type=Path, metavar="FILE")
+    parser.add_argument("--markdown", type=Path, metavar="FILE")
+    parser.add_argument("--transcript", type=Path, metavar="DIR", help="keep the whole exchange, one JSON line per message")
+    parser.add_argument("--expected-failures", type=Path, metavar="FILE")
+    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a request may take (a check gets 3 times that)")
+    parser.add_argument("--turn-timeout", type=float, default=5.0, help="seconds a prompt turn may take")
+    parser.add_argument("--prompt", default=_agent.Options.prompt)
+    parser.add_argument("--long-prompt", default=_agent.LONG_PROMPT, help="a prompt long enough to cancel mid-turn")
+    parser.add_argument("--permission", choices=("allow", "reject", "cancel"), default="allow", help="how the kit answers session/request_permission")
+    parser.add_argument("--client-fs", action="store_true", help="advertise fs/* in v1 and serve files under the kit's workspace")
+    parser.add_argument("--client-input", default="", metavar="TEXT", help="client mode with {agent}: text written to the client's stdin (\\n for a newline)")
+    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    return parser
+
+
+async def run(mode: str, command: list[str], versions: list[str], selected: list[Check], options: _agent.Options) -> tuple[list[Result], dict[str, Any]]:
+    """Run ``selected`` checks against ``command``; the results and what each version's program advertised."""
+    if mode == "agent":
+        return await _agent.run_agent(command, versions, selected, options)
+    return await _client.run_client(command, versions, selected, options)
+
+
+def _render(kind: str, mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]) -> str:
+    if kind == "json":
+        return as_json(mode, command, results, info, outcome)
+    if kind == "junit":
+        return as_junit(mode, results)
+    return as_markdown(mode, command, results, info, outcome)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    argv = sys.argv[1:] if argv is None else argv
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    command = argv[cut + 1 :]
+    suites = ("core", "seeds") if args.suite == "all" else (args.suite,)
+    selected = checks(args.mode, suites, args.case)
+    if args.list:
+        for c in checks(args.mode):
+            print(f"{c.id:<9} {c.suite:<6} {c.level:<6} {','.join(c.versions):<6} {c.title} [{c.source}]")
+        return 0
+    if args.case and not selected:
+        parser.error(f"no {args.mode} check has id {args.case!r} (see --list)")
+    if not command:
+        parser.error("give the program to check after --")
+    try:
+        baseline = read_baseline(args.expected_failures) if args.expected_failures else set()
+    except BaselineError as exc:
+        parser.error(str(exc))
+    if args.transcript is not None:
+        args.transcript.mkdir(parents=True, exist_ok=True)
+    options = _agent.Options(timeout=args.timeout, turn_timeout=args.turn_timeout, prompt=args.prompt,
+                             long_prompt=args.long_prompt, permission=args.permission, client_fs=args.client_fs,
+                             transcript_dir=args.transcript, client_input=args.client_input.replace("\\n", "\n"))
+    versions = ["v1", "v2"] if args.protocol == "both" else [args.protocol]
+    try:
+        results, info = asyncio.run(run(args.mode, command, versions, selected, options))
+    except StartError as exc:
+        print(f"conformance: {exc}", file=sys.stderr)
+        return 2
+    outcome = judge(results, baseline)
+    text = as_text(args.mode, results, info, outcome, sys.stdout.isatty(), args.quiet)
+    sys.stdout.write(text)
+    for path, kind in ((args.json, "json"), (args.junit, "junit"), (args.markdown, "markdown")):
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(_render(kind, args.mode, command, results, info, outcome), "utf-8")
+    return 0 if outcome["passed"] else 1

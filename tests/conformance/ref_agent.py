@@ -1,0 +1,394 @@
+"""The conformance kit's reference agent: v1 and v2 over stdio, following every rule the kit checks.
+
+    python tests/conformance/ref_agent.py [--mutant CHECK-ID]
+
+``--mutant ID`` breaks the one rule that check ``ID`` tests (see MUTANTS), so
+the kit's self-tests can show that the check catches it. Mutants that change
+what goes on the wire after the handler answered are a patch on the writer;
+the others are a branch in the handler, marked ``self.bug("ID")``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generated"))
+
+from acp_types import connection, v1  # noqa: E402
+
+PAGE = 2  # a small page, so that paging is exercised
+MUTANT = ""
+
+# check id -> what its mutant breaks
+MUTANTS = {
+    "INI-03": "protocolVersion is a string",
+    "INI-04": "no agentInfo",
+    "INI-05": "answers the version asked for, even 99",
+    "INI-11": "session/prompt answers -32601",
+    "INI-10": "a resource_link block is refused",
+    "SET-02": "every session has the same id",
+    "PRM-03": "stopReason 'done'",
+    "PRM-14": "a chunk after the prompt's answer",
+    "PRM-10": "session/cancel is ignored",
+    "PRM-12": "a chunk after the cancelled answer",
+    "PRM-04": "every reply has messageId msg",
+    "PL-05": "every reply has messageId msg",
+    "PL-02": "the prompt answers with a stopReason",
+    "PL-03": "no user_message",
+    "PL-04": "no running state",
+    "PL-07": "no idle state",
+    "PL-10": "stop reason 'paused'",
+    "PL-12": "session/cancel is ignored",
+    "PL-14": "a chunk after the idle state",
+    "CAN-01": "a request cancelled with $/cancel_request is never answered",
+    "CAN-03": "session/new is answered twice",
+    "EXT-03": "a custom request is never answered",
+    "EXT-04": "an unknown method is answered -32603",
+    "EXT-05": "a custom notification makes it exit",
+    "RPC-01": "a line that is not JSON gets no answer",
+    "RPC-02": "params that do not fit are answered with a result",
+    "TRN-01": "a line of text on stdout",
+    "SCH-01": "a session/update without its content",
+    "EXT-01": "a custom field at the root of the initialize answer",
+    "FS-01": "reads a file though fs is not advertised",
+    "TERM-01": "starts a terminal though terminal is not advertised",
+    "ARC-02": "advertises archive without implementing it",
+    "ARC-01": "archive answers {archived: true}",
+    "ARC-04": "archived: only lists every session",
+    "ARC-05": "the default list includes archived sessions",
+    "ARC-06": "listed sessions have no archived field",
+    "ARC-09": "no session_info_update on archive",
+    "ARC-11": "unarchive forgets the session",
+    "ARC-13": "archiving does not cancel the turn",
+    "ARC-15": "unarchive replays the history",
+    "ARC-18": "archiving twice is an error",
+    "ARC-20": "unknown sessions answer -32602",
+    "SET-03": "availableCommands: null in session/new's answer",
+    "SET-07": "no session/resume",
+    "SET-09": "resume always replays",
+    "SET-10": "replayFrom is ignored",
+    "SET-12": "replayed user and agent messages share an id",
+    "SET-13": "replayed user messages get new ids",
+    "SET-15": "replayed agent messages are chunks",
+    "SET-17": "the replay comes after the resume answer",
+    "SET-18": "no session/close",
+    "SET-20": "close does not cancel the turn",
+    "LST-02": "session/list without params fails",
+    "LST-04": "the cwd filter is ignored when the directory has sessions",
+    "LST-10": "an unused cwd lists every session",
+    "LST-06": "listed cwds are relative",
+    "LST-07": "additionalDirectories listed without the capability",
+    "LST-13": "an invalid cursor gives the first page",
+    "LST-15": "the second page repeats a session",
+    "LST-18": "session/list sends a session_info_update",
+    "STATE-01": "a session_info_update carries the session's cwd",
+}
+
+
+class Session:
+    def __init__(self, sid: str, cwd: str) -> None:
+        self.sid = sid
+        self.cwd = cwd
+        self.archived = False
+        self.history: list[tuple[str, str, str]] = []  # (role, messageId, text)
+        self.turn: asyncio.Task[Any] | None = None
+        self.cancelled = False
+
+
+class RefAgent:
+    def __init__(self, conn: connection.AgentConnection) -> None:
+        self.conn = conn
+        self.sessions: dict[str, Session] = {}
+        self.ids = itertools.count(1)
+
+    def bug(self, name: str) -> bool:
+        return MUTANT == name
+
+    @property
+    def v2(self) -> bool:
+        return self.conn.version == "v2"
+
+    async def update(self, sid: str, update: dict[str, Any]) -> None:
+        await self.conn.notify("session/update", {"sessionId": sid, "update": update})
+
+    def known(self, sid: str) -> Session:
+        if sid not in self.sessions:
+            code = -32602 if self.bug("ARC-20") else v1.RESOURCE_NOT_FOUND
+            raise connection.RequestError(code, f"no session {sid!r}")
+        return self.sessions[sid]
+
+    # -- initialize, sessions ------------------------------------------------
+
+    async def initialize(self, params: Any) -> Any:
+        info = {"name": "acp-types-reference-agent", "version": "1.0"}
+        asked = params.protocol_version
+        if self.v2:
+            caps = {"session": {"archive": {}}}
+            out: dict[str, Any] = {"protocolVersion": asked if self.bug("INI-05") else 2, "info": info, "capabilities": caps}
+        else:
+            session_caps: dict[str, Any] = {"list": {}, "resume": {}, "close": {}, "archive": {}}
+            out = {"protocolVersion": asked if self.bug("INI-05") else 1,
+                   "agentCapabilities": {"sessionCapabilities": session_caps}}
+            if not self.bug("INI-04"):
+                out["agentInfo"] = info
+        return out
+
+    async def session_new(self, params: Any) -> Any:
+        sid = "s" if self.bug("SET-02") else f"ref-{next(self.ids)}"
+        self.sessions[sid] = Session(sid, params.cwd)
+        return {"sessionId": sid}
+
+    async def session_list(self, params: Any) -> Any:
+        p = params.to_wire()
+        if self.bug("LST-02") and not p:
+            raise connection.RequestError(-32603, "no params")
+        want = p.get("archived") or "exclude"
+        chosen = [s for s in self.sessions.values()
+                  if self.bug("ARC-04") and want == "only" or want == "include" or s.archived == (want == "only")
+                  or self.bug("ARC-05") and "archived" not in p]
+        if p.get("cwd") is not None:
+            matching = [s for s in chosen if s.cwd == p["cwd"]]
+            if not (self.bug("LST-04") and matching) and not (self.bug("LST-10") and not matching):
+                chosen = matching
+        start = 0
+        if p.get("cursor") is not None:
+            try:
+                start = int(str(p["cursor"]).removeprefix("page:"))
+                assert str(p["cursor"]).startswith("page:") and 0 <= start <= len(chosen)
+            except (ValueError, AssertionError):
+                if not self.bug("LST-13"):
+                    raise connection.RequestError(v1.INVALID_PARAMS, "not a cursor of this agent") from None
+                start = 0
+        page = chosen[start : start + PAGE]
+        out: dict[str, Any] = {"sessions": [self.info(s) for s in page]}
+        if start + PAGE < len(chosen):
+            out["nextCursor"] = f"page:{start + PAGE - (1 if self.bug('LST-15') else 0)}"
+        if self.bug("LST-18") and page:
+            await self.update(page[0].sid, {"sessionUpdate": "session_info_update", "title": "listed"})
+        return out
+
+    def info(self, s: Session) -> dict[str, Any]:
+        cwd = os.path.relpath(s.cwd) if self.bug("LST-06") else s.cwd
+        out: dict[str, Any] = {"sessionId": s.sid, "cwd": cwd}
+        if not self.bug("ARC-06"):
+            out["archived"] = s.archived
+        if self.bug("LST-07"):
+            out["additionalDirectories"] = []
+        return out
+
+    async def session_archive(self, params: Any) -> Any:
+        if self.bug("ARC-02"):
+            raise connection.MethodNotImplemented("session/archive")
+        s = self.known(params.session_id)
+        if s.archived and self.bug("ARC-18"):
+            raise connection.RequestError(-32602, "already archived")
+        if not s.archived and not self.bug("ARC-09"):
+            info: dict[str, Any] = {"sessionUpdate": "session_info_update", "archived": True}
+            if self.bug("STATE-01"):
+                info["cwd"] = s.cwd
+            await self.update(s.sid, info)
+        s.archived = True
+        if not self.bug("ARC-13"):
+            await self.stop_turn(s)
+        return {"archived": True} if self.bug("ARC-01") else {}
+
+    async def session_unarchive(self, params: Any) -> Any:
+        if self.bug("ARC-02"):
+            raise connection.MethodNotImplemented("session/unarchive")
+        s = self.known(params.session_id)
+        s.archived = False
+        if self.bug("ARC-15"):
+            await self.replay(s)
+        if self.bug("ARC-11"):
+            del self.sessions[s.sid]
+        return {}
+
+    async def session_resume(self, params: Any) -> Any:
+        if self.bug("SET-07") and self.v2:
+            raise connection.MethodNotImplemented("session/resume")
+        s = self.known(params.session_id)
+        replay = self.v2 and getattr(params, "replay_from", None) is not None and not self.bug("SET-10")
+        if replay or self.bug("SET-09"):
+            if self.bug("SET-17"):
+                asyncio.get_running_loop().call_later(0.02, lambda: asyncio.ensure_future(self.replay(s)))
+            else:
+                await self.replay(s)
+        return {}
+
+    async def replay(self, s: Session) -> None:
+        for role, mid, text in list(s.history):
+            if self.bug("SET-13") and role == "user":
+                mid = f"{mid}-again"
+            if self.bug("SET-12"):
+                mid = "same"
+            content = [{"type": "text", "text": text}]
+            if not self.v2:
+                kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
+                await self.update(s.sid, {"sessionUpdate": kind, "messageId": mid, "content": content[0]})
+            elif role == "agent" and self.bug("SET-15"):
+                await self.update(s.sid, {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": content[0]})
+            else:
+                await self.update(s.sid, {"sessionUpdate": f"{role}_message", "messageId": mid, "content": content})
+
+    async def session_close(self, params: Any) -> Any:
+        if self.bug("SET-18") and self.v2:
+            raise connection.MethodNotImplemented("session/close")
+        s = self.known(params.session_id)
+        if not self.bug("SET-20"):
+            await self.stop_turn(s)
+        return {}
+
+    # -- the prompt turn -----------------------------------------------------
+
+    async def session_prompt(self, params: Any) -> Any:
+        s = self.known(params.session_id)
+        blocks = params.to_wire()["prompt"]
+        if self.bug("INI-11"):
+            raise connection.MethodNotImplemented("session/prompt")
+        if self.bug("INI-10") and any(b.get("type") == "resource_link" for b in blocks):
+            raise connection.RequestError(-32602, "resource_link is not supported")
+        text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+        s.cancelled = False
+        n = next(self.ids)
+        if self.v2:  # answer at once; the turn goes on and ends with an idle state
+            s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
+            return {"stopReason": "end_turn"} if self.bug("PL-02") else {}
+        s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
+        try:
+            stop = await asyncio.shield(s.turn)
+        except asyncio.CancelledError:  # $/cancel_request: the turn stops too
+            await self.stop_turn(s)
+            raise
+        if self.bug("PRM-14") and stop == "end_turn" or self.bug("PRM-12") and stop == "cancelled":
+            asyncio.get_running_loop().call_later(0.01, lambda: asyncio.ensure_future(self.chunk(s, "late", f"a{n}")))
+        return {"stopReason": "done" if self.bug("PRM-03") else stop}
+
+    async def chunk(self, s: Session, text: str, mid: str) -> None:
+        update: dict[str, Any] = {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": {"type": "text", "text": text}}
+        await self.update(s.sid, update)
+
+    async def run_turn(self, s: Session, text: str, n: int) -> str:
+        user_id, agent_id = f"u{n}", "msg" if self.bug("PRM-04") or self.bug("PL-05") else f"a{n}"
+        s.history.append(("user", user_id, text))
+        if self.bug("FS-01"):
+            await self.try_request("fs/read_text_file", {"sessionId": s.sid, "path": os.path.join(s.cwd, "x.txt")})
+        if self.bug("TERM-01"):
+            await self.try_request("terminal/create", {"sessionId": s.sid, "command": "true"})
+        if self.v2:
+            if not self.bug("PL-03"):
+                await self.update(s.sid, {"sessionUpdate": "user_message", "messageId": user_id, "content": [{"type": "text", "text": text}]})
+            if not self.bug("PL-04"):
+                await self.update(s.sid, {"sessionUpdate": "state_update", "state": "running"})
+        said: list[str] = []
+        stop = "end_turn"
+        for word in text.split():
+            if s.cancelled:
+                stop = "cancelled"
+                break
+            said.append(word)
+            await self.chunk(s, word + " ", agent_id)
+            await asyncio.sleep(0.001)
+        s.history.append(("agent", agent_id, " ".join(said)))
+        if self.v2 and not self.bug("PL-07"):
+            await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "paused" if self.bug("PL-10") and stop == "end_turn" else stop})
+            if self.bug("PL-14") and stop == "cancelled":
+                await self.chunk(s, "late", agent_id)
+        return stop
+
+    async def try_request(self, method: str, params: dict[str, Any]) -> None:
+        try:
+            await self.conn.request(method, params)
+        except Exception:
+            pass
+
+    async def stop_turn(self, s: Session) -> None:
+        s.cancelled = True
+        if s.turn is not None and not s.turn.done():
+            await asyncio.shield(s.turn)
+
+    async def session_cancel(self, params: Any) -> None:
+        if self.bug("PRM-10") or self.bug("PL-12"):  # archive and close still cancel
+            return
+        if params.session_id in self.sessions:
+            self.sessions[params.session_id].cancelled = True
+
+    # -- extensions ----------------------------------------------------------
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        if self.bug("EXT-03"):
+            await asyncio.Event().wait()
+        if method == "_acp_conformance/wait":  # a request that takes a while, for $/cancel_request
+            await asyncio.sleep(float(params.get("seconds", 1)))
+        return {"pong": params}
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        if self.bug("EXT-05"):
+            os._exit(3)
+
+
+class PatchWriter:
+    """The mutants that change lines after the handler answered (the layer would not send them otherwise)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.updates = 0
+
+    def write(self, data: bytes) -> None:
+        out = []
+        for line in data.split(b"\n"):
+            if line:
+                out += self.patch(json.loads(line))
+        if out:
+            self.inner.write(b"".join(json.dumps(m).encode() + b"\n" for m in out))
+
+    def patch(self, m: dict[str, Any]) -> list[dict[str, Any]]:
+        result, error = m.get("result"), m.get("error") or {}
+        if isinstance(result, dict) and "protocolVersion" in result:
+            if MUTANT == "INI-03":
+                result["protocolVersion"] = str(result["protocolVersion"])
+            if MUTANT == "EXT-01":
+                result["vendorFlag"] = True
+        if MUTANT == "CAN-01" and error.get("code") == -32800:
+            return []
+        if MUTANT == "CAN-03" and isinstance(result, dict) and set(result) == {"sessionId"}:
+            return [m, m]
+        if MUTANT == "SET-03" and isinstance(result, dict) and set(result) == {"sessionId"}:
+            result["availableCommands"] = None
+        if MUTANT == "EXT-04" and error.get("code") == -32601:
+            error["code"] = -32603
+        if MUTANT == "RPC-01" and error.get("code") == -32700:
+            return []
+        if MUTANT == "RPC-02" and error.get("code") == -32602 and "cwd" in str(error.get("message")):
+            return [{"jsonrpc": "2.0", "id": m.get("id"), "result": {"sessionId": "x"}}]
+        if MUTANT == "SCH-01" and m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk":
+            self.updates += 1
+            if self.updates == 1:
+                m["params"]["update"].pop("content", None)
+        return [m]
+
+    async def drain(self) -> None:
+        await self.inner.drain()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+async def main() -> None:
+    reader, writer = await connection.stdio_streams()
+    if MUTANT == "TRN-01":
+        writer.write(b"reference agent starting\n")
+    await connection.serve(reader, PatchWriter(writer), RefAgent, versions=("v1", "v2"))
+
+
+if __name__ == "__main__":
+    if "--mutant" in sys.argv:
+        MUTANT = sys.argv[sys.argv.index("--mutant") + 1]
+        if MUTANT not in MUTANTS:
+            sys.exit(f"no mutant {MUTANT!r}")
+    asyncio.run(main())
