@@ -6,16 +6,19 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: generate check validate test fuzz lint diff bench clean help
+.PHONY: generate check validate test test-quick fuzz lint format diff dist bench clean help
 
 help:
 	@echo "make generate  check the schemas and rewrite generated/ (only changed files)"
 	@echo "make check     exit 1 and list stale files if generated/ is out of date"
 	@echo "make validate  check the schemas only, reporting file and JSON pointer"
-	@echo "make test      run the whole test suite (sets everything up itself)"
-	@echo "make fuzz      a long fuzzing run of the parser (FUZZ_CASES=100000, FUZZ_SEED=a fresh one)"
-	@echo "make lint      ruff and mypy --strict over the generator, the runtime and the package"
+	@echo "make test      the whole suite, then the unit tests on the other ends of Python 3.10-3.13 found"
+	@echo "make test-quick the unit tests only (no end-to-end generator runs, environments or agents)"
+	@echo "make fuzz      a long fuzzing run of the parser (FUZZ_CASES=100000, FUZZ_SEED=a fresh one), then the hostile peers at 10x load"
+	@echo "make lint      ruff (checks and format) and mypy --strict over the generator, the runtime and the package"
+	@echo "make format    ruff's formatter over the hand-written code"
 	@echo "make diff      show what changes from v1 to the v2 draft"
+	@echo "make dist      build the wheel and the sdist into dist/, and smoke-test each in a fresh venv"
 	@echo "make bench     run the benchmarks and print figures against their baselines"
 
 $(STAMP): requirements.txt
@@ -32,8 +35,16 @@ check: $(STAMP)
 validate: $(STAMP)
 	$(PY) -m generator validate
 
+# The whole suite on .venv's interpreter, then the unit tests (those not marked
+# slow, see tests/conftest.py) on each end of the supported range (3.10, 3.13)
+# that .venv is not, in .venv-interpreters/ (made on first use; an end not on
+# the machine is skipped with a note, or fails under ACP_TYPES_REQUIRE_RANGE_ENDS=1).
 test: $(STAMP)
-	$(PY) -m pytest -rs -n 2 --dist loadfile
+	$(PY) -m pytest -rs -n 2 --dist worksteal
+	$(PY) tests/_venvs.py -q -n 2 -m "not slow"
+
+test-quick: $(STAMP)
+	$(PY) -m pytest -q -n 2 -m "not slow"
 
 # The short run of tests/test_fuzz.py is part of `make test`; this one mutates
 # many more fixtures, with a new seed each time unless FUZZ_SEED is given.
@@ -43,15 +54,38 @@ FUZZ_SEED ?= $(shell date +%s)
 fuzz: $(STAMP)
 	@echo "fuzzing $(FUZZ_CASES) mutants, seed $(FUZZ_SEED) (repeat with FUZZ_SEED=$(FUZZ_SEED))"
 	FUZZ_CASES=$(FUZZ_CASES) FUZZ_SEED=$(FUZZ_SEED) $(PY) -m pytest -q tests/test_fuzz.py
+	@echo "hostile peers at ten times the audit's load (HOSTILE_LOAD=10): memory growth under 100 MiB"
+	HOSTILE_LOAD=10 $(PY) -m pytest -q -s tests/test_hostile_peers.py
+
+# Hand-written Python only: generated/ is black's output, tests/bad_schemas data.
+FORMATTED := generator runtime tests benchmarks examples
 
 lint: $(STAMP)
-	$(PY) -m ruff check generator runtime tests benchmarks examples
+	$(PY) -m ruff check $(FORMATTED)
+	$(PY) -m ruff format --check $(FORMATTED)
 	$(PY) -m mypy generator runtime
 	$(PY) -m mypy -p acp_types
 	$(PY) -m mypy tests/typing/public_api.py tests/typing/star_import.py
 
+format: $(STAMP)
+	$(PY) -m ruff format $(FORMATTED)
+
 diff: $(STAMP)
 	$(PY) -m generator diff schema/v1 schema/v2
+
+# `build` lives in a side environment of its own, not in .venv or requirements.txt.
+DIST_VENV := .venv-dist
+DIST_STAMP := $(DIST_VENV)/.installed
+
+$(DIST_STAMP):
+	$(PYTHON) -m venv $(DIST_VENV)
+	$(DIST_VENV)/bin/python -m pip install --quiet --disable-pip-version-check build
+	touch $(DIST_STAMP)
+
+dist: $(STAMP) $(DIST_STAMP)
+	rm -rf dist
+	$(DIST_VENV)/bin/python -m build --outdir dist .
+	$(PY) tests/dist_smoke.py dist
 
 # The benchmarks compare against the official SDK (agent-client-protocol),
 # which lives only in .venv-bench, never in .venv or in acp_types' dependencies.
@@ -69,4 +103,4 @@ bench: $(STAMP) $(BENCH_STAMP)
 	PYTHONPATH=. $(BENCH_PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-floor build generated/*.egg-info
+	rm -rf $(VENV) .venv-bench .venv-floor .venv-interpreters .venv-dist build dist generated/*.egg-info

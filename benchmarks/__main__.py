@@ -212,7 +212,7 @@ def _import_once(
 
 def _installed_matches_checkout() -> None:
     """The benchmarks measure acp_types as pip installed it; make sure that copy is this checkout's."""
-    import acp_types.v1.models as installed  # noqa: PLC0415
+    import acp_types.v1.models as installed
 
     here = ROOT / "generated" / "acp_types" / "v1" / "models.py"
     there = Path(installed.__file__)
@@ -249,7 +249,7 @@ def bench_import_instructions() -> list[Figure]:
 
 
 def bench_import(repeats: int) -> list[Figure]:
-    from benchmarks import first_message  # noqa: PLC0415
+    from benchmarks import first_message
 
     ours, sdk, floor, first_ours, first_sdk, cpu_ours, first_pyd, bound = [], [], [], [], [], [], [], []
     bound_dir = tempfile.TemporaryDirectory(prefix="acp-import-bound-")
@@ -378,13 +378,13 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
     Each figure is the best batch of each side over short batches of every
     function of the message, interleaved (see ``_best_rates``).
     """
-    import acp.schema as sdk  # noqa: PLC0415
-    import pydantic_core  # noqa: PLC0415
+    import acp.schema as sdk
+    import pydantic_core
 
-    import acp_types.v1 as v1  # noqa: PLC0415
-    import acp_types.v2 as v2  # noqa: PLC0415
-    from acp_types._runtime import _fast  # noqa: PLC0415
-    from benchmarks.messages import CASES, V2_CHUNK, WIRE  # noqa: PLC0415
+    import acp_types.v1 as v1
+    import acp_types.v2 as v2
+    from acp_types._runtime import _fast
+    from benchmarks.messages import CASES, V2_CHUNK, WIRE
 
     loads = json.loads
     sdk_models = {"session/update": sdk.SessionNotification, "initialize": sdk.InitializeResponse}
@@ -434,7 +434,7 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
         }
         chunk = "agent_message_chunk" in name
         if chunk:
-            from benchmarks import plain  # noqa: PLC0415
+            from benchmarks import plain
 
             def bound(text: str = text) -> str:
                 return plain.SessionNotification.model_validate(loads(text)).model_dump_json(
@@ -532,11 +532,11 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
     batches mixed disturbed batches into both sides on the shared
     machine.
     """
-    import acp.schema as sdk  # noqa: PLC0415
+    import acp.schema as sdk
 
-    import acp_types.v1 as v1  # noqa: PLC0415
-    from acp_types import _jsonrpc  # noqa: PLC0415
-    from benchmarks.messages import CASES  # noqa: PLC0415
+    import acp_types.v1 as v1
+    from acp_types import _jsonrpc
+    from benchmarks.messages import CASES
 
     loads, dumps = json.loads, json.dumps
     sdk_models = {"session/update": sdk.SessionNotification, "initialize": sdk.InitializeResponse}
@@ -636,7 +636,7 @@ def bench_memory(repeats: int) -> list[Figure]:
 
 def bench_lines_history(rounds: int) -> list[Figure]:
     """Whole lines against the tree issue 11 was filed on (its "at least 2x today's" target)."""
-    from benchmarks import lines_history  # noqa: PLC0415
+    from benchmarks import lines_history
 
     label = f"line {{}}: parse_message + to_json vs the tree issue 11 was filed on ({lines_history.FILED_ON})"
     found = lines_history.run(rounds)
@@ -653,7 +653,7 @@ def bench_lines_history(rounds: int) -> list[Figure]:
 
 
 def bench_connection(repeats: int) -> list[Figure]:
-    from benchmarks import connection  # noqa: PLC0415
+    from benchmarks import connection
 
     *targets, reference = connection.run(repeats, reference=True)
     figures = [Figure(name, ours, sdk, unit, ">= 2x", ours >= 2 * sdk) for name, ours, sdk, unit in targets]
@@ -704,7 +704,7 @@ def main(argv: list[str] | None = None) -> int:
         "connection": lambda: bench_connection(3 if q else 7),
     }
     try:
-        import acp  # noqa: F401, PLC0415
+        import acp  # noqa: F401
     except ImportError:
         print("the SDK (agent-client-protocol) is not installed here: run `make bench`", file=sys.stderr)
         return 2

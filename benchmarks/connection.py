@@ -12,7 +12,8 @@ machine at the time, against the SDK's round trips. Ours talks through ``connect
 transport of ``serve_stdio`` and ``spawn_agent``), the SDK through the
 ``asyncio.StreamReader`` / ``StreamWriter`` pair its connections take.
 ``run(repeats)`` returns ``[(name, ours, baseline, unit)]``;
-``benchmarks/__main__.py`` prints them.
+``benchmarks/__main__.py`` prints them. ``python -m benchmarks.connection
+--big-line [ITEMS]`` measures what one big line costs a connection instead.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ async def _pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return reader, writer
 
 
-async def _our_pipe() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def _our_pipe() -> tuple[Any, Any]:
     """One OS pipe through ``connection.pipe_streams``, the transport of our stdio and spawn helpers."""
     from acp_types import connection
 
@@ -224,6 +225,62 @@ def run(repeats: int, reference: bool = False) -> list[tuple[str, float, float, 
     return asyncio.run(_measure(repeats, reference))
 
 
+async def _big_line(items: int) -> str:
+    """One line of a tolerant array of ``items`` invalid items into an agent connection over a pipe.
+
+    What it costs: the time to the answer, the longest the event loop went
+    without a turn meanwhile (the line is parsed in a worker thread), and the
+    process's peak memory growth against the line's size.
+    """
+    import resource
+
+    from acp_types import connection, v1
+
+    class Agent:
+        def __init__(self, conn: Any) -> None:
+            pass
+
+        async def session_new(self, params: Any) -> Any:
+            return v1.NewSessionResponse(session_id="s1")
+
+    line = (b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":['
+            + b",".join([b'{"x":1}'] * items) + b"]}}\n")
+    a_in, c_out = await _our_pipe()
+    c_in, a_out = await _our_pipe()
+    conn = connection.AgentConnection(a_in, a_out, Agent, versions=("v1",))
+    conn.start()
+    gaps = [0.0]
+    done = False
+
+    async def tick() -> None:
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0.001)
+            now = time.perf_counter()
+            gaps.append(now - last)
+            last = now
+
+    ticker = asyncio.ensure_future(tick())
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    start = time.perf_counter()
+    c_out.write(line)
+    answer = await c_in.readline()  # type: ignore[attr-defined]
+    took = time.perf_counter() - start
+    done = True
+    await ticker
+    growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+    await conn.close()
+    assert b'"result"' in answer
+    return (f"a {len(line) / 2**20:.1f} MiB line, a tolerant array of {items:,} invalid items: answered in "
+            f"{took:.1f} s, longest event-loop wait {max(gaps):.2f} s, peak memory growth "
+            f"{growth / 2**20:.0f} MiB ({growth / len(line):.0f}x the line)")
+
+
 if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:2] == ["--big-line"]:
+        print(asyncio.run(_big_line(int(sys.argv[2]) if len(sys.argv) > 2 else 1_000_000)))
+        raise SystemExit
     for name, ours, sdk, unit in run(7, reference=True):
         print(f"{name}: ours {ours:,.0f} {unit}, sdk {sdk:,.0f} {unit}, ratio {ours / sdk:.2f}x")

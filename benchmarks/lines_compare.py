@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _child(package: str) -> dict[str, list[float]]:
     sys.path.insert(0, package)
-    import acp.schema as sdk  # noqa: PLC0415
+    import acp.schema as sdk
 
-    import acp_types.v1 as v1  # noqa: PLC0415
-    from benchmarks.messages import CASES  # noqa: PLC0415
+    import acp_types.v1 as v1
+    from benchmarks.messages import CASES
 
     loads, dumps = json.loads, json.dumps
     sdk_models = {"session/update": sdk.SessionNotification, "initialize": sdk.InitializeResponse}

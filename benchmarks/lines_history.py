@@ -30,7 +30,7 @@ def _package_at(rev: str, into: Path) -> Path | str:
     if proc.returncode:
         return f"git archive {rev} failed: {proc.stderr.decode(errors='replace').strip()[:200]}"
     with tarfile.open(fileobj=io.BytesIO(proc.stdout)) as tar:
-        tar.extractall(into, filter="data") if sys.version_info >= (3, 12) else tar.extractall(into)  # noqa: S202
+        tar.extractall(into, filter="data") if sys.version_info >= (3, 12) else tar.extractall(into)
     return into / "generated"
 
 

@@ -5,4 +5,6 @@ docs/ARCHITECTURE.md. It is a tool of this repository, not part of what
 consumers install.
 """
 
+# The version of the acp_types package it writes (generated/acp_types/__init__.py), which
+# pyproject.toml reads: the one place to change it.
 __version__ = "0.1.0"

@@ -17,8 +17,8 @@ from typing import Any
 
 import jsonschema
 
-from generator.errors import Problem, SchemaError, pointer
-from generator.sources import DirSource, GitSource
+from generator.errors import Problem, SchemaError, UsageError, pointer
+from generator.sources import DirSource, GitSource, read_bounded
 
 META_DIR = Path(__file__).parent / "metaschemas"
 PROTOCOL_FILE = "protocol.json"
@@ -53,9 +53,39 @@ def meta_document(name: str) -> dict[str, Any]:
     return doc
 
 
+def _true_end(pattern: str) -> str:
+    """A pattern whose final ``$`` matches only at the end of the text, as in JSON Schema.
+
+    JSON Schema patterns are ECMA-262 regular expressions, where ``$`` is the
+    end of the text; Python's ``$`` also matches before a final newline, so
+    ``"Zz\\n"`` would pass ``^[A-Z][A-Za-z0-9]*$`` and reach the output as a
+    name. The meta-schemas keep the portable spelling; only the copy checked
+    here ends in ``\\Z``.
+    """
+    if pattern.endswith("$") and not pattern.endswith("\\$"):
+        return pattern[:-1] + "\\Z"
+    return pattern
+
+
+def _anchored(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_anchored(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "pattern" and isinstance(value, str):
+            out[key] = _true_end(value)
+        elif key == "patternProperties" and isinstance(value, dict):
+            out[key] = {_true_end(k): _anchored(v) for k, v in value.items()}
+        else:
+            out[key] = _anchored(value)
+    return out
+
+
 @cache
 def metaschema(name: str) -> jsonschema.protocols.Validator:
-    validator: jsonschema.protocols.Validator = _MetaValidator(meta_document(name))
+    validator: jsonschema.protocols.Validator = _MetaValidator(_anchored(meta_document(name)))
     return validator
 
 
@@ -258,7 +288,11 @@ def load_version(source: DirSource | GitSource) -> LoadedVersion:
 def load_crossversion(path: Path, label: str) -> dict[str, Any]:
     if not path.is_file():
         raise SchemaError([Problem(label, "", "missing", "create it (see docs/SCHEMA_FORMAT.md)")])
-    doc = parse_json(path.read_bytes(), label)
+    try:
+        data = read_bounded(path, label)
+    except OSError as exc:
+        raise UsageError(f"{label}: cannot be read ({exc.strerror})") from None
+    doc = parse_json(data, label)
     problems = meta_problems(doc, "crossversion", label)
     if problems:
         raise SchemaError(problems)

@@ -470,11 +470,13 @@ class _Builder:
                              f"define {branch} or correct the name")
                 continue
             if "oneOf" in target and tag is not None:
+                reported = len(self.problems)
                 inner = self._inner_tag(branch, target, tag)
-                if inner is None:
+                if inner is None and len(self.problems) == reported:
                     self.problem(name, bptr, f"branch {branch!r} is a union whose branches do not all declare "
                                              f"the same const for the tag {tag!r}",
                                  f"give every branch of {branch} the same {tag!r} const")
+                if inner is None:
                     continue
                 if inner in seen_tags:
                     self.problem(name, bptr, f"tag value {inner!r} is used by both {seen_tags[inner]!r} and {branch!r}",
@@ -558,16 +560,31 @@ class _Builder:
                          unknown_required=unknown_required, overlap_first=spec.get("overlap") == "first")
 
     def _inner_tag(self, branch: str, target: dict[str, Any], tag: str) -> str | None:
-        """The outer tag value shared by every branch of a nested union, or None."""
-        values = set()
+        """The outer tag value shared by every branch of a nested union, or None.
+
+        Each branch's const is checked as a direct branch's is (a string, not a
+        sentinel): any other value is reported at its own pointer, and not hashed.
+        """
+        values: set[str] = set()
         for ref in target["oneOf"]:
-            inner = self.loaded.definitions.get(ref.get("$ref", "")[len(REF_PREFIX):], {})
+            inner_name = ref.get("$ref", "")[len(REF_PREFIX):]
+            inner = self.loaded.definitions.get(inner_name, {})
             prop = inner.get("properties", {}).get(tag, {})
             if "const" not in prop or tag not in inner.get("required", []):
                 return None
-            values.add(prop["const"])
-        value = values.pop() if len(values) == 1 else None
-        return value if isinstance(value, str) else None
+            value = prop["const"]
+            where = pointer("$defs", inner_name, "properties", tag, "const")
+            if not isinstance(value, str):
+                self.problem(inner_name, where, f"a union tag must be a string (in {inner_name!r}, a branch of "
+                                                f"{branch!r})", "use a string const")
+                return None
+            if value.startswith(SENTINEL_PREFIX):
+                self.problem(inner_name, where, f"the tag value {value!r} is reserved: the runtime's sentinel tags "
+                                                f"({', '.join(SENTINEL_TAGS)}) start with {SENTINEL_PREFIX!r}",
+                             f"use a tag value that does not start with {SENTINEL_PREFIX!r}")
+                return None
+            values.add(value)
+        return values.pop() if len(values) == 1 else None
 
     # -- alias cycles
 

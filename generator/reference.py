@@ -39,7 +39,7 @@ from generator.errors import Problem, SchemaError, UsageError, pointer
 from generator.loader import LoadedVersion, load_version, meta_problems, parse_json
 from generator.model import Protocol, UnionType, build_protocol
 from generator.render.templated import md_cell
-from generator.sources import DirSource
+from generator.sources import DirSource, read_bounded
 
 REF = "#/$defs/"
 # The JSON-RPC envelopes: our runtime models them (acp_types._jsonrpc), not the schema.
@@ -150,7 +150,7 @@ def locate(path: Path, unstable: bool = False) -> Located:
 
 def _read(path: Path) -> tuple[Any, bytes]:
     try:
-        data = path.read_bytes()
+        data = read_bounded(path)  # refuses a file too large to be a schema before reading it
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
     return parse_json(data, str(path)), data
@@ -779,11 +779,14 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
             by_method.setdefault(d["x-method"], []).append(name)
     given = dict(names or {})
     names = {k: v for k, v in given.items() if k in defs}
-    clashes = sorted((k, v) for k, v in names.items() if v in defs and v not in names)
+    targets = Counter(names.values())
+    clashes = sorted((k, v) for k, v in names.items() if (v in defs and v not in names) or targets[v] > 1)
     if clashes:
         raise UsageError("; ".join(f"a naming entry of the differences file maps the reference's {k!r} to "
-                                   f"{v!r}, which the reference {label} defines itself" for k, v in clashes)
-                         + ": drop or update the entry (the reference now names that definition)")
+                                   f"{v!r}, which the reference {label} " + ("also gives another of its names"
+                                                                             if targets[v] > 1 else "defines itself")
+                                   for k, v in clashes)
+                         + ": drop or update the entry (one reference definition per name of ours)")
     if names:
         defs = {names.get(n, n): _rename(d, names) for n, d in defs.items()}
     stable_methods: set[str] | None = None

@@ -1,12 +1,47 @@
-"""Where a version's schema files come from: a folder, or a folder at a git revision."""
+"""Where a version's schema files come from: a folder, or a folder at a git revision.
+
+Every input file (schema, cross-version map, reference schema) is read through
+:func:`read_bounded` or :meth:`GitSource.read`, which refuse a file larger than
+MAX_INPUT_BYTES before reading it.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import UsageError
+from generator.errors import Problem, SchemaError, UsageError
+
+# The largest input file read, in bytes. The biggest canonical file is about
+# 34 KB and the published reference schemas about 0.5 MB; a file beyond this is
+# not a schema, and reading it whole (a 4 GiB sparse file) would only exhaust memory.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+
+
+def _too_big(label: str, size: int) -> SchemaError:
+    return SchemaError([Problem(label, "", f"{size} bytes, more than the {MAX_INPUT_BYTES // (1024 * 1024)} MiB "
+                                           "an input file may hold; it was not read",
+                                "a schema file is far smaller: check that this is the file you meant")])
+
+
+def read_bounded(path: Path, label: str | None = None) -> bytes:
+    """The bytes of one input file; SchemaError if it holds more than MAX_INPUT_BYTES, found before reading it.
+
+    The size is taken from the open file (so a sparse file is refused without
+    a read) and the read stops one byte past the limit (so a file that grows,
+    or a pipe, is refused too). OSError is the caller's to report.
+    """
+    label = label or str(path)
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > MAX_INPUT_BYTES:
+            raise _too_big(label, size)
+        data = f.read(MAX_INPUT_BYTES + 1)
+    if len(data) > MAX_INPUT_BYTES:
+        raise _too_big(label, len(data))
+    return data
 
 
 @dataclass(frozen=True)
@@ -22,7 +57,10 @@ class DirSource:
         return sorted(p.name for p in self.path.iterdir() if p.suffix == ".json" and p.is_file())
 
     def read(self, name: str) -> bytes:
-        return (self.path / name).read_bytes()
+        try:
+            return read_bounded(self.path / name, f"{self.label.rstrip('/')}/{name}")
+        except OSError as exc:
+            raise UsageError(f"{self.label.rstrip('/')}/{name}: cannot be read ({exc.strerror})") from None
 
 
 @dataclass(frozen=True)
@@ -58,7 +96,11 @@ class GitSource:
         return sorted(names)
 
     def read(self, name: str) -> bytes:
-        return self._git("show", f"{self.rev}:{self.folder}/{name}")
+        spec = f"{self.rev}:{self.folder}/{name}"
+        size = int(self._git("cat-file", "-s", spec))
+        if size > MAX_INPUT_BYTES:
+            raise _too_big(f"{self.label}/{name}", size)
+        return self._git("show", spec)
 
 
 def open_source(spec: str, root: Path) -> DirSource | GitSource:

@@ -13,9 +13,12 @@ into the package unchanged.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 METHOD_NOT_FOUND = -32601
+DATA_SHOWN = 300
+"""The most characters of ``data`` that ``str(RequestError)`` shows."""
 
 
 class RequestError(Exception):
@@ -31,6 +34,23 @@ class RequestError(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+    def __str__(self) -> str:
+        """``message (code N)``, then ``data`` as compact JSON, cut to :data:`DATA_SHOWN` characters.
+
+        The peer's real reason is often only in ``data``; a long ``data`` is
+        cut so that a log line stays a line.
+        """
+        text = f"{self.message} (code {self.code})"
+        if self.data is None:
+            return text
+        try:
+            shown = json.dumps(self.data, separators=(",", ":"), ensure_ascii=False, default=repr)
+        except ValueError:  # a circular structure
+            shown = repr(self.data)
+        if len(shown) > DATA_SHOWN:
+            shown = shown[: DATA_SHOWN - 1] + "\u2026"
+        return f"{text}: {shown}"
 
     def to_error(self) -> dict[str, Any]:
         """The JSON-RPC error object: ``{"code": ..., "message": ...}`` and ``data`` when set."""

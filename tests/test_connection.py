@@ -275,7 +275,10 @@ def test_oversized_lines_are_skipped_unbuffered_and_answered() -> None:
         await raw.initialize()
         raw.send(b'{"jsonrpc":"2.0","id":1,"method":"_x","params":{"pad":"' + b"x" * 200_000 + b'"}}')
         got = await raw.answer()
-        assert got["id"] is None and got["error"]["code"] == -32600 and "1000 bytes" in got["error"]["message"]
+        # its id is in the line's first bytes: the answer names it
+        assert got["id"] == 1 and got["error"]["code"] == -32600 and "1000 bytes" in got["error"]["message"]
+        raw.send(b'{"jsonrpc":"2.0","method":"_x","params":{"pad":"' + b"x" * 200_000 + b'"},"id":"end"}')
+        assert (await raw.answer())["id"] == "end"  # or in its last bytes
         raw.send({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {}})
         assert (await raw.answer())["id"] == 2
 
@@ -334,7 +337,22 @@ def test_notifications_are_handled_in_arrival_order() -> None:
     run(main)
 
 
-def test_cancelling_a_request_sends_cancel_request_and_cancels_the_handler() -> None:
+class Recording(MemoryWriter):
+    """A MemoryWriter that keeps what went through it."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        super().__init__(reader)
+        self.written: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.written.append(data)
+        super().write(data)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_cancelling_a_request_sends_cancel_request_only_where_the_version_has_it(version: str) -> None:
+    # v2 cancels the peer's handler with $/cancel_request; v1 advertises no support for it (agents
+    # answer it with -32601), so only the wait ends and the agent's handler goes on
     seen: list[str] = []
 
     class Agent(EchoAgent):
@@ -347,20 +365,30 @@ def test_cancelling_a_request_sends_cancel_request_and_cancels_the_handler() -> 
             return v1.ListSessionsResponse(sessions=[])
 
     async def main() -> None:
-        a, c = pair(Agent, client_versions=("v1",))
-        await c.initialize(init_params("v1"))
+        to_agent_r, to_client_r = asyncio.StreamReader(), asyncio.StreamReader()
+        to_agent_w = Recording(to_agent_r)
+        a = AgentConnection(to_agent_r, MemoryWriter(to_client_r), Agent, versions=(version,))
+        c = ClientConnection(to_client_r, to_agent_w, None, versions=(version,))
+        a.start()
+        await c.initialize(init_params(version))
         task = asyncio.ensure_future(c.request("session/list", {}))
         await asyncio.sleep(0.05)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        for _ in range(100):
+        for _ in range(20):
             if seen:
                 break
             await asyncio.sleep(0.01)
-        assert seen == ["cancelled"]
+        cancels = [w for w in to_agent_w.written if b"$/cancel_request" in w]
+        if version == "v1":
+            assert (seen, cancels) == ([], [])
+            assert list(a._in) == [2]  # the agent's handler goes on
+        else:
+            assert seen == ["cancelled"] and len(cancels) == 1
         assert c._out == {} and len(c._pending) == 0
         await c.close()
+        await a.close()
 
     run(main)
 
@@ -497,3 +525,173 @@ def test_extension_notifications_reach_ext_notification_in_order_and_are_never_a
             await raw.conn.close()
 
     run(main)
+
+
+@pytest.mark.parametrize("params", [v1.ListSessionsRequest(cursor=None), {"cursor": None}])
+def test_an_explicit_null_in_outbound_params_reaches_the_wire(params: Any) -> None:
+    # the write-back keeps what was set, nulls included (a writer with exclude_none would drop it)
+    async def main() -> None:
+        to_agent_r, to_client_r = asyncio.StreamReader(), asyncio.StreamReader()
+        to_agent_w = Recording(to_agent_r)
+        a = AgentConnection(to_agent_r, MemoryWriter(to_client_r), EchoAgent, versions=("v1",))
+        c = ClientConnection(to_client_r, to_agent_w, None, versions=("v1",))
+        a.start()
+        await c.initialize(init_params("v1"))
+        await c.request("session/list", params)
+        sent = json.loads(to_agent_w.written[-1])
+        assert sent["method"] == "session/list" and sent["params"] == {"cursor": None}
+        await c.close()
+        await a.close()
+
+    run(main)
+
+
+def test_request_error_str_shows_its_data_compactly_and_bounded() -> None:
+    err = RequestError(-32603, "Internal error", {"message": "stream disconnected before completion"})
+    assert str(err) == 'Internal error (code -32603): {"message":"stream disconnected before completion"}'
+    assert str(RequestError(-32603, "Internal error")) == "Internal error (code -32603)"
+    long = str(RequestError(1, "m", "x" * 10_000))
+    assert long.startswith('m (code 1): "xxx') and len(long) < 400 and long.endswith("\u2026")
+    assert "{1, 2}" in str(RequestError(1, "m", {1, 2}))  # not JSON: shown anyway, never a failure
+
+
+def test_at_end_of_input_running_handlers_finish_and_are_answered() -> None:
+    # a client that half-closes its side may still read: what is running finishes and is answered,
+    # within close_timeout; what is still running then is cancelled and answered -32800
+    class Agent(EchoAgent):
+        async def session_list(self, params: Any) -> Any:
+            await asyncio.sleep(0.2 if params.cursor == "soon" else 30)
+            return v1.ListSessionsResponse(sessions=[], next_cursor=params.cursor)
+
+    async def main() -> None:
+        raw = Raw(Agent, close_timeout=1.0)
+        await raw.initialize()
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {"cursor": "soon"}})
+        raw.send({"jsonrpc": "2.0", "id": 2, "method": "session/list", "params": {"cursor": "never"}})
+        raw.to_agent_w.close()  # end of input
+        first, second = await raw.answer(), await raw.answer()
+        assert first == {"jsonrpc": "2.0", "id": 1, "result": {"sessions": [], "nextCursor": "soon"}}
+        assert second["id"] == 2 and second["error"]["code"] == -32800
+        await asyncio.wait_for(raw.conn.wait_closed(), 5)
+
+    run(main)
+
+
+def test_requests_beyond_max_in_flight_wait_unstarted_and_all_are_answered() -> None:
+    running: list[int] = []
+    peak = [0]
+
+    class Agent(EchoAgent):
+        async def session_list(self, params: Any) -> Any:
+            running.append(1)
+            peak[0] = max(peak[0], len(running))
+            await asyncio.sleep(0.01)
+            running.pop()
+            return v1.ListSessionsResponse(sessions=[])
+
+    async def main() -> None:
+        raw = Raw(Agent, max_in_flight=3)
+        await raw.initialize()
+        for i in range(1, 21):
+            raw.send({"jsonrpc": "2.0", "id": i, "method": "session/list", "params": {}})
+        ids = sorted([(await raw.answer())["id"] for _ in range(20)])
+        assert ids == list(range(1, 21)) and peak[0] == 3
+        await raw.conn.close()
+
+    run(main)
+
+
+def test_notifications_beyond_max_queued_wait_in_order_and_responses_still_arrive() -> None:
+    # the notification handler is stuck until the agent's own request is answered: that answer must
+    # be read although the queue is full, or the connection would deadlock
+    got: list[int] = []
+
+    class Client:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def ext_notification(self, method: str, params: Any) -> None:
+            if params["i"] == 0:
+                await self.conn.request("_ask", {})  # answered by the agent only after all 50 are sent
+            got.append(params["i"])
+
+    class Agent(EchoAgent):
+        async def ext_method(self, method: str, params: Any) -> Any:
+            return {}
+
+    async def main() -> None:
+        a, c = pair(Agent, Client, client_versions=("v1",))
+        c.max_queued = 2
+        await c.initialize(init_params("v1"))
+        for i in range(50):
+            await a.notify("_tick", {"i": i})
+        for _ in range(200):
+            if len(got) == 50:
+                break
+            await asyncio.sleep(0.01)
+        assert got == list(range(50))
+        await c.close()
+
+    run(main)
+
+
+def test_big_lines_are_parsed_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    threads: list[str] = []
+
+    async def main() -> None:
+        raw = Raw(EchoAgent, versions=("v1",))
+        await raw.initialize()
+        version = raw.conn._version
+        parse = version.parse
+
+        def recording(line: Any, **kw: Any) -> Any:
+            threads.append(threading.current_thread().name)
+            return parse(line, **kw)
+
+        monkeypatch.setattr(version, "parse", recording)
+        pad = "x" * (connection.OFF_LOOP_ABOVE + 10)
+        raw.send({"jsonrpc": "2.0", "id": 1, "method": "_pad", "params": {"pad": pad}})
+        raw.send({"jsonrpc": "2.0", "id": 2, "method": "_pad", "params": {}})
+        assert [(await raw.answer())["id"], (await raw.answer())["id"]] == [1, 2]
+        main_thread = threading.main_thread().name
+        assert threads[0] != main_thread and threads[1] == main_thread
+
+    run(main)
+
+
+def test_an_answer_queued_behind_a_notification_is_delivered_when_the_connection_closes() -> None:
+    # the answer waits for the notification before it (ordering); closing mid-notification must
+    # still settle the request instead of leaving its caller waiting forever
+    class Agent(EchoAgent):
+        async def ext_method(self, method: str, params: Any) -> Any:
+            await self.conn.notify("_slow", {})
+            return {"done": True}
+
+    class Client:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+
+        async def ext_notification(self, method: str, params: Any) -> None:
+            await asyncio.sleep(30)
+
+    async def main() -> None:
+        a, c = pair(Agent, Client, client_versions=("v1",))
+        await c.initialize(init_params("v1"))
+        task = asyncio.ensure_future(c.request("_x", {}))
+        await asyncio.sleep(0.1)
+        assert not task.done()  # its answer is queued behind the slow notification
+        await c.close()
+        assert await asyncio.wait_for(task, 2) == {"done": True}
+        await a.close()
+
+    run(main)
+
+
+def test_help_states_the_limits() -> None:
+    doc = connection.__doc__ or ""
+    for name in ("max_line_size", "max_in_flight", "max_queued", "max_batch", "close_timeout",
+                 "HOLD_LIMIT", "WRITE_HIGH_WATER", "OFF_LOOP_ABOVE", "LOG_BURST", "ResponseTooLarge",
+                 "$/cancel_request"):
+        assert name in doc, name

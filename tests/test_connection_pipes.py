@@ -126,7 +126,8 @@ def test_a_cancel_request_in_the_same_chunk_cancels_a_suspended_handler() -> Non
                  {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "r1"}})
         got = await raw.answer()
         assert got["id"] == "r1" and got["error"]["code"] == -32800
-        assert seen == ["cancelled"]
+        # 3.12+ starts the handler eagerly, so it sees the cancellation; before, it never starts
+        assert seen == (["cancelled"] if sys.version_info >= (3, 12) else [])
         await raw.conn.close()
 
     run(main)
@@ -185,9 +186,11 @@ def test_a_handler_runs_in_a_task_of_its_own_after_its_first_suspension() -> Non
 
 def test_a_peer_that_does_not_read_its_answers_is_not_read_from() -> None:
     big = "x" * 20_000
+    calls = [0]
 
     class Agent(EchoAgent):
         async def ext_method(self, method: str, params: Any) -> Any:
+            calls[0] += 1
             return {"echo": big}
 
     async def main() -> None:
@@ -199,7 +202,11 @@ def test_a_peer_that_does_not_read_its_answers_is_not_read_from() -> None:
         await asyncio.sleep(0.3)
         transport = raw.conn._writer.transport  # type: ignore[attr-defined]
         buffered = transport.get_write_buffer_size()
-        assert buffered < 1_000_000, f"{buffered} bytes of answers buffered for a peer that reads none"
+        # nothing new starts while the writer is full: what is buffered is at most the answers of
+        # the requests already running
+        bound = connection.WRITE_HIGH_WATER + raw.conn.max_in_flight * 20_100
+        assert buffered < bound, f"{buffered} bytes of answers buffered for a peer that reads none"
+        assert calls[0] < 2 * raw.conn.max_in_flight, f"{calls[0]} requests handled for a peer that reads none"
         # once the peer reads, every request is answered, in order
         ids = [(await raw.answer())["id"] for _ in range(count)]
         assert ids == list(range(1, count + 1))

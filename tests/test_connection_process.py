@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +64,7 @@ async def _hostile_session() -> None:
         await stdin.drain()
     await send(b'"}}')
     big = await answer()
-    assert big["id"] is None and big["error"]["code"] == -32600
+    assert big["id"] == 2 and big["error"]["code"] == -32600  # its id is in its first bytes
     await send({"jsonrpc": "2.0", "id": 3, "method": "session/list", "params": {}})
     assert (await answer()) == {"jsonrpc": "2.0", "id": 3, "result": {"sessions": []}}
     await send({"jsonrpc": "2.0", "id": 77, "result": {"unknown": "id"}})
@@ -106,3 +108,45 @@ def test_an_agent_that_exits_mid_request_fails_the_request_clearly() -> None:
             assert await asyncio.wait_for(conn.process.wait(), 10) == 3
 
     asyncio.run(asyncio.wait_for(main(), 30))
+
+
+def _live_members(pgid: int) -> list[str]:
+    """The processes of group ``pgid`` that are not zombies, as their /proc stat lines."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            found.append(text)
+    return found
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_leaving_spawn_agent_stops_the_agents_whole_process_group() -> None:
+    # a launcher that leaves a child running (as codex-acp and gemini-cli do): nothing may outlive
+    # the block, leaving it must not wait for the child's pipes, and asyncio must not complain
+    script = (
+        "import asyncio, time\n"
+        "from acp_types import connection\n"
+        "async def main():\n"
+        "    async with connection.spawn_agent(['sh', '-c', 'sleep 20 & sleep 20']) as conn:\n"
+        "        print(conn.process.pid, flush=True)\n"
+        "        await asyncio.sleep(0.2)\n"
+        "        t = time.monotonic()\n"
+        "    print(time.monotonic() - t, flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    assert (out.returncode, out.stderr) == (0, "")
+    pgid, elapsed = out.stdout.split()
+    for _ in range(50):  # what SIGTERM ended is reaped by whoever adopted it
+        if not _live_members(int(pgid)):
+            break
+        time.sleep(0.1)
+    assert _live_members(int(pgid)) == []
+    # exit_timeout (1 s) for the shell to exit on its own, then SIGTERM to the group; not the 20 s
+    assert float(elapsed) < 5, f"leaving spawn_agent took {elapsed} s: it waited for the sleeps"

@@ -12,10 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from _models_source import models_tree
 from conftest import GENERATED, ROOT, VERSIONS
 
 from generator import manifest, writer
+from generator.errors import SchemaError
 from generator.model import (
     RESERVED_METHOD_CONSTANTS,
     RESERVED_NAMES,
@@ -104,6 +106,7 @@ def test_a_cross_version_map_nested_too_deeply_is_exit_2(tmp_path: Path) -> None
     assert "nested too deeply" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.slow  # a full check renders the whole tree
 def test_a_check_cache_nested_too_deeply_only_costs_the_fast_path(tmp_path: Path) -> None:
     out = tmp_path / "out"
     writer.write_tree(out, {"x.txt": "x\n"})  # a marked tree, so check consults the cache
@@ -131,3 +134,54 @@ def test_validate_reports_a_lone_surrogate_without_crashing_the_terminal(tmp_pat
     assert "lone surrogate" in stderr and "Traceback" not in stderr
     assert os.listdir(tmp_path) == ["schema"]
 
+
+
+def _limited(megabytes: int):  # type: ignore[no-untyped-def]
+    """A preexec_fn capping the child's address space, so reading a huge file whole fails instead of swapping."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (megabytes << 20, megabytes << 20))
+
+    return limit
+
+
+def _sparse(path: Path, size: int = 4 << 30) -> None:
+    with open(path, "wb") as f:
+        f.truncate(size)
+
+
+def test_a_schema_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    schema = tmp_path / "schema"
+    shutil.copytree(ROOT / "schema", schema)
+    _sparse(schema / "v1" / "zz_huge.json")
+    for command in (["validate"], ["diff", "schema/v1", "schema/v2"]):
+        done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), *command], cwd=tmp_path,
+                              capture_output=True, text=True, env=ENV, preexec_fn=_limited(1024), timeout=120)
+        assert done.returncode == 2, done.stderr
+        assert "schema/v1/zz_huge.json: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_a_reference_schema_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    _sparse(reference / "schema.json")
+    (reference / "meta.json").write_text('{"agentMethods": {}, "clientMethods": {}, "version": 1}')
+    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(ROOT / "schema"), "compare-reference",
+                           "--version", "v1", str(reference)], cwd=tmp_path, capture_output=True, text=True, env=ENV,
+                          preexec_fn=_limited(1024), timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert f"{reference / 'schema.json'}: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_file_just_over_the_limit_is_refused_and_one_at_it_is_read(tmp_path: Path) -> None:
+    from generator.sources import MAX_INPUT_BYTES, read_bounded
+
+    at_limit, over = tmp_path / "at.json", tmp_path / "over.json"
+    at_limit.write_bytes(b" " * MAX_INPUT_BYTES)
+    over.write_bytes(b" " * (MAX_INPUT_BYTES + 1))
+    assert len(read_bounded(at_limit)) == MAX_INPUT_BYTES
+    with pytest.raises(SchemaError, match="16777217 bytes"):
+        read_bounded(over)

@@ -12,56 +12,13 @@ many interpreters a failure instead of a skip.
 
 from __future__ import annotations
 
-import glob
 import os
-import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from _venvs import ensure_venv
+from _venvs import find_interpreters, interpreter_env
 from conftest import ROOT
-
-SUPPORTED = ((3, 10), (3, 11), (3, 12), (3, 13))
-VENVS = ROOT / ".venv-interpreters"
-
-
-def _version_of(python: str) -> tuple[int, int] | None:
-    try:
-        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if out.returncode != 0:
-        return None
-    major, minor = out.stdout.split()
-    return int(major), int(minor)
-
-
-def find_interpreters() -> dict[tuple[int, int], str]:
-    """One interpreter per supported minor version: the running one, then PATH, then pyenv's."""
-    candidates = [sys.executable]
-    for major, minor in SUPPORTED:
-        found = shutil.which(f"python{major}.{minor}")
-        if found:
-            candidates.append(found)
-    pyenv_root = os.environ.get("PYENV_ROOT", os.path.expanduser("~/.pyenv"))
-    candidates += sorted(glob.glob(os.path.join(pyenv_root, "versions", "3.*", "bin", "python3")))
-    candidates += sorted(glob.glob("/usr/bin/python3.*[0-9]")) + sorted(glob.glob("/usr/local/bin/python3.*[0-9]"))
-    found_by_version: dict[tuple[int, int], str] = {}
-    for python in candidates:
-        version = _version_of(python)
-        if version in SUPPORTED and version not in found_by_version:
-            found_by_version[version] = python
-    return dict(sorted(found_by_version.items()))
-
-
-def _environment(version: tuple[int, int], python: str) -> str:
-    """A venv of that interpreter with the pinned tools; returns its python."""
-    if python == sys.executable:
-        return python
-    return ensure_venv(VENVS / f"{version[0]}.{version[1]}", python, ROOT / "requirements.txt")
 
 
 def test_every_supported_interpreter_renders_the_committed_bytes() -> None:
@@ -75,7 +32,7 @@ def test_every_supported_interpreter_renders_the_committed_bytes() -> None:
             pytest.fail(message)
         pytest.skip(message + " (set ACP_TYPES_MIN_INTERPRETERS to make this a failure)")
     with ThreadPoolExecutor(max_workers=len(interpreters)) as pool:
-        pythons = dict(zip(interpreters, pool.map(lambda item: _environment(*item), interpreters.items()),
+        pythons = dict(zip(interpreters, pool.map(lambda item: interpreter_env(*item), interpreters.items()),
                            strict=True))
 
     def check(python: str) -> subprocess.CompletedProcess[str]:

@@ -391,11 +391,29 @@ def test_a_response_to_send_needs_no_method() -> None:
     assert json.loads(response.to_json()) == {"jsonrpc": "2.0", "id": 7, "result": {"sessionId": "s1"}}
 
 
-def _valid_fixture_cases() -> list[Any]:
-    return [case for case in fixture_cases() if load_fixture(case.values[0])["valid"]]
+def _shape(fixture: dict[str, Any]) -> str:
+    message = fixture["message"]
+    if isinstance(message, list):
+        shape = "batch"
+    elif "method" in message:
+        shape = "request" if "id" in message else "notification"
+    else:
+        shape = "error" if "error" in message else "response"
+    return shape + (" read tolerantly" if "reads" in fixture else "")
 
 
-@pytest.mark.parametrize("path, version", _valid_fixture_cases())
+def _one_valid_fixture_per_shape() -> list[Any]:
+    """Pickling and copying depend on a message's shape, not on its payload: the first valid fixture of each."""
+    cases: dict[tuple[str, str], Any] = {}
+    for case in fixture_cases():
+        path, version = case.values
+        fixture = load_fixture(path)
+        if fixture["valid"]:
+            cases.setdefault((version, _shape(fixture)), case)
+    return list(cases.values())
+
+
+@pytest.mark.parametrize("path, version", _one_valid_fixture_per_shape())
 def test_a_parsed_message_survives_pickle_and_copy(path: Any, version: str) -> None:
     # a message read by the fast path shares one empty mapping of unknown
     # members, which pickle cannot write: pickling a message read from a

@@ -56,3 +56,16 @@ def test_wheel_imports_on_its_own(wheel: Path, tmp_path: Path, inputs) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(len(p.methods)) for p in inputs.protocols.values()] + [
         str(sum(m.stability == "stable" for m in p.methods)) for p in inputs.protocols.values()]
+
+
+def test_the_version_is_written_once(wheel: Path) -> None:
+    """generator/__init__.py names the version; the package and the wheel's metadata say the same."""
+    import acp_types
+    import generator
+
+    with zipfile.ZipFile(wheel) as zf:
+        meta = next(n for n in zf.namelist() if n.endswith("METADATA"))
+        lines = zf.read(meta).decode().splitlines()
+    assert f"Version: {generator.__version__}" in lines
+    assert acp_types.__version__ == generator.__version__
+    assert wheel.name.startswith(f"acp_types-{generator.__version__}-")

@@ -16,9 +16,13 @@ import re
 import subprocess
 import sys
 
-import tomllib
 from _venvs import ensure_venv
 from conftest import ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # tomllib is 3.11+; requirements.txt installs its backport on 3.10
+    import tomli as tomllib
 
 FLOOR = ROOT / "tests" / "floor"
 

@@ -34,8 +34,9 @@ payload follows the new schema, the one writing it the old (a client built on
 the new schema reading the answers of an agent built on the old one). **Old
 reader, new writer**: the other way round. A rule's level (oasdiff's breaking,
 possibly-breaking and safe, without its assumption of one server that upgrades
-first) is the worse of the two; the rule table gives each pairing's outcome, and every change says which
-pairing it breaks and, for a method's payload, which peer is which.
+first) is the worse of the two; the rule table gives each pairing's outcome,
+and every change says which pairing it breaks and, for a method's payload,
+which peer is which.
 
 A **request** is a method's params and everything reachable from them, a
 **response** its result and everything reachable from it. A type reachable from
