@@ -883,9 +883,7 @@ class _Surface:
         task.add_done_callback(self._turns.discard)
         from acp_types.v2 import models as m2
 
-        if "message_id" in m2.PromptResponse.model_fields:
-            return m2.PromptResponse(message_id=user_id)  # type: ignore[call-arg]
-        return m2.PromptResponse()
+        return m2.PromptResponse(message_id=user_id)
 
     async def _v2_turn(self, session: Session, prompt: Sequence[Any], user_id: str) -> None:
         from acp_types.v2 import models as m2
@@ -983,11 +981,17 @@ async def serve(
     writer: Writer,
     *,
     versions: Sequence[str] = ("v1", "v2"),
+    strict_capabilities: bool = False,
     **options: Any,
 ) -> None:
-    """Run ``app`` on a reader/writer pair until the client goes away (``options`` go to the connection)."""
+    """Run ``app`` on a reader/writer pair until the client goes away (``options`` go to the connection).
+
+    ``strict_capabilities=True`` refuses, before sending, a client method the
+    client did not advertise (``connection.CapabilityNotAdvertised`` in the app).
+    """
     check(app, versions)
-    conn = AgentConnection(reader, writer, app.handler, versions=versions, **options)
+    conn = AgentConnection(reader, writer, app.handler, versions=versions,
+                           strict_capabilities=strict_capabilities, **options)
     async with conn:
         await conn.wait_closed()
     for session in app.sessions.values():
@@ -996,9 +1000,15 @@ async def serve(
 
 
 async def serve_stdio(
-    app: App, *, versions: Sequence[str] = ("v1", "v2"), protect_stdout: bool = True, **options: Any
+    app: App,
+    *,
+    versions: Sequence[str] = ("v1", "v2"),
+    protect_stdout: bool = True,
+    strict_capabilities: bool = False,
+    **options: Any,
 ) -> None:
     """Run ``app`` on stdin/stdout; with ``protect_stdout`` what the app prints goes to stderr, not the wire."""
+    options["strict_capabilities"] = strict_capabilities
     check(app, versions)
     if not protect_stdout:
         reader, writer = await pipe_streams(sys.stdin.buffer, sys.stdout.buffer)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "generated"))
 
-from acp_types import agent  # noqa: E402
-from acp_types.connection import RequestError  # noqa: E402
+from acp_types import agent
+from acp_types.connection import RequestError
 
 
 class Auth(agent.App):

@@ -25,8 +25,9 @@ VERSIONS = pytest.mark.parametrize("protocol", ["v1", "v2"])
 
 
 def client(protocol: str, *args: str, agent: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLIENT, "--protocol", protocol, *args, "--", *agent],
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    return subprocess.run(
+        [*CLIENT, "--protocol", protocol, *args, "--", *agent], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
 
 
 @VERSIONS
@@ -73,8 +74,12 @@ def test_the_timeout_cancels_the_turn_and_waits_for_its_end(protocol: str) -> No
 
 @VERSIONS
 def test_ctrl_c_cancels_the_turn(protocol: str) -> None:
-    proc = subprocess.Popen([*CLIENT, "--protocol", protocol, "--", *AGENTS, "slow"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [*CLIENT, "--protocol", protocol, "--", *AGENTS, "slow"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout is not None
     seen = b""
     with selectors.DefaultSelector() as sel:  # wait until the turn is under way, then interrupt

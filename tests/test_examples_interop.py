@@ -157,11 +157,25 @@ CASES += [(agent, "v1", "tool") for agent in ("python-v1", "ts-v1")]  # v1 asked
 
 
 @pytest.mark.parametrize(("agent", "protocol", "prompt"), CASES)
-def test_our_client_drives_the_sdk_agents(request: pytest.FixtureRequest, agent: str, protocol: str, prompt: str) -> None:
+def test_our_client_drives_the_sdk_agents(
+    request: pytest.FixtureRequest, agent: str, protocol: str, prompt: str
+) -> None:
     sdk = request.getfixturevalue("sdk_python") if agent.startswith("python") else None
     node = request.getfixturevalue("node") if agent.startswith("ts") else None
-    out = _run([*CLIENT, "--protocol", protocol, "--yes", "--timeout", "0.5", "--prompt", prompt, "--",
-                *_agent(agent, sdk, node)])
+    out = _run(
+        [
+            *CLIENT,
+            "--protocol",
+            protocol,
+            "--yes",
+            "--timeout",
+            "0.5",
+            "--prompt",
+            prompt,
+            "--",
+            *_agent(agent, sdk, node),
+        ]
+    )
     assert (out.returncode, out.stdout, out.stderr) == (0, *SCENARIOS[prompt])
 
 
@@ -176,7 +190,9 @@ def test_our_session_client_drives_the_typescript_v2_agent(node: str) -> None:
             turn = await acp.prompt(here[0], "one two")
             state = acp.states[here[0]]
             assert (turn.stop_reason, [(m.role, m.text) for m in state.messages]) == (
-                "end_turn", [("user", "one two"), ("agent", "one two")])
+                "end_turn",
+                [("user", "one two"), ("agent", "one two")],
+            )
             assert state.messages[0].message_id == turn.response.message_id  # the answer names the user message
             listed = [s.session_id async for s in client.list_sessions(conn, cwd=str(ROOT))]  # a page each
             assert listed == here

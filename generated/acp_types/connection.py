@@ -308,6 +308,14 @@ class _Version:
         self.sends_cancel = name != "v1" and CANCEL_REQUEST in self.methods
 
 
+def _implements(handler: object, name: str, interface: type | None) -> bool:
+    """Whether ``handler`` has a method ``name`` of its own (not the stub of the version's interface)."""
+    fn = getattr(type(handler), name, None) or getattr(handler, name, None)
+    if fn is None:
+        return False
+    return interface is None or fn is not getattr(interface, name, None)
+
+
 def _is_factory(handler: Handler) -> bool:
     return inspect.isclass(handler) or inspect.isfunction(handler) or inspect.ismethod(handler)
 
@@ -1257,6 +1265,8 @@ class Connection:
             self._answer_error(rid, INVALID_REQUEST,
                                f"request id {rid!r} is already in use by a running request", collect)
             return None
+        if msg.method == "initialize" and self.side == "agent" and self.settled:
+            self.peer_initialize = msg.params  # a repeated initialize: the latest one is the client's word
         if msg.method == "initialize" and self.side == "agent" and not self.settled:
             chosen = self._choose(getattr(msg.params, "protocol_version", None))
             if chosen is not self._version:
@@ -1382,19 +1392,77 @@ class ClientConnection(Connection):
     process: AgentProcess | None = None
     """The agent's process, for a connection made by :func:`spawn_agent`."""
 
-    async def initialize(self, params: Any) -> Any:
+    async def initialize(self, params: Any, *, fallback: Any = None) -> Any:
         """Send ``initialize`` and return the agent's answer, in whichever listed version it came.
 
         ``params`` is the ``InitializeRequest`` of the version to ask for (a
         listed one; its version is used until the answer settles it). Raises
         :class:`UnsupportedVersion` when the agent answers a version not listed.
+
+        When the agent answers in another version than asked (a v1 agent
+        asked v2), it has read a request of the other version, which says
+        nothing it can use (a v2 ``initialize`` has no ``clientCapabilities``:
+        no ``fs``, no ``terminal``). So ``initialize`` is sent again in the
+        settled version: ``fallback`` when given, else the equivalent of
+        ``params`` (the client's info, the capabilities both versions share,
+        and each capability of a method this handler implements, such as
+        ``fs.readTextFile`` for ``fs_read_text_file``); its answer is returned.
+        An agent that refuses the repeat keeps the first answer (logged).
         """
+        asked = self._version
         module = type(params).__module__
         for version in self._versions.values():
             if module.startswith(f"acp_types.{version.name}."):
-                self._version = version
+                asked = self._version = version
                 break
-        return await self.request("initialize", params)
+        result = await self.request("initialize", params)
+        if self._version is asked:
+            return result
+        again = fallback if fallback is not None else self._equivalent_initialize(params)
+        try:
+            return await self.request("initialize", again)
+        except RequestError as exc:
+            log.warning("the agent refused initialize in ACP %s after answering ACP %s to %s: %s",
+                        self.version, self.version, asked.name, exc)
+            return result
+
+    def _equivalent_initialize(self, params: Any) -> Any:
+        """``params`` (an ``initialize`` of another version) as this version's ``InitializeRequest``."""
+        version = self._version
+        wire = _wire_dict(params) if isinstance(params, BaseModel) else dict(params)
+        info_key, caps_key = ("clientInfo", "clientCapabilities") if version.name == "v1" else ("info", "capabilities")
+        other_info = wire.get("clientInfo", wire.get("info"))
+        other_caps = wire.get("clientCapabilities", wire.get("capabilities"))
+        request: dict[str, Any] = {"protocolVersion": version.number}
+        if isinstance(other_info, Mapping):
+            request[info_key] = dict(other_info)
+        caps: dict[str, Any] = {}
+        spec = version.methods["initialize"]
+        for key, value in (other_caps.items() if isinstance(other_caps, Mapping) else ()):
+            try:  # a capability both versions have, in the same shape
+                spec.validate_params({**request, caps_key: {key: value}})
+                caps[key] = value
+            except ValidationError:
+                continue
+        interface = getattr(version.module, "Client", None)
+        for method in version.methods.values():
+            path = method.capability
+            if method.side != "client" or path is None or path[0] != caps_key or len(path) < 2:
+                continue
+            if not _implements(self.handler, method.handler, interface):
+                continue
+            if len(path) == 2:
+                caps[path[1]] = True
+            else:
+                node = caps.setdefault(path[1], {})
+                if isinstance(node, dict):
+                    node[path[2]] = True
+        request[caps_key] = caps
+        try:
+            return spec.validate_params(request)
+        except ValidationError:  # the other version's info does not fit: send without it
+            request.pop(info_key, None)
+            return spec.validate_params(request)
 
 
 # -- transports -----------------------------------------------------------
@@ -1597,19 +1665,26 @@ async def stdio_streams(limit: int = _READ_CHUNK) -> tuple[Reader, Writer]:
 
 
 async def serve(reader: Reader, writer: Writer, handler: Handler, *,
-                versions: Sequence[str] | None = None, **limits: Any) -> None:
-    """Run an agent on a reader/writer pair until the client goes away (``limits``: see :class:`Connection`)."""
-    async with AgentConnection(reader, writer, handler, versions=versions, **limits) as conn:
+                versions: Sequence[str] | None = None, strict_capabilities: bool = False, **limits: Any) -> None:
+    """Run an agent on a reader/writer pair until the client goes away (``limits``: see :class:`Connection`).
+
+    ``strict_capabilities=True`` refuses, before sending, a client method the
+    client did not advertise (:class:`CapabilityNotAdvertised`).
+    """
+    async with AgentConnection(reader, writer, handler, versions=versions,
+                               strict_capabilities=strict_capabilities, **limits) as conn:
         await conn.wait_closed()
 
 
-async def serve_stdio(handler: Handler, *, versions: Sequence[str] | None = None, **limits: Any) -> None:
+async def serve_stdio(handler: Handler, *, versions: Sequence[str] | None = None,
+                      strict_capabilities: bool = False, **limits: Any) -> None:
     """Run an agent on this process's stdin/stdout until the client closes stdin.
 
-    It returns once every answer has been written out (or ``close_timeout`` has passed).
+    It returns once every answer has been written out (or ``close_timeout``
+    has passed). ``strict_capabilities`` and ``limits``: as for :func:`serve`.
     """
     reader, writer = await stdio_streams()
-    await serve(reader, writer, handler, versions=versions, **limits)
+    await serve(reader, writer, handler, versions=versions, strict_capabilities=strict_capabilities, **limits)
 
 
 class AgentProcess:

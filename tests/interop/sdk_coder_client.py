@@ -52,8 +52,12 @@ class Client:
 def summary(updates: list[Any]) -> tuple[str, str, bool]:
     text = "".join(u.content.text for u in updates if u.session_update == "agent_message_chunk")
     tools = " ".join(u.status for u in updates if u.session_update.startswith("tool_call") and u.status)
-    diff = any(getattr(c, "old_text", None) == BUFFER for u in updates for c in (getattr(u, "content", None) or [])
-               if isinstance(getattr(u, "content", None), list))
+    diff = any(
+        getattr(c, "old_text", None) == BUFFER
+        for u in updates
+        for c in (getattr(u, "content", None) or [])
+        if isinstance(getattr(u, "content", None), list)
+    )
     return text, tools, diff
 
 

@@ -48,15 +48,22 @@ class SdkTools(Agent):
             return PromptResponse(stop_reason="cancelled")
         if text == "tool":
             call = "sdk-call-1"
-            await self.conn.session_update(session_id=session_id,
-                                           update=start_tool_call(call, "Touch a file", kind="edit", status="pending"))
-            options = [PermissionOption(option_id="yes", name="Yes", kind="allow_once"),
-                       PermissionOption(option_id="no", name="No", kind="reject_once")]
-            answer = await self.conn.request_permission(session_id=session_id, options=options,
-                                                        tool_call=ToolCallUpdate(tool_call_id=call, title="Touch a file"))
+            await self.conn.session_update(
+                session_id=session_id, update=start_tool_call(call, "Touch a file", kind="edit", status="pending")
+            )
+            options = [
+                PermissionOption(option_id="yes", name="Yes", kind="allow_once"),
+                PermissionOption(option_id="no", name="No", kind="reject_once"),
+            ]
+            answer = await self.conn.request_permission(
+                session_id=session_id,
+                options=options,
+                tool_call=ToolCallUpdate(tool_call_id=call, title="Touch a file"),
+            )
             allowed = getattr(answer.outcome, "option_id", None) == "yes"
-            await self.conn.session_update(session_id=session_id,
-                                           update=update_tool_call(call, status="completed" if allowed else "failed"))
+            await self.conn.session_update(
+                session_id=session_id, update=update_tool_call(call, status="completed" if allowed else "failed")
+            )
             await self.say(session_id, "touched" if allowed else "left alone")
             return PromptResponse(stop_reason="end_turn")
         for piece in re.findall(r"\S+\s*", text):
