@@ -78,10 +78,10 @@ async def authenticated(conn: connection.ClientConnection, methods: list[Any], c
             raise
     method = methods[0]
     print(f"the agent asks to authenticate; using {getattr(method, 'name', '?')!r}", file=sys.stderr)
-    if conn.version == "v1":
-        await conn.peer.authenticate(v1.AuthenticateRequest(method_id=method.id))
+    if conn.version == "v1":  # each version's login, on the connection typed for it
+        await conn.as_version("v1").peer.authenticate(v1.AuthenticateRequest(method_id=method.id))
     else:
-        await conn.peer.auth_login(v2.LoginAuthRequest(method_id=method.method_id))
+        await conn.as_version("v2").peer.auth_login(v2.LoginAuthRequest(method_id=method.method_id))
     return await call()
 
 
@@ -96,12 +96,15 @@ async def run(render: Render, command: list[str], prompt: str, protocol: str, ti
 
     versions = (protocol, "v1") if protocol == "v2" else ("v1",)
     async with connection.spawn_agent(command, make, versions=versions) as conn:
-        info = {"name": "example-client", "version": "1.0"}
         if protocol == "v2":
-            init: Any = await conn.initialize(v2.InitializeRequest(protocol_version=2, info=info))
+            info = v2.Implementation(name="example-client", version="1.0")
+            init: v1.InitializeResponse | v2.InitializeResponse = await conn.initialize(
+                v2.InitializeRequest(protocol_version=2, info=info)
+            )
         else:
-            init = await conn.initialize(v1.InitializeRequest(protocol_version=1, client_info=info))
-        acp: client.SessionClient = conn.handler  # type: ignore[assignment]
+            client_info = v1.Implementation(name="example-client", version="1.0")
+            init = await conn.initialize(v1.InitializeRequest(protocol_version=1, client_info=client_info))
+        acp = conn.handler
         session_id = await authenticated(conn, list(init.auth_methods or []), lambda: acp.new_session(os.getcwd()))
         turn = asyncio.ensure_future(acp.prompt(session_id, prompt))
         interrupts = 0

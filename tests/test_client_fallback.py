@@ -44,7 +44,7 @@ async def _what_the_agent_saw(handler: Any, **initialize: Any) -> Any:
     async with connection.spawn_agent([sys.executable, "-c", V1_AGENT], handler) as conn:
         answer = await conn.initialize(v2.InitializeRequest(protocol_version=2, info=INFO), **initialize)
         assert (conn.version, type(answer)) == ("v1", v1.InitializeResponse)
-        acp: client.SessionClient = conn.handler  # type: ignore[assignment]
+        acp = conn.handler
         session_id = await acp.new_session("/tmp")
         await acp.prompt(session_id, "go")
         return json.loads(acp.states[session_id].messages[-1].text)
@@ -108,7 +108,7 @@ def _said(serve_options: str) -> str:
         code = STRICT_AGENT.replace("{strict}", serve_options)
         async with connection.spawn_agent([sys.executable, "-c", code], Editor, versions=("v1",)) as conn:
             await conn.initialize(v1.InitializeRequest(protocol_version=1))  # no fs advertised
-            acp: client.SessionClient = conn.handler  # type: ignore[assignment]
+            acp = conn.handler
             session_id = await acp.new_session("/tmp")
             await acp.prompt(session_id, "go")
             return acp.states[session_id].messages[-1].text

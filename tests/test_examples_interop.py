@@ -182,7 +182,7 @@ def test_our_client_drives_the_sdk_agents(
 def test_our_session_client_drives_the_typescript_v2_agent(node: str) -> None:
     async def main() -> None:
         async with connection.spawn_agent([node, str(TS_DIR / "agent_v2.mjs")], client.SessionClient) as conn:
-            acp: client.SessionClient = conn.handler  # type: ignore[assignment]
+            acp = conn.handler
             await conn.initialize(v2.InitializeRequest(protocol_version=2, info={"name": "ours", "version": "1"}))
             assert conn.version == "v2"
             here = [await acp.new_session(str(ROOT)) for _ in range(3)]
