@@ -43,8 +43,9 @@ class _Marker:
 
 OMIT_ON_ERROR = _Marker("OMIT_ON_ERROR")
 NOT_NULL = _Marker("NOT_NULL")
-FAST_UNION = _Marker("FAST_UNION")
+FAIL_FAST = _Marker("FAIL_FAST")
 DEFAULT_ON_ERROR = _Marker("DEFAULT_ON_ERROR")
+JsonInt = __import__("typing").Annotated[int, _Marker("INTEGRAL")]
 WireKey = _Marker
 UNKNOWN_TAG = "__acp_unknown__"
 

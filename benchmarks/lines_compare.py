@@ -54,12 +54,19 @@ def _child(package: str) -> dict[str, list[float]]:
             message[part] = value.model_dump(mode="json", by_alias=True, exclude_none=True)
             return dumps(message)
 
+        def ours_in(line: str = line, method: str = method, part: str = kind) -> Any:
+            return getattr(v1.parse_message(line, method=method), part)
+
+        def theirs_in(line: str = line, model: Any = model, part: str = kind) -> Any:
+            return model.model_validate(loads(line)[part])
+
         assert loads(ours()) == envelope, name
 
         def best(fn: Any) -> float:
             return min(timeit.repeat(fn, number=1000, repeat=9, timer=time.process_time)) / 1000
 
         out[name] = [best(ours), best(theirs)]
+        out[f"{name} (receive)"] = [best(ours_in), best(theirs_in)]
     return out
 
 

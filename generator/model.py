@@ -745,21 +745,36 @@ class _Builder:
                          "use a dotted path of wire names that exists in the capability types")
 
 
+def _runtime_names() -> frozenset[str]:
+    """The public module-level names of the runtime modules a version package re-exports or its models import."""
+    import ast
+    from pathlib import Path
+
+    names: set[str] = set()
+    for module in ("_runtime", "_jsonrpc", "_errors"):
+        tree = ast.parse((Path(__file__).resolve().parent.parent / "runtime" / f"{module}.py").read_text("utf-8"))
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return frozenset(n for n in names if not n.startswith("_"))
+
+
 # Definition names become module-level names; these would shadow what the generated
 # modules import or export (models.py and the version package, whose other names
-# tests/test_generator_inputs.py compares with this list), or are not valid class names at all.
-RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | frozenset({
-    "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "Callable", "Mapping", "Protocol",
-    "AcpModel", "TolerantField", "UnknownVariant", "MethodSpec", "FeatureSpec", "BaseModel", "ConfigDict",
-    "TypeAdapter", "ValidationError", "Discriminator", "Field", "ModelWrapValidatorHandler", "Tag",
-    "TypeAliasType", "NOT_NULL", "Agent", "Client", "METHODS", "FEATURES",
-    # the version package's exports beside the models (acp_types.<v>.__all__)
-    "MessageError", "PendingRequests", "UnknownMethodError", "NotARequestError", "VERSION", "STATUS",
-    "BATCHES", "AgentPeer", "ClientPeer", "Batch", "ErrorResponse", "InvalidParams", "InvalidRequest",
-    "InvalidResult", "Message", "MethodNotFound", "MethodNotImplemented", "Notification", "ParseError",
-    "Request", "RequestError", "Response", "TYPE_CHECKING", "ERRORS", "SessionState",
-    # what the generated models import from the runtime and pydantic
-    "OnErrorOmit", "SerializeAsAny", "WireKey", "AfterValidator", "DEFAULT_ON_ERROR",
+# tests/test_generator_inputs.py compares with this list), or are not valid class names at all:
+# the runtime's own names, read from its source, and those of typing, pydantic and the
+# version templates.
+RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | _runtime_names() | frozenset({
+    # what the generated models import from typing and pydantic
+    "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "TYPE_CHECKING", "TypeAliasType",
+    "Field", "Discriminator", "Tag", "OnErrorOmit", "SerializeAsAny", "AfterValidator",
+    "BaseModel", "ConfigDict", "TypeAdapter", "ValidationError",
+    # what the version templates define beside the models
+    "Agent", "Client", "AgentPeer", "ClientPeer", "METHODS", "FEATURES", "ERRORS", "VERSION", "STATUS", "BATCHES",
+    "SessionState",
 })
 # Module-level names of <v>/methods.py that a method constant must not take.
 RESERVED_METHOD_CONSTANTS = frozenset({

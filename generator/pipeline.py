@@ -19,7 +19,6 @@ from typing import Any
 import black
 
 from generator import __version__
-from generator.core_schemas import Recording
 from generator.crossversion import CrossMap, build_crossmap, entry_problems
 from generator.diff import changelog
 from generator.diff import report as diff_report
@@ -162,10 +161,6 @@ def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | Non
     leaves out generated/docs/: the tree is then partial (for tests that need
     one version's code only), and must not be written over generated/.
 
-    Each version's stored core schemas (``generator/core_schemas.py``) are
-    recorded by importing the rendered package in a subprocess, started as
-    soon as that version's models are rendered.
-
     Each version's models (datamodel-code-generator plus black, most of the
     time) render in a process of their own while this one renders the rest;
     ``ACP_TYPES_JOBS=1`` keeps everything in one process. The bytes do not
@@ -178,19 +173,9 @@ def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | Non
         out = _render_package(inputs, chosen)
         if docs:
             out.update(_render_docs(inputs))
-        recordings: list[Recording] = []
-        try:
-            for future in as_completed(models):
-                path, text = future.result()
-                out[path] = text
-                # the version's stored core schemas, recorded by importing its package just rendered
-                # (while the other version's models may still render)
-                recordings.append(Recording(out, models[future], header))
-            for recording in recordings:
-                out.update(recording.result())
-        finally:
-            for recording in recordings:
-                recording.close()
+        for future in as_completed(models):
+            path, text = future.result()
+            out[path] = text
     return dict(sorted(out.items()))
 
 

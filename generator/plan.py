@@ -37,7 +37,7 @@ _CONSTRAINT_ARGS = {
     "minimum": "ge", "maximum": "le", "pattern": "pattern",
     "minLength": "min_length", "maxLength": "max_length", "minItems": "min_length", "maxItems": "max_length",
 }
-_SCALAR = {"string": "str", "integer": "int", "number": "int | float", "boolean": "bool"}
+_SCALAR = {"string": "str", "integer": "JsonInt", "number": "int | float", "boolean": "bool"}
 
 
 class PlanError(Exception):
@@ -149,7 +149,6 @@ class _Planner:
         self.emitted: set[str] = set()
         self.active: set[str] = set()
         self.forward: set[str] = set()  # definitions that hold a forward reference
-        self.in_fields = False  # planning a model field's annotation
 
     def need(self, module: str, *names: str) -> None:
         self.imports.setdefault(module, set()).update(names)
@@ -201,23 +200,20 @@ class _Planner:
         kind = texpr.kind
         if kind == "ref":
             text = self.ref(texpr.name or "", holder)
-            if self.in_fields and _native_union(self.proto, texpr.name or ""):
-                # A model reads an open / default-branch union in its native form
-                # (pydantic-core's own tag lookup, no Python call on the happy path);
-                # the alias itself keeps the precise form (see FAST_UNION). Closed
-                # and presence unions pass through the marker unchanged.
-                self.need("typing", "Annotated")
-                self.need(RUNTIME, "FAST_UNION")
-                text = f"Annotated[{text}, FAST_UNION]"
         elif kind == "scalar":
             names = (texpr.name or "").split(" | ")
             parts = []
             for n in names:
                 if n == "array":
-                    parts.append(f"list[{self.annotation(texpr.items, holder) if texpr.items else 'Any'}]")
+                    self.need("typing", "Annotated")
+                    self.need(RUNTIME, "FAIL_FAST")
+                    parts.append(f"Annotated[list[{self.annotation(texpr.items, holder) if texpr.items else 'Any'}], FAIL_FAST]")
                     if texpr.items is None:
                         self.need("typing", "Any")
                 else:
+                    if n == "integer":
+                        # JSON Schema counts 1.0 as an integer; strict pydantic does not
+                        self.need(RUNTIME, "JsonInt")
                     parts.append(_SCALAR[n])
             text = " | ".join(parts)
         elif kind == "const":
@@ -230,11 +226,16 @@ class _Planner:
             if skip_items:
                 self.need("pydantic", "OnErrorOmit")
                 item = f"OnErrorOmit[{item}]"
-            text = f"list[{item}]"
+            # an error report names the first invalid item only, so its size is bounded
+            self.need("typing", "Annotated")
+            self.need(RUNTIME, "FAIL_FAST")
+            text = f"Annotated[list[{item}], FAIL_FAST]"
         elif kind == "map":
             if texpr.items is None:
                 self.need("typing", "Any")
-            text = f"dict[str, {self.annotation(texpr.items, holder) if texpr.items else 'Any'}]"
+            self.need("typing", "Annotated")
+            self.need(RUNTIME, "FAIL_FAST")
+            text = f"Annotated[dict[str, {self.annotation(texpr.items, holder) if texpr.items else 'Any'}], FAIL_FAST]"
         elif kind == "null":
             return "None"
         else:
@@ -261,11 +262,7 @@ class _Planner:
                          required_one_of=one_of)
 
     def plan_field(self, t: ObjectType, f: Field) -> FieldPlan:
-        self.in_fields = True
-        try:
-            ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
-        finally:
-            self.in_fields = False
+        ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
         not_null = False
         if not f.required:
             not_null = not _admits_null(self.proto, f.type)
@@ -410,21 +407,6 @@ def _names_used(t: TypeDef) -> list[str]:
     if isinstance(t, AliasType):
         return t.type.refs()
     return []
-
-
-def _native_union(proto: Protocol, name: str) -> bool:
-    """Whether a model field names ``name`` through ``FAST_UNION``: a union, or an alias of another definition.
-
-    The marker reads a union that ``tag_discriminator`` looks up (open,
-    default branch, nested) in its native form and leaves everything else as
-    it is. It goes on every union and on aliases of a definition (which may
-    be a union in the other version), so a definition written alike in two
-    versions is printed alike whatever the definitions it names became.
-    """
-    if not proto.has_type(name):
-        return False
-    t = proto.type(name)
-    return isinstance(t, UnionType) or (isinstance(t, AliasType) and t.type.kind == "ref")
 
 
 def _constraint_args(texpr: TypeExpr) -> list[str]:

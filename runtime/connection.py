@@ -164,7 +164,7 @@ from ._jsonrpc import (
     Response,
 )
 from ._outbound import InvalidOutbound, check_result
-from ._runtime import MethodSpec, is_extension
+from ._runtime import MethodSpec, is_extension, to_wire, type_name, wire_json
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
@@ -350,19 +350,6 @@ def _dumps(value: Any) -> bytes:
     """Strict JSON: ``ValueError`` for NaN or infinities, ``TypeError`` for anything not JSON."""
     return _encode(value).encode("utf-8")
 
-
-_WRITE_BACK: dict[str, Any] = {"by_alias": True, "exclude_unset": True}
-"""The write-back rule: wire names, the fields that were set (explicit nulls included)."""
-
-
-def _write_back(model: BaseModel) -> bytes:
-    """A model as JSON on the wire, by :data:`_WRITE_BACK`."""
-    return model.model_dump_json(**_WRITE_BACK).encode("utf-8")
-
-
-def _wire_dict(model: BaseModel) -> Any:
-    """:func:`_write_back` as a JSON-ready value."""
-    return model.model_dump(mode="json", **_WRITE_BACK)
 
 
 @functools.lru_cache(maxsize=256)
@@ -884,19 +871,19 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         expected = spec.params if spec is not None else None
         if isinstance(params, BaseModel):
             if spec is None or (isinstance(expected, type) and isinstance(params, expected)):
-                return _write_back(params)
+                return wire_json(params)
             if isinstance(expected, type):
                 raise TypeError(
-                    f"the params of {method!r} are {expected.__name__}, not {type(params).__name__}"
+                    f"the params of {method!r} are {type_name(expected)}, not {type_name(type(params))}"
                 )
-            params = _wire_dict(params)
+            params = to_wire(params)
         if spec is None:
             return _dumps(params)
         if not isinstance(params, Mapping):
             raise TypeError(
                 f"the params of {method!r} are a model or a dict, not {type(params).__name__}"
             )
-        return _write_back(spec.validate_params(dict(params)))
+        return wire_json(spec.validate_params(dict(params)))
 
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification; ``params`` is checked first (see the module documentation)."""
@@ -1341,7 +1328,7 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         rid, method = msg.id, msg.method
         try:
             result = await self._call(msg)
-            body = _write_back(result) if isinstance(result, BaseModel) else _dumps(result)
+            body = wire_json(result) if isinstance(result, BaseModel) else _dumps(result)
             data = b'{"jsonrpc":"2.0","id":' + _id_json(rid) + b',"result":' + body + b"}"
         except asyncio.CancelledError:
             data = self._error_json(rid, REQUEST_CANCELLED, "the request was cancelled")
@@ -1378,10 +1365,10 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         elif isinstance(result, BaseModel):
             if isinstance(expected, type):
                 raise TypeError(
-                    f"the handler of {msg.method!r} returned {type(result).__name__}, "
-                    f"not {expected.__name__}"
+                    f"the handler of {msg.method!r} returned {type_name(type(result))}, "
+                    f"not {type_name(expected)}"
                 )
-            result = _wire_dict(result)
+            result = to_wire(result)
         try:
             model = spec.validate_result(result)
         except ValidationError as exc:

@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "generated"))
 
-from acp_types import connection, v1, v2  # noqa: E402
+from acp_types import connection, v1, v2
 
 
 class StateAgent:

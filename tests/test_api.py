@@ -173,3 +173,35 @@ def test_a_subclass_of_a_model_reads_the_wire_as_the_model_does(version: str) ->
     data = {"sessionId": "s", "_meta": {"a": 1}, "meta": 5}
     assert mine.model_validate(data, by_name=False).to_json() == base.model_validate(data, by_name=False).to_json()
     assert mine.model_validate({"sessionId": "s", "_meta": 7}).meta is None  # tolerant: dropped, reads the default
+
+
+# --------------------------------------------------------------------------
+# Mistakes caught in code; unknown keys only from the wire or by extra=
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_misspelled_keyword_is_an_error_not_a_key_on_the_wire(version: str) -> None:
+    m = api(version)
+    tool = "ToolCall" if version == "v1" else "ToolCallUpdate"
+    with pytest.raises(TypeError, match=rf"{version}\.{tool} has no field 'stauts'"):
+        getattr(m, tool)(tool_call_id="t", title="x", stauts="pending")
+    # both spellings of a field are keywords; unknown keys go through extra=
+    call = getattr(m, tool)(toolCallId="t", title="x", extra={"x-vendor": 1})
+    assert call.to_wire()["x-vendor"] == 1 and call.tool_call_id == "t"
+    with pytest.raises(TypeError, match="extra= holds fields"):
+        getattr(m, tool)(tool_call_id="t", title="x", extra={"title": "y"})
+    # the wire keeps what it does not know, as before
+    read = m.models.TextContent.model_validate({"type": "text", "text": "x", "stauts": 1})
+    assert read.model_extra == {"stauts": 1}
+    assert m.UnknownVariant(type="zz", anything=1).to_wire() == {"type": "zz", "anything": 1}
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_error_that_names_a_model_names_its_version(version: str) -> None:
+    m = api(version)
+    with pytest.raises(ValidationError, match=rf"for {version}\.NewSessionRequest\b"):
+        m.parse_params("session/new", {"cwd": 5})
+    with pytest.raises(ValidationError, match=rf"for {version}\.NewSessionRequest\b"):
+        m.models.NewSessionRequest.model_validate({"cwd": 5})
+    with pytest.raises(ValidationError, match=rf"for {version}\.NewSessionRequest\b"):
+        m.models.NewSessionRequest(cwd=5)

@@ -417,7 +417,7 @@ def test_outgoing_messages_are_checked_before_anything_is_written() -> None:
         written: list[bytes] = []
         original = a._writer.write
         a._writer.write = lambda data: (written.append(data), original(data))  # type: ignore[method-assign]
-        with pytest.raises(TypeError, match="SessionNotification, not PromptResponse"):
+        with pytest.raises(TypeError, match="v1.SessionNotification, not v1.PromptResponse"):
             await a.notify("session/update", v1.PromptResponse(stop_reason="end_turn"))
         with pytest.raises(Exception, match="sessionId"):
             await a.notify("session/update", {"update": {}})
@@ -471,7 +471,7 @@ def test_the_end_of_input_fails_pending_requests_clearly() -> None:
 
 def test_typed_discoverable_api() -> None:
     assert {"parse_message", "PendingRequests", "MessageError", "Notification", "Request",
-            "Response", "AgentPeer", "RESOURCE_NOT_FOUND"} <= set(dir(v1))
+            "Response", "AgentPeer", "RESOURCE_NOT_FOUND"} <= set(v1.__all__)
     assert v1.Notification is v1.messages.Notification and v2.Batch is v2.messages.Batch
     assert (v1.AUTH_REQUIRED, v1.RESOURCE_NOT_FOUND, v1.REQUEST_CANCELLED) == (-32000, -32002, -32800)
     assert v2.ERRORS[-32002] == "resource_not_found"

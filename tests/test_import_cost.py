@@ -51,7 +51,11 @@ def test_tag_tables_leave_pydantic_nothing_to_do(version: str) -> None:
 _LOADED = """
 import json, sys
 import acp_types.{version}
-print(json.dumps(sorted(sys.modules)))
+from acp_types._runtime import AcpModel
+models = acp_types.{version}.models
+classes = [c for c in vars(models).values() if isinstance(c, type) and issubclass(c, AcpModel)]
+built = sorted(c.__name__ for c in classes if c.__pydantic_complete__)
+print(json.dumps({{"modules": sorted(sys.modules), "classes": len(classes), "built": built}}))
 """
 
 # Not needed to import a version: the other versions, the connection layer,
@@ -64,7 +68,10 @@ def test_a_version_imports_only_what_it_needs(version: str) -> None:
     out = subprocess.run([sys.executable, "-c", _LOADED.format(version=version)], capture_output=True, text=True,
                          timeout=120, cwd=ROOT / "generated", check=False)
     assert out.returncode == 0, out.stderr
-    loaded = set(json.loads(out.stdout))
+    result = json.loads(out.stdout)
+    loaded = set(result["modules"])
+    # the models are built on first use (defer_build): the import builds none
+    assert result["classes"] > 150 and result["built"] == []
     assert f"acp_types.{version}.models" in loaded
     others = {m for m in loaded if m.startswith("acp_types.v") and not m.startswith(f"acp_types.{version}")}
     assert not others
@@ -135,3 +142,51 @@ def test_the_import_bound_is_our_classes_as_plain_pydantic_models(version: str, 
                   for f, i in cls.model_fields.items()]
         assert [[f[0], _plain(f[1], path.stem), *f[2:]] for f in plain["fields"]] == fields, name
     assert validated > 0  # ours has model validators; the bound none
+
+
+def _runtime_imports() -> dict[str, set[str]]:
+    """Each runtime module -> the runtime modules it imports (at any level of its source)."""
+    import ast
+
+    modules = {p.stem: p for p in (ROOT / "runtime").glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = (node.module or "").removeprefix("acp_types").lstrip(".")
+                if base in modules:
+                    found.add(base)
+                elif not base and (node.level or node.module == "acp_types"):
+                    found.update(a.name for a in node.names if a.name in modules)
+        graph[name] = found - {name}
+    return graph
+
+
+def test_the_runtime_reads_from_the_top_down() -> None:
+    graph = _runtime_imports()
+    assert {"_runtime", "_jsonrpc", "_wire", "_errors", "connection"} <= set(graph)
+    # no circle: some order imports each module after everything it imports
+    done: list[str] = []
+    while len(done) < len(graph):
+        ready = sorted(m for m in graph if m not in done and graph[m] <= set(done))
+        assert ready, f"an import circle among {sorted(set(graph) - set(done))}"
+        done += ready
+    assert graph["_wire"] == set() and "_jsonrpc" not in graph["_runtime"]
+
+
+def test_the_write_back_rule_is_spelled_once() -> None:
+    # to_wire / to_json of the models and messages all go through _runtime.WRITE_BACK
+    spelled = []
+    for path in sorted((ROOT / "runtime").glob("*.py")) + sorted((ROOT / "templates").rglob("*.jinja2")):
+        for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+            if "exclude_unset=True" in line or '"exclude_unset": True' in line:
+                spelled.append(f"{path.relative_to(ROOT)}:{number}")
+    assert spelled == ["runtime/_runtime.py:" + str(_write_back_line())], spelled
+
+
+def _write_back_line() -> int:
+    for number, line in enumerate((ROOT / "runtime" / "_runtime.py").read_text("utf-8").splitlines(), 1):
+        if line.startswith("WRITE_BACK"):
+            return number
+    raise AssertionError("no WRITE_BACK in runtime/_runtime.py")

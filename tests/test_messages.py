@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import VERSIONS, api, fixture_cases, load_fixture
+from conftest import VERSIONS, api, fixture_cases, fixture_files, load_fixture
 
 from acp_types import _jsonrpc, v1, v2
 from acp_types._jsonrpc import (
@@ -431,3 +431,114 @@ def test_a_parsed_message_survives_pickle_and_copy(path: Any, version: str) -> N
             assert again == parsed
             assert again.to_json() == parsed.to_json()
             assert dict(again.extra) == dict(parsed.extra)
+
+
+# --------------------------------------------------------------------------
+# A message is bound to the method it names, whatever its params hold
+
+_NAMED_INSIDE = '{"jsonrpc":"2.0","id":1,"params":{"_meta":{"method":"session/list"}},"method":"session/new"}'
+
+
+def _new_session_params(version: str) -> dict[str, Any]:
+    for path in fixture_files():
+        fx = load_fixture(path)
+        if version in fx["versions"] and fx["valid"] and fx["message"].get("method") == "session/new":
+            return dict(fx["message"]["params"])
+    raise AssertionError("no valid session/new fixture")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_method_named_inside_the_params_binds_nothing(version: str) -> None:
+    m = api(version)
+    for data in (_NAMED_INSIDE, _NAMED_INSIDE.encode(), json.loads(_NAMED_INSIDE)):
+        with pytest.raises(InvalidParams) as info:
+            m.parse_message(data)
+        assert info.value.method == "session/new" and "session/new" in info.value.message
+    params = {**_new_session_params(version), "_meta": {"method": "session/list"}}
+    message = {"jsonrpc": "2.0", "id": 1, "params": params, "method": "session/new"}
+    text = json.dumps(message)
+    new_session = m.METHODS["session/new"].params
+    for data in (text, text.encode(), message, json.dumps(message, separators=(",", ":"))):
+        read = m.parse_message(data)
+        assert (read.method, type(read.params)) == ("session/new", new_session)
+        assert read.to_wire() == message
+    assert type(m.parse_params("session/new", params)) is new_session
+    if __import__(f"acp_types.{version}.messages", fromlist=["BATCHES"]).BATCHES:
+        batch = m.parse_message(json.dumps([message, json.loads(_NAMED_INSIDE)]))
+        assert type(batch.entries[0].params) is new_session
+        assert isinstance(batch.entries[1], InvalidParams) and batch.entries[1].method == "session/new"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_response_is_bound_to_its_pending_request_whatever_its_result_holds(version: str) -> None:
+    m = api(version)
+    result = {"sessionId": "s1", "_meta": {"method": "session/list", "id": 2}}
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "result": result})
+    for data in (line, line.encode(), json.loads(line)):
+        pending = m.PendingRequests()
+        pending.add(1, "session/new")
+        pending.add(2, "session/list")
+        read = m.parse_message(data, pending=pending)
+        assert (read.method, type(read.result)) == ("session/new", m.METHODS["session/new"].result)
+        assert list(pending) == [2]
+        assert type(m.parse_message(data, method="session/new").result) is m.METHODS["session/new"].result
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_envelope_takes_its_own_method_only(version: str) -> None:
+    # the envelopes' method literal: an envelope never reads another method's message
+    from pydantic import TypeAdapter, ValidationError
+
+    envelopes = __import__(f"acp_types.{version}.envelopes", fromlist=["CALLS"])
+    names = sorted(envelopes.CALLS)
+    checked = 0
+    for path in fixture_files():
+        fx = load_fixture(path)
+        message = fx["message"]
+        name = message.get("method")
+        if version not in fx["versions"] or not fx["valid"] or name not in envelopes.CALLS:
+            continue
+        adapter = TypeAdapter(envelopes.CALLS[name])
+        try:
+            adapter.validate_python(message, strict=True, by_name=False)
+        except ValidationError:
+            continue  # (a message the envelope path leaves to the member-by-member one)
+        other = names[(names.index(name) + 1) % len(names)]
+        with pytest.raises(ValidationError):
+            adapter.validate_python({**message, "method": other}, strict=True, by_name=False)
+        checked += 1
+    assert checked > 20, checked
+
+
+# --------------------------------------------------------------------------
+# An integer written 1.0 is an integer, in a tolerant array too
+
+
+def test_an_integral_float_in_a_tolerant_array_keeps_its_item() -> None:
+    # the published schema reads 1.0 as an integer: the second location is valid and stays
+    def location(line: Any) -> dict[str, Any]:
+        return {"path": f"/src/{line}.py", "line": line}
+
+    update = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read",
+              "locations": [location(0), location(1.0)]}
+    params = {"sessionId": "s1", "update": update}
+    message = {"jsonrpc": "2.0", "method": "session/update", "params": params}
+    from conftest import validator_for
+
+    assert validator_for("v1", "SessionNotification").is_valid(params)
+    for data in encodings(message):
+        read = v1.parse_message(data)
+        locations = read.params.update.locations
+        assert len(locations) == 2
+        assert locations[1].line == 1 and type(locations[1].line) is int
+    assert len(v1.parse_params("session/update", params).update.locations) == 2
+    model = v1.models.SessionNotification
+    assert len(model.model_validate(params).update.locations) == 2
+    assert len(model.model_validate_json(json.dumps(params)).update.locations) == 2
+    # a fraction is no integer: the optional line alone is dropped (its on-error rule), the item stays
+    fraction = {**params, "update": {**update, "locations": [location(0), location(1.5)]}}
+    kept = v1.parse_params("session/update", fraction).update.locations
+    assert len(kept) == 2 and kept[1].line is None and "line" not in kept[1].model_fields_set
+    # and a number field keeps its notation
+    assert v1.parse_message(json.dumps(message)).to_wire()["params"]["update"]["locations"][1] == {
+        "path": "/src/1.0.py", "line": 1}

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from acp_types import v1
 from acp_types._jsonrpc import InvalidParams, InvalidRequest, MessageError, ParseError
-from acp_types._runtime import DEFAULT_TAG, UNKNOWN_TAG, UnknownMethodError
+from acp_types._runtime import UNKNOWN_TAG, UnknownMethodError
 from acp_types._wire import MAX_DEPTH, MAX_INT_DIGITS
 
 CANCEL = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s1"}}
@@ -191,20 +191,45 @@ def test_integers_beyond_the_digit_limit_are_refused_as_text_and_decoded(version
 
 
 # --------------------------------------------------------------------------
-# 12. The runtime's sentinel tags are not tag values
+# 12. No name the runtime uses inside changes what a wire value means
 
 
-@pytest.mark.parametrize("sentinel", [DEFAULT_TAG, UNKNOWN_TAG])
-def test_a_closed_union_refuses_the_sentinel_tags(sentinel: str) -> None:
-    params = {"sessionId": "s1", "configId": "c1", "type": sentinel, "value": "v1"}
+@pytest.mark.parametrize("tag", ["zzz", "__acp_default__", UNKNOWN_TAG, "SessionConfigOptionValueId"])
+def test_every_unknown_type_of_set_config_option_reads_alike(tag: str) -> None:
+    # issue 25 item 8: the bundled schema reads any unknown type as the value-id branch, and so
+    # do the models, whatever the tag spells (the runtime's own pydantic tags included)
+    params = {"sessionId": "s1", "configId": "c1", "type": tag, "value": "v1"}
+    assert validator_for("v1", "SetSessionConfigOptionRequest").is_valid(params)
+    assert v1.parse_params("session/set_config_option", params).to_wire() == params
+    message = with_params(params, "session/set_config_option")
+    assert v1.parse_message(message).to_wire() == message
+    assert v1.parse_message(json.dumps(message)).to_wire() == message
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_the_attribute_spelling_of_a_tag_selects_no_branch(version: str) -> None:
+    # issue 25 item 9: the wire names the tag sessionUpdate; session_update is an unknown key
+    m = api(version)
+    # (v2: the state_update branch is itself an open union, keyed by state, whose unknown state
+    # is an unknown variant: reached through the attribute spelling, it once read as one)
+    kind = "state_update" if version == "v2" else "agent_message_chunk"
+    updates = [{"session_update": kind, "state": "paused"},
+               {"session_update": kind, "state": "idle", "content": {"type": "text", "text": "hi"}}]
+    for update in updates:
+        _refused_everywhere(m, {"sessionId": "s1", "update": update})
+
+
+def _refused_everywhere(m: Any, params: dict[str, Any]) -> None:
+    assert not validator_for(m.VERSION, m.METHODS["session/update"].params.__name__).is_valid(params)
+    message = with_params(params, "session/update", notification=True)
+    for data in (message, json.dumps(message), json.dumps(message).encode()):
+        with pytest.raises(InvalidParams):
+            m.parse_message(data)
     with pytest.raises(ValidationError):
-        v1.parse_params("session/set_config_option", params)
-    with pytest.raises(InvalidParams) as info:
-        v1.parse_message(with_params(params, "session/set_config_option"))
-    assert DEFAULT_TAG not in str(info.value) and UNKNOWN_TAG not in str(info.value)
+        m.parse_params("session/update", params)
 
 
-def test_a_default_branch_error_names_no_sentinel_tag() -> None:
+def test_a_default_branch_error_names_no_runtime_tag() -> None:
     # issue 12: an unknown type reads as the untagged value-id branch ("unknown": "default") ...
     params = {"sessionId": "s1", "configId": "c1", "type": "bogus", "value": "v1"}
     read = v1.parse_params("session/set_config_option", params)
@@ -213,7 +238,7 @@ def test_a_default_branch_error_names_no_sentinel_tag() -> None:
     with pytest.raises(InvalidParams) as info:
         v1.parse_message(with_params({**params, "value": 5}, "session/set_config_option"))
     assert "value: Input should be a valid string" in str(info.value)
-    assert DEFAULT_TAG not in str(info.value)
+    assert UNKNOWN_TAG not in str(info.value)
 
 
 # --------------------------------------------------------------------------

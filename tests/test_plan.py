@@ -84,7 +84,8 @@ def test_a_known_field_is_planned_as_expected() -> None:
     assert fields["updated_at"].annotation == "Annotated[str | None, Field(alias='updatedAt'), OMIT_ON_ERROR]"
     assert fields["updated_at"].default == "None"
     assert fields["additional_directories"].annotation == (
-        "Annotated[list[OnErrorOmit[str]] | None, Field(alias='additionalDirectories'), NOT_NULL, OMIT_ON_ERROR]")
+        "Annotated[Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, Field(alias='additionalDirectories'), "
+        "NOT_NULL, OMIT_ON_ERROR]")
     assert fields["session_id"].annotation == "Annotated[SessionId, Field(alias='sessionId')]"
     assert fields["session_id"].default is None and fields["session_id"].required
     assert "meta" in info.attribute_spellings and "session_id" in info.attribute_spellings

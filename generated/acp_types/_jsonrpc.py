@@ -37,17 +37,20 @@ the problem calls for):
   response whose method is unknown (``-32600``).
 
 Members the envelope does not define are kept in ``extra`` and written back
-(on a response, that includes a ``params`` member). An integral number is an
-integer whatever its notation (``1.0`` is read and written back as ``1``).
+(on a response, that includes a ``params`` member). Where the schema wants an
+integer, an integral number is one whatever its notation (``1.0`` is read and
+written back as ``1``).
 ``parse_message`` raises nothing but :class:`MessageError`.
 Extension methods (``_``-prefixed) pass through: their params and results stay
 plain JSON.
 
-A message of an ACP method with exactly the members JSON-RPC defines is read
-in one validation of its method's envelope (``acp_types.<version>.envelopes``,
-see "The fast path" below), from the text itself when it is a line; any
-other message, and any problem, goes through the general path, so the result
-and every error are the same either way.
+Every message is decoded within the parser's limits first. A message of an
+ACP method with exactly the members JSON-RPC defines is then read in one
+validation of its method's envelope (``acp_types.<version>.envelopes``),
+picked by the decoded ``method`` (or, for a response, by ``method=`` or the
+pending request); any other message, and any message the envelope refuses,
+is read member by member, which gives every error. Both give the same
+message (tests/test_fast_path.py).
 
 Hand-written: the source is runtime/_jsonrpc.py, which the generator copies
 into the package unchanged.
@@ -56,28 +59,30 @@ into the package unchanged.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from itertools import count
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from acp_types._protocol import RequestId
 
 from ._runtime import (
-    _SENTINEL_TAGS,
-    _SLOW,
-    AcpModel,
+    _SEEN,
+    UNKNOWN_TAG,
     MethodSpec,
     UnknownMethodError,
-    _validator,
     is_extension,
+    payload_validator,
+    to_json,
+    to_wire,
+    type_name,
+    validate_payload,
 )
-from ._wire import JsonLimitError, check_value, decode, whole_within_limits
+from ._wire import JsonLimitError, check_value, decode
 
 JSONRPC_VERSION = "2.0"
 
@@ -216,8 +221,8 @@ class InvalidResult(_PayloadMismatch):
 
 
 def _payload_wire(value: Any) -> Any:
-    if isinstance(value, AcpModel):
-        return value.to_wire()
+    if isinstance(value, BaseModel):
+        return to_wire(value)
     return value
 
 
@@ -255,20 +260,8 @@ class _Envelope:
         """The message as compact JSON text (one line, as the stdio transport wants).
 
         The same text as ``json.dumps(self.to_wire())``, but a model payload
-        is written by pydantic-core straight to JSON instead of going through
-        a dict first.
+        is written by pydantic-core straight to JSON.
         """
-        members = self.__dict__
-        line = members.get("_line")
-        if line is not None:
-            # read from text by the fast path, and the payload never reached
-            # since (see __getattr__): the line it validated and wrote then
-            return line.decode()  # type: ignore[no-any-return]
-        written = members.get("_written")
-        if written is not None:
-            # read by the fast path: its envelope's own serializer writes the
-            # whole line in one call (the same text; the payload is the same object)
-            return written[0](written[1], by_alias=True, exclude_unset=True).decode()  # type: ignore[no-any-return]
         text = '{"jsonrpc":"2.0"' + self._json_body()
         if self.extra:
             body = self._body(_as_is)
@@ -281,37 +274,17 @@ class _Envelope:
         """The members after ``jsonrpc`` as JSON text, each with its leading comma."""
         raise NotImplementedError
 
-    if not TYPE_CHECKING:  # (no attribute of any other name reads as Any for a type checker)
-
-        def __getattr__(self, name: str) -> Any:
-            # A message the fast path read from text keeps its payload only in
-            # the validated envelope, and the line written from it in "_line",
-            # until the payload is first reached: then the payload becomes the
-            # field it always is, and the line is forgotten (the payload may
-            # change from then on, and to_json writes it as it is then).
-            members = self.__dict__
-            if name == self._payload and "_written" in members:
-                value = members[name] = members["_written"][1][name]
-                members.pop("_line", None)
-                return value
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     def __getstate__(self) -> dict[str, Any]:
-        # the fast path's writer is bound to this process's validators: a
-        # copy or a pickle writes itself the general way (the same text)
-        # (a copy shares the payload: this message's line is forgotten too)
-        getattr(self, self._payload)
         state = dict(self.__dict__)
-        state.pop("_written", None)
-        if state.get("extra") is _EMPTY:  # the fast path's shared empty mapping, which pickle cannot write
+        if state.get("extra") is _EMPTY:  # the shared empty mapping, which pickle cannot write
             state["extra"] = {}
         return state
 
 
 def _json_value(value: Any) -> str:
     """A payload as JSON text: a model by its own serializer, anything else as ``json.dumps`` writes it."""
-    if isinstance(value, AcpModel):
-        return value.to_json()
+    if isinstance(value, BaseModel):
+        return to_json(value)
     return _dumps(value)
 
 
@@ -549,18 +522,15 @@ def _decode(data: Any) -> Any:
 def _describe(exc: ValidationError) -> str:
     lines = []
     for err in exc.errors(include_url=False, include_input=False)[:5]:
-        # the sentinel tags of default and unknown branches are pydantic's, not wire names
-        loc = (
-            ".".join(str(part) for part in err["loc"] if part not in _SENTINEL_TAGS)
-            or "(root)"
-        )
+        # the pydantic tag of an unknown branch is no wire name
+        loc = ".".join(str(part) for part in err["loc"] if part != UNKNOWN_TAG) or "(root)"
         msg = err["msg"]
         if err["type"] == "union_tag_invalid":
-            # the runtime's sentinel tags are pydantic's, not tags to send
+            # the unknown branch's pydantic tag is not one to send
             tags = [
                 t
                 for t in err.get("ctx", {}).get("expected_tags", "").split(", ")
-                if t.strip("'") not in _SENTINEL_TAGS
+                if t.strip("'") != UNKNOWN_TAG
             ]
             msg = (
                 f"tag {err.get('ctx', {}).get('tag')!r} is not one of {', '.join(tags)}"
@@ -572,39 +542,11 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(lines)
 
 
-# --------------------------------------------------------------------------
-# The fast path: a whole message in one validation
-#
-# A line (str or bytes) of an ACP method is validated as a whole in one
-# ``validate_json`` of the text, over the envelope type of its method and
-# kind (``acp_types.<version>.envelopes``, rendered by the generator): the
-# envelope's own members and the payload at once, no Python in between and
-# no decoding first (``_fast_text``). The envelope is picked without decoding:
-# a call's by the first ``"method"`` member found in the text (the envelope's
-# literal method refuses the line if that was another one), a response's by
-# ``method=``, or by the pending request of the first ``"id"`` found (checked
-# against the validated id afterwards). The envelope is then written back
-# once, and counts of a few characters of the text and of that write-back
-# show that the validation dropped nothing and that the line is within the
-# parser's limits (``acp_types._wire.whole_within_limits``); the write-back is
-# what ``to_json`` returns until the payload is first reached. A line the
-# counts do not show is decoded, and a decoded message whose envelope holds
-# exactly the members JSON-RPC defines is validated the same way from the
-# decoded value (``_fast_one``). Anything else (an unknown member, an
-# extension method, a response whose method is not known, a wrong kind, an
-# invalid payload, a key spelled like an attribute, an integral float where
-# an integer is wanted, a batch) goes to the general path below, which reads
-# the decoded value and gives the result or the error it always gave: the
-# fast paths never raise, and what they accept the general path accepts
-# alike, with the same result (tests/test_fast_path.py).
+class Parser:
+    """The ``parse_message`` of one version: its method table, error model, and envelopes.
 
-
-class FastPath:
-    """The fast path of one version: its envelope types, and their validators built on first use.
-
-    ``calls``, ``results`` and ``errors`` map a method (``None`` for an
-    error response) to the validator of its envelope, or to ``None`` when it
-    has none; :meth:`validator` fills them in.
+    The envelopes (``acp_types.<version>.envelopes``) load on the first
+    message, and each one's validator is built on its first use.
     """
 
     def __init__(
@@ -621,297 +563,91 @@ class FastPath:
         self.version = version
         self.error_model = error_model
         self.batches = batches
-        self._envelopes: Any = None
-        self.calls: dict[Any, Any] = {}
-        self.results: dict[Any, Any] = {}
-        self.errors: dict[Any, Any] = {}
-        # a method's name as it is written in a line (no escape in it) -> the name
-        self.names: dict[bytes, str] = {name.encode(): name for name in table}
-        # a line's "method" member up to the name's closing quote, as json.dumps
-        # writes it (compact or with its default separators) -> the name: one
-        # slice and one lookup read the method of nearly every line
-        self.peeks: dict[bytes, str] = {}
-        for name in table:
-            for spelled in (b'"method":"', b'"method": "'):
-                self.peeks[spelled + name.encode()] = name
+        # the validators of the envelopes by kind, each built on its first use
+        self._validators: dict[str, dict[str | None, Any]] = {"call": {}, "result": {}, "error": {}}
 
-    def parse(
-        self, data: Any, method: str | None = None, pending: PendingRequests | None = None
-    ) -> Message | Batch:
-        """:func:`parse_message` of this version: the fast paths first, then the general one."""
-        tried = None
-        if type(data) is str or type(data) is bytes:
-            tried = _fast_text(data, self.table, self, method, pending)
-            if tried is not None and tried is not _TRIED:
-                return tried  # type: ignore[no-any-return]
+    def parse(self, data: Any, method: str | None = None, pending: PendingRequests | None = None) -> Message | Batch:
+        """:func:`parse_message` of this version."""
         value = _decode(data)
-        if tried is None:
-            quick = _fast_one(value, self.table, self, method, pending)
-            if quick is not None:
-                return quick
-        return _parse_decoded(
-            value, self.table, self.version, self.error_model, self.batches, method, pending, self
-        )
+        if type(value) is dict:
+            found: Message | None = self._enveloped(value, method, pending)
+            if found is not None:
+                return found
+        return _parse_decoded(value, self, method, pending)
 
-    def validator(self, which: dict[Any, Any], method: str | None) -> Any:
-        """Build, record and return the validator of ``method``'s envelope in ``which`` (one of the three maps)."""
-        if self._envelopes is None:
-            self._envelopes = import_module(self.module)
-        env = self._envelopes
-        if which is self.errors:
-            tp = env.ERROR
-        else:
-            tp = (env.CALLS if which is self.calls else env.RESULTS).get(method)
-        found = which[method] = None if tp is None else _envelope_validator(tp)
+    def _envelope(self, which: str, method: str | None) -> Any:
+        """``validate_python`` of the envelope ``which`` (``"call"``, ``"result"``, ``"error"``) of ``method``."""
+        made = self._validators[which]
+        found = made.get(method, _NO_ID)
+        if found is _NO_ID:
+            envelopes = import_module(self.module)
+            if which == "error":
+                tp, payload = envelopes.ERROR, self.error_model
+            else:
+                tp = (envelopes.CALLS if which == "call" else envelopes.RESULTS).get(method)
+                spec = self.table.get(method) if method is not None else None
+                payload = None if spec is None else spec.params if which == "call" else spec.result
+            if tp is not None and isinstance(payload, type) and issubclass(payload, BaseModel):
+                # the payload's class first: the envelope's schema then takes the class's own, which
+                # writing the payload back needs anyway, instead of generating it a second time
+                payload_validator(payload)
+            found = made[method] = None if tp is None else TypeAdapter(tp).validator.validate_python
         return found
 
+    def _enveloped(self, value: dict[str, Any], method: str | None, pending: PendingRequests | None) -> Any:
+        """The message, when one validation of its envelope reads it; ``None`` for the member-by-member path.
 
-def _envelope_validator(
-    tp: Any,
-) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., bytes]]:
-    """The validators of an envelope type (error reports bounded), and its writer: bare methods.
-
-    The first validates a decoded value, the second JSON text (``str`` or
-    ``bytes``); every call passes ``strict=True, by_name=False`` (strict,
-    wire names only). As in the general path (``acp_types._validators``),
-    every array and map stops at its first invalid item, so a message of a
-    million invalid items costs no more than its size before it is sent to
-    the general path. The writer is the envelope's own serializer, called
-    with ``by_alias=True, exclude_unset=True`` (wire names, unset fields left
-    out). The options are passed at each call: a ``functools.partial``
-    holding them cost 0.3-0.5 µs a call, and a line makes two.
-    """
-    from pydantic_core import SchemaSerializer  # noqa: PLC0415
-
-    from ._build import type_schema  # noqa: PLC0415
-    from ._validators import bounded_schema_validator  # noqa: PLC0415
-
-    made = type_schema(tp)
-    if made is None:  # pydantic's internals moved: its TypeAdapter makes the same schema, slower
-        from pydantic import TypeAdapter  # noqa: PLC0415
-
-        adapter = TypeAdapter(tp)
-        schema, serializer = adapter.core_schema, adapter.serializer
-    else:
-        schema, core_config = made
-        serializer = SchemaSerializer(schema, core_config)
-    validator = bounded_schema_validator(schema)
-    return validator.validate_python, validator.validate_json, serializer.to_json
-
-
-def _make(cls: type, members: dict[str, Any]) -> Any:
-    # the frozen dataclasses' own __init__ sets each field through
-    # object.__setattr__; an instance given its fields directly is the same object
-    obj: Any = object.__new__(cls)
-    object.__setattr__(obj, "__dict__", members)
-    return obj
-
-
-def _fast_one(
-    value: Any,
-    table: Mapping[str, MethodSpec],
-    fast: FastPath,
-    method: str | None,
-    pending: PendingRequests | None,
-) -> Message | None:
-    """The message, when one validation of its envelope reads it; ``None`` sends it to the general path."""
-    if type(value) is not dict:
-        return None
-    name = value.get("method")
-    rid = value.get("id", _NO_ID)
-    key: str | None
-    if name is not None:
-        if type(name) is not str:
+        Nothing is changed before the message is certain (a pending request
+        is popped last).
+        """
+        name = value.get("method")
+        rid = value.get("id", _NO_ID)
+        key: str | None
+        if name is not None:
+            if type(name) is not str:
+                return None
+            spec = self.table.get(name)
+            if spec is None or (spec.kind == "request") is (rid is _NO_ID):
+                return None
+            which, key = "call", name
+        elif rid is _NO_ID or not _check_id(rid):
             return None
-        spec = table.get(name)
-        if spec is None or (spec.kind == "request") is (rid is _NO_ID):
-            return None
-        which = fast.calls
-        key = name
-    elif rid is _NO_ID or not _check_id(rid):
-        return None
-    elif "result" in value:
-        key = method
-        if key is None and pending is not None:
-            key = pending.method_of(rid)
-        if key is None:
-            return None
-        which = fast.results
-    else:
-        which = fast.errors
-        key = None
-    pair = which.get(key, _NO_ID)
-    if pair is _NO_ID:
-        pair = fast.validator(which, key)
-    if pair is None:
-        return None
-    validate, _, write = pair
-    slow = _SLOW
-    slow.needed = False
-    try:
-        env = validate(value, strict=True, by_name=False)
-    except ValidationError:
-        return None
-    if slow.needed:
-        return None
-    return _message(fast, which, name, rid, env, write, method, pending)
-
-
-def _message(
-    fast: FastPath,
-    which: dict[Any, Any],
-    name: str | None,
-    rid: Any,
-    env: Any,
-    write: Callable[..., bytes],
-    method: str | None,
-    pending: PendingRequests | None,
-) -> Message:
-    """The message the decoded fast path read with one validation of its envelope ``env`` (a call when ``which`` is ``fast.calls``).
-
-    (``_fast_text`` makes its messages the same way, inline, and keeps the
-    payload in ``env`` until it is first reached: see ``_Envelope.__getattr__``.)
-    A response's id stops being pending here, the last step, once the
-    message is certain.
-    """
-    members: dict[str, Any]
-    if which is fast.calls:
-        members = {"method": name, "extra": _EMPTY, "has_params": True, "_written": (write, env),
-                   "params": env["params"]}
-        cls: type = Notification
-        if rid is not _NO_ID:
-            members["id"] = rid
-            cls = Request
-    else:
-        answered = pending.pop(rid) if pending is not None else None
-        members = {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
-                   "_written": (write, env)}
-        cls, payload = (Response, "result") if which is fast.results else (ErrorResponse, "error")
-        members[payload] = env[payload]
-    return _make(cls, members)  # type: ignore[no-any-return]
-
-
-_TRIED = object()
-"""What :func:`_fast_text` answers when the text failed its envelope's validation: the decoded fast path would fail alike."""
-
-_METHOD_PEEK = re.compile(rb'"method"\s*:\s*"([^"\\]*)"')
-_ID_PEEK = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,40}|"[^"\\]*"|null)\s*[,}]')
-"""(A longer integer id is left to the decoded path: ``int()`` refuses more than a few thousand digits.)"""
-
-
-def _peek_id(text: bytes) -> Any:
-    """The id a response line seems to answer (the first ``"id"`` member found), or ``_NO_ID``; checked after validation."""
-    at = text.find(b'"id"')
-    if at < 0:
-        return _NO_ID
-    found = _ID_PEEK.match(text, at)
-    if found is None:
-        return _NO_ID
-    token = found.group(1)
-    if token[0] == 34:  # '"'
-        try:
-            return token[1:-1].decode()
-        except UnicodeDecodeError:
-            return _NO_ID
-    return None if token == b"null" else int(token)
-
-
-def _fast_text(
-    data: str | bytes,
-    table: Mapping[str, MethodSpec],
-    fast: FastPath,
-    method: str | None,
-    pending: PendingRequests | None,
-) -> Any:
-    """The message, when one ``validate_json`` of the line over its envelope reads it and shows it whole.
-
-    Answers the message; ``None`` when the text is not for this path (decode
-    it and try the decoded fast path); or ``_TRIED`` when the envelope's
-    validation failed (the decoded value would fail it too: straight to the
-    general path). Nothing is changed before the message is certain (a
-    pending request is popped last).
-    """
-    if type(data) is str:
-        try:
-            text = data.encode()
-        except UnicodeEncodeError:
-            return _TRIED  # a lone surrogate: the general path's ParseError
-    else:
-        text = data  # type: ignore[assignment]
-    at = text.find(b'"method"')
-    peeked: Any = _NO_ID
-    if at >= 0:
-        # the first "method" member found: if it is not the envelope's own,
-        # the envelope's literal method refuses the line (a name is at least
-        # one byte: its closing quote is at at + 11 or later either way)
-        key: str | None = fast.peeks.get(text[at : text.find(b'"', at + 11)])
-        if key is None:
-            found = _METHOD_PEEK.match(text, at)
-            key = None if found is None else fast.names.get(found.group(1))
+        elif "result" in value:
+            key = method
+            if key is None and pending is not None:
+                key = pending.method_of(rid)
             if key is None:
                 return None
-        which = fast.calls
-    else:
-        key = method
-        if key is None and pending is not None:
-            peeked = _peek_id(text)
-            if peeked is not _NO_ID:
-                key = pending.method_of(peeked)
-        which = fast.results if key is not None else fast.errors
-    triple = which.get(key, _NO_ID)
-    if triple is _NO_ID:
-        triple = fast.validator(which, key)
-    if triple is None:
-        return None
-    # (the slow-path flag is clear here: whoever finds it set clears it)
-    try:
-        env = triple[1](text, strict=True, by_name=False)
-    except ValidationError:
-        _SLOW.needed = False
-        if which is not fast.results:
-            return _TRIED
-        # not a success response: perhaps an error response
-        which = fast.errors
-        triple = which.get(None, _NO_ID)
-        if triple is _NO_ID:
-            triple = fast.validator(which, None)
-        if triple is None:
-            return _TRIED
-        try:
-            env = triple[1](text, strict=True, by_name=False)
-        except ValidationError:
-            _SLOW.needed = False
-            return _TRIED
-    if _SLOW.needed:
-        # a key spelled like an attribute (or a flag left by a validation
-        # outside the entry points): the general path reads the line
-        _SLOW.needed = False
-        return _TRIED
-    write = triple[2]
-    out = write(env, by_alias=True, exclude_unset=True)
-    if not whole_within_limits(text, out):
-        return None
-    # the message, as _message makes it (inline: this is every line's path)
-    obj: Any
-    if which is fast.calls:
-        if "id" in env:
-            obj = object.__new__(Request)
-            members = {"id": env["id"], "method": key, "extra": _EMPTY, "has_params": True,
-                       "_written": (write, env), "_line": out}
+            which = "result"
         else:
-            obj = object.__new__(Notification)
-            members = {"method": key, "extra": _EMPTY, "has_params": True, "_written": (write, env), "_line": out}
-    else:
-        rid = env["id"]
-        if which is fast.results and peeked is not _NO_ID and (type(rid) is not type(peeked) or rid != peeked):
-            # the method came from another id than the response's own
+            which, key = "error", None
+        validate = self._envelope(which, key)
+        if validate is None:
             return None
-        answered = pending.pop(rid) if pending is not None else None
-        obj = object.__new__(Response if which is fast.results else ErrorResponse)
-        members = {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY,
-                   "_written": (write, env), "_line": out}
-    object.__setattr__(obj, "__dict__", members)
-    return obj
+        try:
+            env = validate(value, strict=True, by_name=False)
+        except ValidationError:
+            _SEEN.keys = None
+            return None
+        if _SEEN.keys is not None:  # a key spelled like an attribute: the other path reads it
+            _SEEN.keys = None
+            return None
+        members: dict[str, Any]
+        if which == "call":
+            members = {"method": name, "params": env["params"], "extra": _EMPTY, "has_params": True}
+            cls: type = Notification
+            if rid is not _NO_ID:
+                members["id"] = rid
+                cls = Request
+        else:
+            answered = pending.pop(rid) if pending is not None else None
+            members = {"id": rid, "method": method if method is not None else answered, "extra": _EMPTY}
+            cls, payload = (Response, "result") if which == "result" else (ErrorResponse, "error")
+            members[payload] = env[payload]
+        # the frozen dataclasses' own __init__ sets each field through object.__setattr__
+        obj: Any = object.__new__(cls)
+        object.__setattr__(obj, "__dict__", members)
+        return obj
 
 
 def parse_message(
@@ -923,39 +659,30 @@ def parse_message(
     batches: bool,
     method: str | None = None,
     pending: PendingRequests | None = None,
-    fast: FastPath | None = None,
 ) -> Message | Batch:
-    """Parse one JSON-RPC message (text, bytes or decoded JSON) against a version's method table.
+    """Parse one JSON-RPC message (text, bytes or decoded JSON) against a version's method table, member by member.
 
     The version modules bind ``table``, ``version``, ``error_model`` and
-    ``batches``; call ``acp_types.<version>.parse_message`` instead. Returns a
+    ``batches`` (with the envelopes: :class:`Parser`); call
+    ``acp_types.<version>.parse_message`` instead. Returns a
     :class:`Request`, :class:`Notification`, :class:`Response` or
     :class:`ErrorResponse` (or a :class:`Batch` where batches are allowed);
     raises :class:`MessageError` (one of its subclasses) for anything
     malformed. ``method`` types a response's result (it wins over
     ``pending``); with ``pending``, a response takes its method from there and
-    its id stops being pending. ``fast`` is the version's fast path (see
-    above): a message it reads takes one validation, any other the general way.
+    its id stops being pending.
     """
-    if fast is not None:
-        # (bound to the same table, version and error model by the version module)
-        return fast.parse(data, method, pending)
-    return _parse_decoded(_decode(data), table, version, error_model, batches, method, pending, None)
+    parser = Parser("", table, version, error_model, batches=batches)
+    return _parse_decoded(_decode(data), parser, method, pending, enveloped=False)
 
 
 def _parse_decoded(
-    value: Any,
-    table: Mapping[str, MethodSpec],
-    version: str,
-    error_model: Any,
-    batches: bool,
-    method: str | None,
-    pending: PendingRequests | None,
-    fast: FastPath | None,
+    value: Any, parser: Parser, method: str | None, pending: PendingRequests | None, *, enveloped: bool = True
 ) -> Message | Batch:
-    """The general path of :func:`parse_message`, from the decoded value."""
+    """A decoded message or batch, member by member (a batch's entries through their envelopes first)."""
+    version = parser.version
     if isinstance(value, list):
-        if not batches:
+        if not parser.batches:
             problem = InvalidRequest(
                 f"ACP {version} does not define JSON-RPC batches; send one message at a time",
                 data=value,
@@ -968,46 +695,28 @@ def _parse_decoded(
             raise problem
         entries: list[Message | MessageError] = []
         for entry in value:
-            if fast is not None:
-                quick = _fast_one(entry, table, fast, method, pending)
+            if enveloped and type(entry) is dict:
+                quick = parser._enveloped(entry, method, pending)
                 if quick is not None:
                     entries.append(quick)
                     continue
             try:
-                entries.append(
-                    _parse_one(
-                        entry,
-                        table,
-                        version,
-                        error_model,
-                        method,
-                        pending,
-                        in_batch=True,
-                    )
-                )
+                entries.append(_parse_one(entry, parser, method, pending, in_batch=True))
             except MessageError as exc:
                 _classify(exc, entry)
                 entries.append(exc)
         return Batch(tuple(entries))
     try:
-        return _parse_one(
-            value, table, version, error_model, method, pending, in_batch=False
-        )
+        return _parse_one(value, parser, method, pending, in_batch=False)
     except MessageError as exc:
         _classify(exc, value)
         raise
 
 
 def _parse_one(
-    value: Any,
-    table: Mapping[str, MethodSpec],
-    version: str,
-    error_model: Any,
-    method: str | None,
-    pending: PendingRequests | None,
-    *,
-    in_batch: bool,
+    value: Any, parser: Parser, method: str | None, pending: PendingRequests | None, *, in_batch: bool
 ) -> Message:
+    table, version = parser.table, parser.version
     if type(value) is not dict and not isinstance(value, Mapping):
         what = "a batch entry" if in_batch else "a message"
         raise InvalidRequest(
@@ -1060,7 +769,7 @@ def _parse_one(
     resolved = method if method is not None else answered
     if "error" in value:
         try:
-            error = _validator(error_model)(value["error"])
+            error = validate_payload(parser.error_model, value["error"])
         except ValidationError as exc:
             raise bad(f"malformed error object: {_describe(exc)}") from exc
         return ErrorResponse(rid, error, resolved, extra)
@@ -1085,7 +794,7 @@ def _parse_one(
             data=value,
         )
     try:
-        typed = _validator(spec.result)(result)
+        typed = validate_payload(spec.result, result)
     except ValidationError as exc:
         raise InvalidResult(
             f"invalid result of {resolved!r}: {_describe(exc)}",
@@ -1138,7 +847,7 @@ def _parse_call(
             if is_request or spec.notification_params is None
             else spec.notification_params
         )
-        typed = _validator(params_type)(params)
+        typed = validate_payload(params_type, params)
     except ValidationError as exc:
         raise InvalidParams(
             f"invalid params of {name!r}: {_describe(exc)}",
@@ -1153,4 +862,4 @@ def _parse_call(
 
 
 def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp)
+    return type_name(tp)

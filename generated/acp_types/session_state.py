@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -1036,9 +1037,11 @@ class BaseSessionState:
             cls._validators_cache = cache  # type: ignore[attr-defined]
         found = cache.get(type_name)
         if found is None:
-            from acp_types._runtime import _validator
+            from acp_types._runtime import _validated, payload_validator
 
-            found = cache[type_name] = _validator(getattr(cls._models_module().models, type_name))
+            # validated as the wire is read: strict, wire names only
+            validate = payload_validator(getattr(cls._models_module().models, type_name))
+            found = cache[type_name] = functools.partial(_validated, validate, strict=True, by_name=False)
         return found
 
 

@@ -5,10 +5,10 @@
 ACP version 1, the stable protocol: JSON-RPC 2.0 between a client (editor) and an agent, with client-side file system and terminal methods.
 
 Import from here: ``from acp_types.v1 import SessionNotification, parse_params``.
-Every public name is importable from this module (``dir()`` lists them all);
-this page documents the entry points, tables and constants, and each class
-has its own page: ``help(acp_types.v1.SessionNotification)``. The models
-(one class or alias per schema definition) are listed in
+Every public name is importable from this module (``__all__`` lists them
+all); this page and ``dir()`` show the entry points, tables and constants,
+and each class has its own page: ``help(acp_types.v1.SessionNotification)``.
+The models (one class or alias per schema definition) are listed in
 ``acp_types.v1.models``; ``SCHEMA_PATH`` is their schema.
 
 What is here:
@@ -645,40 +645,37 @@ __all__ = [
     "WriteTextFileResponse",
 ]
 
-if not _TYPE_CHECKING:
-    # import * binds every name above; help() documents only these on this
-    # module's page (see acp_types._exports), each class keeps its own page.
-    from acp_types._exports import Exports as _Exports
+_GUIDE = [
+    "ERRORS",
+    "FEATURES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "IS_DRAFT",
+    "METHODS",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "PROTOCOL_VERSION",
+    "SCHEMA_PATH",
+    "STABLE_SCHEMA_PATH",
+    "STATUS",
+    "VERSION",
+    "REQUEST_CANCELLED",
+    "RESOURCE_NOT_FOUND",
+    "AUTH_REQUIRED",
+    "feature_supported",
+    "method_allowed",
+    "parse_message",
+    "parse_params",
+    "parse_result",
+    "stable_features",
+    "stable_methods",
+]
+"""The names this module's page documents (and ``dir()`` shows): pydoc documents
+every name ``dir()`` gives that ``__all__`` holds, and with 200-odd models,
+each with all of pydantic's inherited methods, the page would run to about
+110,000 lines. Each class keeps its own page."""
 
-    __all__ = _Exports(
-        __all__,
-        guide=[
-            "ERRORS",
-            "FEATURES",
-            "INTERNAL_ERROR",
-            "INVALID_PARAMS",
-            "INVALID_REQUEST",
-            "IS_DRAFT",
-            "METHODS",
-            "METHOD_NOT_FOUND",
-            "PARSE_ERROR",
-            "PROTOCOL_VERSION",
-            "SCHEMA_PATH",
-            "STABLE_SCHEMA_PATH",
-            "STATUS",
-            "VERSION",
-            "REQUEST_CANCELLED",
-            "RESOURCE_NOT_FOUND",
-            "AUTH_REQUIRED",
-            "feature_supported",
-            "method_allowed",
-            "parse_message",
-            "parse_params",
-            "parse_result",
-            "stable_features",
-            "stable_methods",
-        ],
-    )
 
 if _TYPE_CHECKING:
     from acp_types.v1.messages import (
@@ -722,4 +719,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(_GUIDE)

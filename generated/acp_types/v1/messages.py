@@ -25,15 +25,15 @@ from acp_types._jsonrpc import (
     Request,
     Response,
 )
-from acp_types._jsonrpc import FastPath
+from acp_types._jsonrpc import Parser
 from acp_types.v1.methods import METHODS
 from acp_types.v1.models import Error as _Error
 
 BATCHES = False
 """Whether this version accepts JSON-RPC batches (arrays of messages)."""
 
-_FAST = FastPath("acp_types.v1.envelopes", METHODS, "v1", _Error, batches=BATCHES)
-"""This version's parser: the fast path over its envelopes (loaded on the first message), then the general one."""
+_PARSER = Parser("acp_types.v1.envelopes", METHODS, "v1", _Error, batches=BATCHES)
+"""This version's parser: one validation of the message's envelope (loaded on the first message), else member by member."""
 
 
 def parse_message(
@@ -55,7 +55,7 @@ def parse_message(
     ``MethodNotFound``, ``InvalidParams``, ``InvalidResult``) for anything
     malformed; its ``code`` is the JSON-RPC error code to answer with.
     """
-    parsed = _FAST.parse(data, method, pending)
+    parsed = _PARSER.parse(data, method, pending)
     assert not isinstance(
         parsed, Batch
     ), "this version refuses batches before parsing them"

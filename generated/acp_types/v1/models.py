@@ -15,7 +15,8 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
-    FAST_UNION,
+    FAIL_FAST,
+    JsonInt,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -27,7 +28,7 @@ from acp_types._runtime import (
     tag_discriminator,
 )
 
-Meta = TypeAliasType("Meta", dict[str, Any] | None)
+Meta = TypeAliasType("Meta", Annotated[dict[str, Any], FAIL_FAST] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
 """
@@ -518,7 +519,9 @@ class Annotations(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
-    audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
+    audience: Annotated[
+        Annotated[list[OnErrorOmit[Role]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Who the content is meant for."""
 
     last_modified: Annotated[str | None, Field(alias="lastModified"), OMIT_ON_ERROR] = (
@@ -656,7 +659,7 @@ class AudioContent(AcpModel):
 _A_str_None_mimeType_OMIT_ON_ERROR_30526e = Annotated[
     str | None, Field(alias="mimeType"), OMIT_ON_ERROR
 ]
-_A_int_None_OMIT_ON_ERROR_805d0f = Annotated[int | None, OMIT_ON_ERROR]
+_A_JsonInt_None_OMIT_ON_ERROR_a45c98 = Annotated[JsonInt | None, OMIT_ON_ERROR]
 
 
 class ResourceLink(AcpModel):
@@ -703,7 +706,7 @@ class ResourceLink(AcpModel):
     mime_type: _A_str_None_mimeType_OMIT_ON_ERROR_30526e = None
     """Media type of the resource, if known."""
 
-    size: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    size: _A_JsonInt_None_OMIT_ON_ERROR_a45c98 = None
     """Size of the resource in bytes, if known."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -813,7 +816,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
+    resource: EmbeddedResourceResource
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -841,7 +844,6 @@ _A_str_WireKey_message_id_meta_sess_055c48 = dict[
 _A_MessageId_None_messageId_OMIT_ON_29f6e0 = Annotated[
     MessageId | None, Field(alias="messageId"), OMIT_ON_ERROR
 ]
-_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
 
 
 class AgentMessageChunk(AcpModel):
@@ -879,7 +881,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -920,7 +922,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1034,8 +1036,8 @@ AuthMethodId = TypeAliasType("AuthMethodId", str)
 
 
 _A_Literal_terminal_384a30 = Literal["terminal"]
-_A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = Annotated[
-    list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR
+_A_list_OnErrorOmit_str_FAIL_FAST_N_ef1a70 = Annotated[
+    Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
 ]
 
 
@@ -1077,10 +1079,12 @@ class AuthMethodTerminal(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
+    args: _A_list_OnErrorOmit_str_FAIL_FAST_N_ef1a70 = None
     """Arguments appended to the agent's usual command line."""
 
-    env: Annotated[dict[str, str] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    env: Annotated[
+        Annotated[dict[str, str], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
+    ] = None
     """
     Environment variables set for the login process, overriding same-named ones.
     """
@@ -1178,8 +1182,8 @@ class AuthStatusRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_AuthAccount_Non_aa987c = Annotated[
-    list[OnErrorOmit[AuthAccount]] | None, NOT_NULL, OMIT_ON_ERROR
+_A_list_OnErrorOmit_AuthAccount_FAI_211143 = Annotated[
+    Annotated[list[OnErrorOmit[AuthAccount]], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
 ]
 
 
@@ -1201,7 +1205,7 @@ class AuthStatusResponse(AcpModel):
     state: AuthState
     """The overall state."""
 
-    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    accounts: _A_list_OnErrorOmit_AuthAccount_FAI_211143 = None
     """
     The accounts and credentials the agent has configured; omitted means none is reported.
     """
@@ -1227,7 +1231,7 @@ class AuthStatusUpdateNotification(AcpModel):
     state: AuthState
     """The overall state."""
 
-    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    accounts: _A_list_OnErrorOmit_AuthAccount_FAI_211143 = None
     """
     The accounts and credentials the agent has configured; omitted means none is reported.
     """
@@ -1321,9 +1325,7 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[
-        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
-    ] = None
+    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1361,7 +1363,7 @@ class AvailableCommandsUpdate(AcpModel):
         ]
 
     available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]],
+        Annotated[list[OnErrorOmit[AvailableCommand]], FAIL_FAST],
         Field(alias="availableCommands"),
         DEFAULT_ON_ERROR,
     ]
@@ -1444,7 +1446,7 @@ class CancelNotification(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-RequestId = TypeAliasType("RequestId", int | str | None)
+RequestId = TypeAliasType("RequestId", JsonInt | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
@@ -1806,14 +1808,14 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The piece of summary to append."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_ContentBlock_FA_ab4184 = Annotated[
-    list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ContentBlock_FA_995e65 = Annotated[
+    Annotated[list[OnErrorOmit[ContentBlock]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 
 
@@ -1855,7 +1857,7 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    summary: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """The summary that replaces the compacted context, once known."""
 
     error: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -1973,7 +1975,10 @@ class SessionConfigSelectGroup(AcpModel):
     name: str
     """Header shown to the user for this group."""
 
-    options: Annotated[list[OnErrorOmit[SessionConfigSelectOption]], DEFAULT_ON_ERROR]
+    options: Annotated[
+        Annotated[list[OnErrorOmit[SessionConfigSelectOption]], FAIL_FAST],
+        DEFAULT_ON_ERROR,
+    ]
     """The values in this group."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2005,7 +2010,9 @@ One entry of a select option's value list: a single value, or a named group of v
 
 SessionConfigSelectOptions = TypeAliasType(
     "SessionConfigSelectOptions",
-    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
+    Annotated[
+        Annotated[list[SessionConfigSelectItem], FAIL_FAST], AfterValidator(same_kind)
+    ],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `group`).
@@ -2131,8 +2138,8 @@ One configurable setting of a session and its current value, tagged by `type`. A
 """
 
 
-_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+_A_list_OnErrorOmit_SessionConfigOp_72c90a = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST],
     Field(alias="configOptions"),
     DEFAULT_ON_ERROR,
 ]
@@ -2169,7 +2176,7 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """
     Every configuration option with its current value; replaces the previous set.
     """
@@ -2200,7 +2207,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2276,7 +2283,7 @@ class EnumOption(AcpModel):
 
 _A_Literal_string_0c8de0 = Literal["string"]
 _A_str_None_297b0b = str | None
-_A_list_str_None_71831a = list[str] | None
+_A_list_str_FAIL_FAST_None_e653fd = Annotated[list[str], FAIL_FAST] | None
 
 
 class StringPropertySchema(AcpModel):
@@ -2320,14 +2327,14 @@ class StringPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
-        None
-    )
+    min_length: Annotated[
+        JsonInt | None, Field(alias="minLength", ge=0, le=4294967295)
+    ] = None
     """Fewest characters allowed."""
 
-    max_length: Annotated[int | None, Field(alias="maxLength", ge=0, le=4294967295)] = (
-        None
-    )
+    max_length: Annotated[
+        JsonInt | None, Field(alias="maxLength", ge=0, le=4294967295)
+    ] = None
     """Most characters allowed."""
 
     pattern: _A_str_None_297b0b = None
@@ -2339,10 +2346,12 @@ class StringPropertySchema(AcpModel):
     default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
-    enum: _A_list_str_None_71831a = None
+    enum: _A_list_str_FAIL_FAST_None_e653fd = None
     """Allowed values of a single-choice field without labels."""
 
-    one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf")] = None
+    one_of: Annotated[
+        Annotated[list[EnumOption], FAIL_FAST] | None, Field(alias="oneOf")
+    ] = None
     """Allowed values of a single-choice field, each with a label."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2396,7 +2405,7 @@ class NumberPropertySchema(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_95fd59 = int | None
+_A_JsonInt_None_3b525c = JsonInt | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2432,19 +2441,19 @@ class IntegerPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: _A_int_None_95fd59 = None
+    minimum: _A_JsonInt_None_3b525c = None
     """Smallest value allowed, inclusive."""
 
-    maximum: _A_int_None_95fd59 = None
+    maximum: _A_JsonInt_None_3b525c = None
     """Largest value allowed, inclusive."""
 
-    default: _A_int_None_OMIT_ON_ERROR_805d0f = None
+    default: _A_JsonInt_None_OMIT_ON_ERROR_a45c98 = None
     """Value the field starts with."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_str_8e54e2 = list[str]
+_A_list_str_FAIL_FAST_781be7 = Annotated[list[str], FAIL_FAST]
 
 
 class StringMultiSelectItems(AcpModel):
@@ -2470,7 +2479,7 @@ class StringMultiSelectItems(AcpModel):
     else:
         type: _A_Literal_string_0c8de0
 
-    enum: _A_list_str_8e54e2
+    enum: _A_list_str_FAIL_FAST_781be7
     """The strings the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2492,7 +2501,7 @@ class TitledMultiSelectItems(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
-    any_of: Annotated[list[EnumOption], Field(alias="anyOf")]
+    any_of: Annotated[Annotated[list[EnumOption], FAIL_FAST], Field(alias="anyOf")]
     """The options the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2562,19 +2571,21 @@ class MultiSelectPropertySchema(AcpModel):
     """Explains what to enter in the field."""
 
     min_items: Annotated[
-        int | None, Field(alias="minItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="minItems", ge=0, le=18446744073709551615)
     ] = None
     """Fewest choices the user must pick."""
 
     max_items: Annotated[
-        int | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
     ] = None
     """Most choices the user may pick."""
 
-    items: Annotated[MultiSelectItems, FAST_UNION]
+    items: MultiSelectItems
     """The choices on offer."""
 
-    default: Annotated[list[OnErrorOmit[str]] | None, OMIT_ON_ERROR] = None
+    default: Annotated[
+        Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Choices picked when the field is shown."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2633,11 +2644,11 @@ class ElicitationSchema(AcpModel):
     """Title of the form."""
 
     properties: Annotated[
-        dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]] | None, NOT_NULL
+        Annotated[dict[str, ElicitationPropertySchema], FAIL_FAST] | None, NOT_NULL
     ] = {}
     """The form fields by name."""
 
-    required: _A_list_str_None_71831a = None
+    required: _A_list_str_FAIL_FAST_None_e653fd = None
     """Names of the fields the user must fill in."""
 
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -2832,7 +2843,8 @@ Parameters of `elicitation/create`: the agent asks the user for input through th
 
 
 ElicitationContentValue = TypeAliasType(
-    "ElicitationContentValue", str | int | int | float | bool | list[str]
+    "ElicitationContentValue",
+    str | JsonInt | int | float | bool | Annotated[list[str], FAIL_FAST],
 )
 """
 One submitted form value: a string, integer, number, boolean, or list of strings.
@@ -2862,7 +2874,7 @@ class ElicitationAcceptAction(AcpModel):
     else:
         action: Literal["accept"]
 
-    content: dict[str, ElicitationContentValue] | None = None
+    content: Annotated[dict[str, ElicitationContentValue], FAIL_FAST] | None = None
     """
     The submitted form values by field name; absent or null for URL elicitations.
     """
@@ -2993,19 +3005,21 @@ class CreateTerminalRequest(AcpModel):
     command: str
     """The program to run."""
 
-    args: _A_list_OnErrorOmit_str_None_NOT_NU_78ef91 = None
+    args: _A_list_OnErrorOmit_str_FAIL_FAST_N_ef1a70 = None
     """Arguments passed to the program."""
 
-    env: Annotated[list[OnErrorOmit[EnvVariable]] | None, NOT_NULL, OMIT_ON_ERROR] = (
-        None
-    )
+    env: Annotated[
+        Annotated[list[OnErrorOmit[EnvVariable]], FAIL_FAST] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
+    ] = None
     """Environment variables set for the program."""
 
     cwd: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Absolute working directory of the program."""
 
     output_byte_limit: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="outputByteLimit", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -3255,7 +3269,7 @@ class ElicitationSessionScope(AcpModel):
     """The tool call within that session the elicitation belongs to, if any."""
 
 
-ErrorCode = TypeAliasType("ErrorCode", int)
+ErrorCode = TypeAliasType("ErrorCode", JsonInt)
 """
 Numeric JSON-RPC error code: one of the standard codes, an ACP code from the version's error table, or any other integer.
 """
@@ -3307,7 +3321,7 @@ class HttpHeader(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_HttpHeader_407a45 = list[HttpHeader]
+_A_list_HttpHeader_FAIL_FAST_3474b1 = Annotated[list[HttpHeader], FAIL_FAST]
 
 
 class McpServerHttp(AcpModel):
@@ -3343,7 +3357,7 @@ class McpServerHttp(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: _A_list_HttpHeader_407a45
+    headers: _A_list_HttpHeader_FAIL_FAST_3474b1
     """HTTP headers to send (may be empty)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3382,7 +3396,7 @@ class McpServerSse(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: _A_list_HttpHeader_407a45
+    headers: _A_list_HttpHeader_FAIL_FAST_3474b1
     """HTTP headers to send (may be empty)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3417,10 +3431,10 @@ class McpServerStdio(AcpModel):
     command: str
     """Absolute path of the server executable."""
 
-    args: _A_list_str_8e54e2
+    args: _A_list_str_FAIL_FAST_781be7
     """Command-line arguments (may be empty)."""
 
-    env: list[EnvVariable]
+    env: Annotated[list[EnvVariable], FAIL_FAST]
     """Environment variables for the server process (may be empty)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3508,7 +3522,7 @@ How the agent combines a client's system prompt with its own instructions. Open:
 """
 
 
-_A_list_ContentBlock_FAST_UNION_e57dcc = list[Annotated[ContentBlock, FAST_UNION]]
+_A_list_ContentBlock_FAIL_FAST_f274f2 = Annotated[list[ContentBlock], FAIL_FAST]
 
 
 class SystemPrompt(AcpModel):
@@ -3529,7 +3543,7 @@ class SystemPrompt(AcpModel):
     mode: SystemPromptMode
     """How to combine them with the agent's instructions."""
 
-    content: _A_list_ContentBlock_FAST_UNION_e57dcc
+    content: _A_list_ContentBlock_FAIL_FAST_f274f2
     """The instructions."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3548,14 +3562,14 @@ _A_str_WireKey_additional_directori_d3fa3f = dict[
     ],
     Any,
 ]
-_A_list_OnErrorOmit_str_None_additi_68685b = Annotated[
-    list[OnErrorOmit[str]] | None,
+_A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = Annotated[
+    Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None,
     Field(alias="additionalDirectories"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
-_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
-    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_McpServer_FAIL_668def = Annotated[
+    Annotated[list[OnErrorOmit[McpServer]], FAIL_FAST] | None,
     Field(alias="mcpServers"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -3591,10 +3605,10 @@ class ForkSessionRequest(AcpModel):
     cwd: str
     """Absolute working directory of the new session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """MCP servers the new session connects to."""
 
     system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
@@ -3656,7 +3670,9 @@ class SessionModeState(AcpModel):
     """The mode the agent is in now."""
 
     available_modes: Annotated[
-        list[OnErrorOmit[SessionMode]], Field(alias="availableModes"), DEFAULT_ON_ERROR
+        Annotated[list[OnErrorOmit[SessionMode]], FAIL_FAST],
+        Field(alias="availableModes"),
+        DEFAULT_ON_ERROR,
     ]
     """Every mode the agent can switch to in this session."""
 
@@ -3669,8 +3685,8 @@ _A_str_WireKey_config_options_meta_3aab64 = dict[
 _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = Annotated[
     SessionModeState | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_SessionConfigOp_9604cd = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_SessionConfigOp_252f81 = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST] | None,
     Field(alias="configOptions"),
     OMIT_ON_ERROR,
 ]
@@ -3700,7 +3716,7 @@ class ForkSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """The new session's modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """The new session's configuration options."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3754,36 +3770,36 @@ class Usage(AcpModel):
         ]
 
     total_tokens: Annotated[
-        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="totalTokens", ge=0, le=18446744073709551615)
     ]
     """All tokens of the turn."""
 
     input_tokens: Annotated[
-        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="inputTokens", ge=0, le=18446744073709551615)
     ]
     """Input tokens, cached ones included."""
 
     output_tokens: Annotated[
-        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="outputTokens", ge=0, le=18446744073709551615)
     ]
     """Output tokens."""
 
     thought_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Tokens spent on reasoning."""
 
     cached_read_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Input tokens served from a cache."""
 
     cached_write_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -3866,7 +3882,7 @@ class Implementation(AcpModel):
 
 
 ProtocolVersion = TypeAliasType(
-    "ProtocolVersion", Annotated[int, Field(ge=0, le=65535)]
+    "ProtocolVersion", Annotated[JsonInt, Field(ge=0, le=65535)]
 )
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
@@ -3984,7 +4000,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
+        Annotated[list[OnErrorOmit[AuthMethod]], FAIL_FAST] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -4120,7 +4136,9 @@ class ProviderInfo(AcpModel):
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
+    supported: Annotated[
+        Annotated[list[OnErrorOmit[LlmProtocol]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """The API dialects the provider accepts."""
 
     required: bool
@@ -4146,7 +4164,7 @@ class ListProvidersResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    providers: list[ProviderInfo]
+    providers: Annotated[list[ProviderInfo], FAIL_FAST]
     """The providers of the agent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4234,7 +4252,7 @@ class SessionInfo(AcpModel):
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
@@ -4270,7 +4288,9 @@ class ListSessionsResponse(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
-    sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
+    sessions: Annotated[
+        Annotated[list[OnErrorOmit[SessionInfo]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """Sessions matching the request; empty when none match."""
 
     next_cursor: Annotated[str | None, Field(alias="nextCursor"), OMIT_ON_ERROR] = None
@@ -4279,8 +4299,8 @@ class ListSessionsResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_McpServer_FAST_0f93d7 = Annotated[
-    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]],
+_A_list_OnErrorOmit_McpServer_FAIL_b8b27d = Annotated[
+    Annotated[list[OnErrorOmit[McpServer]], FAIL_FAST],
     Field(alias="mcpServers"),
     DEFAULT_ON_ERROR,
 ]
@@ -4306,13 +4326,13 @@ class LoadSessionRequest(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_additional_directori_d3fa3f
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_b8b27d
     """MCP servers the agent should connect to for this session."""
 
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
@@ -4348,7 +4368,7 @@ class LoadSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """Current config options of the session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4388,7 +4408,7 @@ class McpError(AcpModel):
         data: Optional error data; an explicit null is kept apart from an omitted key.
     """
 
-    code: int
+    code: JsonInt
     """The MCP error code (never an ACP one)."""
 
     message: str
@@ -4410,7 +4430,7 @@ _A_str_WireKey_meta_request_id_serv_1f1202 = dict[
     Annotated[str, WireKey("meta", "request_id", "server_id")], Any
 ]
 _A_McpRequestId_requestId_aff030 = Annotated[McpRequestId, Field(alias="requestId")]
-_A_str_None_535d7e = dict[str, Any] | None
+_A_str_FAIL_FAST_None_8e2d75 = Annotated[dict[str, Any], FAIL_FAST] | None
 
 
 class MessageMcpNotification(AcpModel):
@@ -4441,7 +4461,7 @@ class MessageMcpNotification(AcpModel):
     method: str
     """The inner MCP method."""
 
-    params: _A_str_None_535d7e = None
+    params: _A_str_FAIL_FAST_None_8e2d75 = None
     """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4475,7 +4495,7 @@ class MessageMcpRequest(AcpModel):
     method: str
     """The inner MCP method."""
 
-    params: _A_str_None_535d7e = None
+    params: _A_str_FAIL_FAST_None_8e2d75 = None
     """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4583,12 +4603,12 @@ class NewSessionRequest(AcpModel):
     Absolute working directory of the session; relative paths resolve against it.
     """
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_0f93d7
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_b8b27d
     """MCP servers the agent should connect to for this session."""
 
     system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
@@ -4623,7 +4643,7 @@ class NewSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Initial mode state, when the agent has modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """Initial config options of the session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4770,8 +4790,8 @@ class PlanEntry(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e = Annotated[
-    list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR
+_A_list_OnErrorOmit_PlanEntry_FAIL_533e1b = Annotated[
+    Annotated[list[OnErrorOmit[PlanEntry]], FAIL_FAST], DEFAULT_ON_ERROR
 ]
 
 
@@ -4802,7 +4822,7 @@ class Plan(AcpModel):
     else:
         session_update: Annotated[Literal["plan"], Field(alias="sessionUpdate")]
 
-    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
+    entries: _A_list_OnErrorOmit_PlanEntry_FAIL_533e1b
     """Every task of the plan with its current status."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4878,7 +4898,7 @@ class PlanItems(AcpModel):
     plan_id: _A_PlanId_planId_209aea
     """The plan this concerns."""
 
-    entries: _A_list_OnErrorOmit_PlanEntry_DEFAU_3e437e
+    entries: _A_list_OnErrorOmit_PlanEntry_FAIL_533e1b
     """The entries of the plan."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4990,7 +5010,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: Annotated[PlanUpdateContent, FAST_UNION]
+    plan: PlanUpdateContent
     """The new content of the plan."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5014,7 +5034,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: _A_list_ContentBlock_FAST_UNION_e57dcc
+    prompt: _A_list_ContentBlock_FAIL_FAST_f274f2
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5053,8 +5073,8 @@ class PromptResponse(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_ge_0_le_4294967295_OMIT_3328ec = Annotated[
-    int | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR
+_A_JsonInt_None_ge_0_le_4294967295_1c253b = Annotated[
+    JsonInt | None, Field(ge=0, le=4294967295), OMIT_ON_ERROR
 ]
 
 
@@ -5081,12 +5101,12 @@ class ReadTextFileRequest(AcpModel):
     path: str
     """Absolute path of the file."""
 
-    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
+    line: _A_JsonInt_None_ge_0_le_4294967295_1c253b = None
     """
     First line to return, counting from 1; absent means the start of the file.
     """
 
-    limit: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
+    limit: _A_JsonInt_None_ge_0_le_4294967295_1c253b = None
     """Largest number of lines to return; absent means no limit."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5274,7 +5294,7 @@ class ToolCallLocation(AcpModel):
     path: str
     """Absolute path of the file."""
 
-    line: _A_int_None_ge_0_le_4294967295_OMIT_3328ec = None
+    line: _A_JsonInt_None_ge_0_le_4294967295_1c253b = None
     """Line within the file, if relevant."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5285,11 +5305,11 @@ _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR
 _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
     ToolCallStatus | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
-    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallContent_57b806 = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallContent]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
-    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallLocatio_365d0a = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallLocation]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 _A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
     Any, Field(alias="rawInput"), OMIT_ON_ERROR
@@ -5339,10 +5359,10 @@ class ToolCallUpdate(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -5383,7 +5403,7 @@ class RequestPermissionRequest(AcpModel):
     tool_call: Annotated[ToolCallUpdate, Field(alias="toolCall")]
     """The tool call that needs approval."""
 
-    options: list[PermissionOption]
+    options: Annotated[list[PermissionOption], FAIL_FAST]
     """The choices offered to the user."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5403,7 +5423,7 @@ class RequestPermissionResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
+    outcome: RequestPermissionOutcome
     """The decision."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5458,12 +5478,12 @@ class ResumeSessionRequest(AcpModel):
     cwd: str
     """Absolute working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_str_None_additi_68685b = None
+    additional_directories: _A_list_OnErrorOmit_str_FAIL_FAST_N_c47f3d = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """MCP servers the agent should connect to for this session."""
 
     system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
@@ -5494,7 +5514,7 @@ class ResumeSessionResponse(AcpModel):
     modes: _A_SessionModeState_None_OMIT_ON_ER_ce1d70 = None
     """Current mode state, when the agent has modes."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_9604cd = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_252f81 = None
     """Current config options of the session."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5668,7 +5688,7 @@ class SessionMessage(AcpModel):
     ] = None
     """The message's id in the recipient's session."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """The whole content (it replaces what was there)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5707,7 +5727,7 @@ class SessionMessageChunk(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message this block belongs to."""
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5748,7 +5768,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5811,14 +5831,16 @@ class ToolCall(AcpModel):
     """The execution status; `pending` when omitted."""
 
     content: Annotated[
-        list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None,
+        Annotated[list[OnErrorOmit[ToolCallContent]], FAIL_FAST] | None,
         NOT_NULL,
         OMIT_ON_ERROR,
     ] = None
     """Output produced so far."""
 
     locations: Annotated[
-        list[OnErrorOmit[ToolCallLocation]] | None, NOT_NULL, OMIT_ON_ERROR
+        Annotated[list[OnErrorOmit[ToolCallLocation]], FAIL_FAST] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
     ] = None
     """Files the tool call touches, for follow-along views."""
 
@@ -5883,10 +5905,10 @@ class ToolCallProgress(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -5901,8 +5923,8 @@ class ToolCallProgress(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
-    int, Field(ge=0, le=18446744073709551615)
+_A_JsonInt_ge_0_le_1844674407370955_a0d85e = Annotated[
+    JsonInt, Field(ge=0, le=18446744073709551615)
 ]
 
 
@@ -5935,10 +5957,10 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: _A_int_ge_0_le_18446744073709551615_2edf88
+    used: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Tokens currently in the context window."""
 
-    size: _A_int_ge_0_le_18446744073709551615_2edf88
+    size: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
@@ -6080,14 +6102,14 @@ class SubagentUpdate(AcpModel):
     capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
     """What the client may do to the child."""
 
-    state: Annotated[Annotated[StateUpdate, FAST_UNION] | None, OMIT_ON_ERROR] = None
+    state: Annotated[StateUpdate | None, OMIT_ON_ERROR] = None
     """What the child's foreground work is doing."""
 
     cwd: _A_str_None_297b0b = None
     """The child's working directory."""
 
     additional_directories: Annotated[
-        list[str] | None, Field(alias="additionalDirectories")
+        Annotated[list[str], FAIL_FAST] | None, Field(alias="additionalDirectories")
     ] = None
     """The child's extra workspace roots."""
 
@@ -6143,7 +6165,7 @@ class SessionNotification(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
-    update: Annotated[SessionUpdate, FAST_UNION]
+    update: SessionUpdate
     """The update itself."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6228,7 +6250,7 @@ class SetProviderRequest(AcpModel):
     base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    headers: Annotated[dict[str, str] | None, NOT_NULL] = None
+    headers: Annotated[Annotated[dict[str, str], FAIL_FAST] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6369,7 +6391,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_config_options_meta_2288a1
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """The complete, updated list of options; one change may affect others."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6462,8 +6484,8 @@ class SetSessionTitleResponse(AcpModel):
 _A_str_WireKey_exit_code_meta_355be6 = dict[
     Annotated[str, WireKey("exit_code", "meta")], Any
 ]
-_A_int_None_exitCode_ge_0_le_429496_4288e1 = Annotated[
-    int | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
+_A_JsonInt_None_exitCode_ge_0_le_42_0d10b3 = Annotated[
+    JsonInt | None, Field(alias="exitCode", ge=0, le=4294967295), OMIT_ON_ERROR
 ]
 
 
@@ -6482,7 +6504,7 @@ class TerminalExitStatus(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
-    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
+    exit_code: _A_JsonInt_None_exitCode_ge_0_le_42_0d10b3 = None
     """The exit code, if known."""
 
     signal: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -6626,7 +6648,7 @@ class WaitForTerminalExitResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_exit_code_meta_355be6
 
-    exit_code: _A_int_None_exitCode_ge_0_le_429496_4288e1 = None
+    exit_code: _A_JsonInt_None_exitCode_ge_0_le_42_0d10b3 = None
     """The exit code, if known."""
 
     signal: _A_str_None_OMIT_ON_ERROR_afe16e = None

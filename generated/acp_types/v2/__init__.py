@@ -5,10 +5,10 @@
 ACP version 2, the draft successor of v1: upsert-style session updates, object capability markers, open enums and unions, no client file system or terminal methods.
 
 Import from here: ``from acp_types.v2 import UpdateSessionNotification, parse_params``.
-Every public name is importable from this module (``dir()`` lists them all);
-this page documents the entry points, tables and constants, and each class
-has its own page: ``help(acp_types.v2.UpdateSessionNotification)``. The models
-(one class or alias per schema definition) are listed in
+Every public name is importable from this module (``__all__`` lists them
+all); this page and ``dir()`` show the entry points, tables and constants,
+and each class has its own page: ``help(acp_types.v2.UpdateSessionNotification)``.
+The models (one class or alias per schema definition) are listed in
 ``acp_types.v2.models``; ``SCHEMA_PATH`` is their schema.
 
 What is here:
@@ -681,41 +681,38 @@ __all__ = [
     "UserMessageChunk",
 ]
 
-if not _TYPE_CHECKING:
-    # import * binds every name above; help() documents only these on this
-    # module's page (see acp_types._exports), each class keeps its own page.
-    from acp_types._exports import Exports as _Exports
+_GUIDE = [
+    "ERRORS",
+    "FEATURES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "IS_DRAFT",
+    "METHODS",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "PROTOCOL_VERSION",
+    "SCHEMA_PATH",
+    "STABLE_SCHEMA_PATH",
+    "STATUS",
+    "VERSION",
+    "REQUEST_CANCELLED",
+    "UNSUPPORTED_PROTOCOL_VERSION",
+    "RESOURCE_NOT_FOUND",
+    "AUTH_REQUIRED",
+    "feature_supported",
+    "method_allowed",
+    "parse_message",
+    "parse_params",
+    "parse_result",
+    "stable_features",
+    "stable_methods",
+]
+"""The names this module's page documents (and ``dir()`` shows): pydoc documents
+every name ``dir()`` gives that ``__all__`` holds, and with 200-odd models,
+each with all of pydantic's inherited methods, the page would run to about
+110,000 lines. Each class keeps its own page."""
 
-    __all__ = _Exports(
-        __all__,
-        guide=[
-            "ERRORS",
-            "FEATURES",
-            "INTERNAL_ERROR",
-            "INVALID_PARAMS",
-            "INVALID_REQUEST",
-            "IS_DRAFT",
-            "METHODS",
-            "METHOD_NOT_FOUND",
-            "PARSE_ERROR",
-            "PROTOCOL_VERSION",
-            "SCHEMA_PATH",
-            "STABLE_SCHEMA_PATH",
-            "STATUS",
-            "VERSION",
-            "REQUEST_CANCELLED",
-            "UNSUPPORTED_PROTOCOL_VERSION",
-            "RESOURCE_NOT_FOUND",
-            "AUTH_REQUIRED",
-            "feature_supported",
-            "method_allowed",
-            "parse_message",
-            "parse_params",
-            "parse_result",
-            "stable_features",
-            "stable_methods",
-        ],
-    )
 
 if _TYPE_CHECKING:
     from acp_types.v2.messages import (
@@ -759,4 +756,4 @@ def __getattr__(name: str) -> object:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    return sorted(_GUIDE)

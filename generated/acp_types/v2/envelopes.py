@@ -2,13 +2,12 @@
 # Regenerate with `make generate` after changing the schema; see README.md.
 """The JSON-RPC envelope of every ACP v2 method, one type per method and message kind.
 
-``parse_message`` reads a whole line in one ``validate_json`` over the
-envelope of the line's method (see ``acp_types._jsonrpc``, "the fast path"):
-the envelope holds exactly the members JSON-RPC defines, with ``jsonrpc`` and
-``method`` as literals and the payload as the method's own type, so one call
-of pydantic-core checks the envelope and validates the payload. Any other
-member, another member order the fast path cannot route, or anything
-invalid sends the line to the general path, which gives every error.
+``parse_message`` reads a decoded message in one validation of the envelope
+of its method (see ``acp_types._jsonrpc``): the envelope holds exactly the
+members JSON-RPC defines, with ``jsonrpc`` and ``method`` as literals and the
+payload as the method's own type, so one call of pydantic-core checks the
+envelope and validates the payload. Any other member, or anything invalid,
+sends the message to the member-by-member path, which gives every error.
 
 Loaded on the first message, not at import. The request and notification
 envelopes are keyed by method in ``CALLS``; the success responses of each

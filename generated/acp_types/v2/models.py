@@ -15,7 +15,8 @@ from typing_extensions import TypeAliasType
 from acp_types._runtime import (
     AcpModel,
     DEFAULT_ON_ERROR,
-    FAST_UNION,
+    FAIL_FAST,
+    JsonInt,
     NOT_NULL,
     OMIT_ON_ERROR,
     UNKNOWN_TAG,
@@ -31,7 +32,7 @@ AbsolutePath = TypeAliasType("AbsolutePath", str)
 """An absolute file-system path."""
 
 
-Meta = TypeAliasType("Meta", dict[str, Any] | None)
+Meta = TypeAliasType("Meta", Annotated[dict[str, Any], FAIL_FAST] | None)
 """
 Free-form metadata reserved for extensions. Either side may attach it; receivers must not rely on any particular key being present.
 """
@@ -495,7 +496,9 @@ class Annotations(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("last_modified", "meta")], Any]
 
-    audience: Annotated[list[OnErrorOmit[Role]] | None, OMIT_ON_ERROR] = None
+    audience: Annotated[
+        Annotated[list[OnErrorOmit[Role]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Who the content is meant for."""
 
     last_modified: Annotated[str | None, Field(alias="lastModified"), OMIT_ON_ERROR] = (
@@ -647,8 +650,8 @@ IconTheme = TypeAliasType(
 _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = Annotated[
     MediaType | None, Field(alias="mimeType"), OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = Annotated[
-    list[OnErrorOmit[str]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_str_FAIL_FAST_N_56f273 = Annotated[
+    Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 
 
@@ -675,7 +678,7 @@ class Icon(AcpModel):
     mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the image, when the source does not make it clear."""
 
-    sizes: _A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = None
+    sizes: _A_list_OnErrorOmit_str_FAIL_FAST_N_56f273 = None
     """
     Sizes the icon suits, each `WxH` (such as `48x48`) or `any` for scalable images. Without it, any size is assumed.
     """
@@ -728,15 +731,17 @@ class ResourceLink(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Optional longer explanation of the resource."""
 
-    icons: Annotated[list[OnErrorOmit[Icon]] | None, OMIT_ON_ERROR] = None
+    icons: Annotated[
+        Annotated[list[OnErrorOmit[Icon]], FAIL_FAST] | None, OMIT_ON_ERROR
+    ] = None
     """Icons a client may show next to the resource."""
 
     mime_type: _A_MediaType_None_mimeType_OMIT_ON_22b8f1 = None
     """Media type of the resource, if known."""
 
-    size: Annotated[int | None, Field(ge=0, le=18446744073709551615), OMIT_ON_ERROR] = (
-        None
-    )
+    size: Annotated[
+        JsonInt | None, Field(ge=0, le=18446744073709551615), OMIT_ON_ERROR
+    ] = None
     """Size of the resource in bytes, if known."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -846,7 +851,7 @@ class EmbeddedResource(AcpModel):
     else:
         type: Literal["resource"]
 
-    resource: Annotated[EmbeddedResourceResource, FAST_UNION]
+    resource: EmbeddedResourceResource
     """The embedded contents, as text or as a base64 blob."""
 
     annotations: _A_Annotations_None_OMIT_ON_ERROR_169794 = None
@@ -887,8 +892,8 @@ _A_str_WireKey_message_id_meta_sess_055c48 = dict[
     Annotated[str, WireKey("message_id", "meta", "session_update")], Any
 ]
 _A_MessageId_messageId_0611cc = Annotated[MessageId, Field(alias="messageId")]
-_A_list_OnErrorOmit_ContentBlock_FA_ab4184 = Annotated[
-    list[OnErrorOmit[Annotated[ContentBlock, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ContentBlock_FA_995e65 = Annotated[
+    Annotated[list[OnErrorOmit[ContentBlock]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 
 
@@ -925,15 +930,12 @@ class AgentMessage(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
-
-
-_A_ContentBlock_FAST_UNION_516dd6 = Annotated[ContentBlock, FAST_UNION]
 
 
 class AgentMessageChunk(AcpModel):
@@ -971,7 +973,7 @@ class AgentMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1010,7 +1012,7 @@ class AgentThought(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -1053,7 +1055,7 @@ class AgentThoughtChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1215,12 +1217,16 @@ class AuthMethodTerminal(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Longer explanation shown to the user."""
 
-    args: Annotated[list[OnErrorOmit[str]] | None, NOT_NULL, OMIT_ON_ERROR] = None
+    args: Annotated[
+        Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
+    ] = None
     """Arguments appended to the agent's usual command line."""
 
-    env: Annotated[list[OnErrorOmit[EnvVariable]] | None, NOT_NULL, OMIT_ON_ERROR] = (
-        None
-    )
+    env: Annotated[
+        Annotated[list[OnErrorOmit[EnvVariable]], FAIL_FAST] | None,
+        NOT_NULL,
+        OMIT_ON_ERROR,
+    ] = None
     """
     Environment variables set for the login process, overriding same-named ones.
     """
@@ -1321,8 +1327,8 @@ class AuthStatusRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_AuthAccount_Non_aa987c = Annotated[
-    list[OnErrorOmit[AuthAccount]] | None, NOT_NULL, OMIT_ON_ERROR
+_A_list_OnErrorOmit_AuthAccount_FAI_211143 = Annotated[
+    Annotated[list[OnErrorOmit[AuthAccount]], FAIL_FAST] | None, NOT_NULL, OMIT_ON_ERROR
 ]
 
 
@@ -1344,7 +1350,7 @@ class AuthStatusResponse(AcpModel):
     state: AuthState
     """The overall state."""
 
-    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    accounts: _A_list_OnErrorOmit_AuthAccount_FAI_211143 = None
     """
     The accounts and credentials the agent has configured; omitted means none is reported.
     """
@@ -1370,7 +1376,7 @@ class AuthStatusUpdateNotification(AcpModel):
     state: AuthState
     """The overall state."""
 
-    accounts: _A_list_OnErrorOmit_AuthAccount_Non_aa987c = None
+    accounts: _A_list_OnErrorOmit_AuthAccount_FAI_211143 = None
     """
     The accounts and credentials the agent has configured; omitted means none is reported.
     """
@@ -1457,9 +1463,7 @@ class AvailableCommand(AcpModel):
     description: str
     """Short human-readable text explaining what the command does."""
 
-    input: Annotated[
-        Annotated[AvailableCommandInput, FAST_UNION] | None, OMIT_ON_ERROR
-    ] = None
+    input: Annotated[AvailableCommandInput | None, OMIT_ON_ERROR] = None
     """How the command takes input; absent or null when it takes none."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -1497,7 +1501,7 @@ class AvailableCommandsUpdate(AcpModel):
         ]
 
     available_commands: Annotated[
-        list[OnErrorOmit[AvailableCommand]],
+        Annotated[list[OnErrorOmit[AvailableCommand]], FAIL_FAST],
         Field(alias="availableCommands"),
         DEFAULT_ON_ERROR,
     ]
@@ -1681,7 +1685,7 @@ class BooleanPropertySchema(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-RequestId = TypeAliasType("RequestId", int | str | None)
+RequestId = TypeAliasType("RequestId", JsonInt | str | None)
 """
 JSON-RPC request identifier: a string, an integer, or null. A response repeats the id of the request it answers.
 """
@@ -2082,7 +2086,7 @@ class CompactionSummaryChunk(AcpModel):
     compaction_id: _A_CompactionId_compactionId_ad66d3
     """The compaction this concerns."""
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The piece of summary to append."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2126,7 +2130,7 @@ class CompactionUpdate(AcpModel):
     status: CompactionStatus
     """Where the compaction is now."""
 
-    summary: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    summary: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """The summary that replaces the compacted context, once known."""
 
     error: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -2247,7 +2251,7 @@ class SessionConfigSelectGroup(AcpModel):
     """Header shown to the user for this group."""
 
     options: Annotated[
-        list[OnErrorOmit[SessionConfigSelectOption]],
+        Annotated[list[OnErrorOmit[SessionConfigSelectOption]], FAIL_FAST],
         Field(min_length=1),
         DEFAULT_ON_ERROR,
     ]
@@ -2282,7 +2286,9 @@ One entry of a select option's value list: a single value, or a named group of v
 
 SessionConfigSelectOptions = TypeAliasType(
     "SessionConfigSelectOptions",
-    Annotated[list[SessionConfigSelectItem], AfterValidator(same_kind)],
+    Annotated[
+        Annotated[list[SessionConfigSelectItem], FAIL_FAST], AfterValidator(same_kind)
+    ],
 )
 """
 The values of a select option: either all plain values or all groups of values. Each entry is told apart by its keys (a value has `value`, a group has `groupId`).
@@ -2426,8 +2432,8 @@ One configurable setting of a session and its current value, tagged by `type`. A
 """
 
 
-_A_list_OnErrorOmit_SessionConfigOp_12cff6 = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]],
+_A_list_OnErrorOmit_SessionConfigOp_72c90a = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST],
     Field(alias="configOptions"),
     DEFAULT_ON_ERROR,
 ]
@@ -2464,7 +2470,7 @@ class ConfigOptionUpdate(AcpModel):
             Literal["config_option_update"], Field(alias="sessionUpdate")
         ]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """
     Every configuration option with its current value; replaces the previous set.
     """
@@ -2495,7 +2501,7 @@ class Content(AcpModel):
     else:
         type: Literal["content"]
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2615,14 +2621,14 @@ class StringPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    min_length: Annotated[int | None, Field(alias="minLength", ge=0, le=4294967295)] = (
-        None
-    )
+    min_length: Annotated[
+        JsonInt | None, Field(alias="minLength", ge=0, le=4294967295)
+    ] = None
     """Fewest characters allowed."""
 
-    max_length: Annotated[int | None, Field(alias="maxLength", ge=0, le=4294967295)] = (
-        None
-    )
+    max_length: Annotated[
+        JsonInt | None, Field(alias="maxLength", ge=0, le=4294967295)
+    ] = None
     """Most characters allowed."""
 
     pattern: str | None = None
@@ -2634,12 +2640,13 @@ class StringPropertySchema(AcpModel):
     default: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Value the field starts with."""
 
-    enum: Annotated[list[str] | None, Field(min_length=1)] = None
+    enum: Annotated[Annotated[list[str], FAIL_FAST] | None, Field(min_length=1)] = None
     """Allowed values of a single-choice field without labels."""
 
-    one_of: Annotated[list[EnumOption] | None, Field(alias="oneOf", min_length=1)] = (
-        None
-    )
+    one_of: Annotated[
+        Annotated[list[EnumOption], FAIL_FAST] | None,
+        Field(alias="oneOf", min_length=1),
+    ] = None
     """Allowed values of a single-choice field, each with a label."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2693,7 +2700,7 @@ class NumberPropertySchema(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_None_95fd59 = int | None
+_A_JsonInt_None_3b525c = JsonInt | None
 
 
 class IntegerPropertySchema(AcpModel):
@@ -2729,13 +2736,13 @@ class IntegerPropertySchema(AcpModel):
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Explains what to enter in the field."""
 
-    minimum: _A_int_None_95fd59 = None
+    minimum: _A_JsonInt_None_3b525c = None
     """Smallest value allowed, inclusive."""
 
-    maximum: _A_int_None_95fd59 = None
+    maximum: _A_JsonInt_None_3b525c = None
     """Largest value allowed, inclusive."""
 
-    default: Annotated[int | None, OMIT_ON_ERROR] = None
+    default: Annotated[JsonInt | None, OMIT_ON_ERROR] = None
     """Value the field starts with."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2764,7 +2771,7 @@ class StringMultiSelectItems(AcpModel):
     else:
         type: _A_Literal_string_0c8de0
 
-    enum: Annotated[list[str], Field(min_length=1)]
+    enum: Annotated[Annotated[list[str], FAIL_FAST], Field(min_length=1)]
     """The strings the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2786,7 +2793,9 @@ class TitledMultiSelectItems(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("any_of", "meta")], Any]
 
-    any_of: Annotated[list[EnumOption], Field(alias="anyOf", min_length=1)]
+    any_of: Annotated[
+        Annotated[list[EnumOption], FAIL_FAST], Field(alias="anyOf", min_length=1)
+    ]
     """The options the user can pick."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2856,19 +2865,19 @@ class MultiSelectPropertySchema(AcpModel):
     """Explains what to enter in the field."""
 
     min_items: Annotated[
-        int | None, Field(alias="minItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="minItems", ge=0, le=18446744073709551615)
     ] = None
     """Fewest choices the user must pick."""
 
     max_items: Annotated[
-        int | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
+        JsonInt | None, Field(alias="maxItems", ge=0, le=18446744073709551615)
     ] = None
     """Most choices the user may pick."""
 
-    items: Annotated[MultiSelectItems, FAST_UNION]
+    items: MultiSelectItems
     """The choices on offer."""
 
-    default: _A_list_OnErrorOmit_str_None_OMIT_O_8b1828 = None
+    default: _A_list_OnErrorOmit_str_FAIL_FAST_N_56f273 = None
     """Choices picked when the field is shown."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -2926,10 +2935,10 @@ class ElicitationSchema(AcpModel):
     title: _A_str_None_OMIT_ON_ERROR_afe16e = None
     """Title of the form."""
 
-    properties: dict[str, Annotated[ElicitationPropertySchema, FAST_UNION]]
+    properties: Annotated[dict[str, ElicitationPropertySchema], FAIL_FAST]
     """The form fields by name."""
 
-    required: list[str] | None = None
+    required: Annotated[list[str], FAIL_FAST] | None = None
     """Names of the fields the user must fill in."""
 
     description: _A_str_None_OMIT_ON_ERROR_afe16e = None
@@ -3121,7 +3130,8 @@ Parameters of `elicitation/create`: the agent asks the user for input through th
 
 
 ElicitationContentValue = TypeAliasType(
-    "ElicitationContentValue", str | int | int | float | bool | list[str]
+    "ElicitationContentValue",
+    str | JsonInt | int | float | bool | Annotated[list[str], FAIL_FAST],
 )
 """
 One submitted form value: a string, integer, number, boolean, or list of strings.
@@ -3151,7 +3161,7 @@ class ElicitationAcceptAction(AcpModel):
     else:
         action: Literal["accept"]
 
-    content: dict[str, ElicitationContentValue] | None = None
+    content: Annotated[dict[str, ElicitationContentValue], FAIL_FAST] | None = None
     """
     The submitted form values by field name; absent or null for URL elicitations.
     """
@@ -3571,7 +3581,7 @@ class Diff(AcpModel):
     else:
         type: Literal["diff"]
 
-    changes: list[OnErrorOmit[Annotated[DiffChange, FAST_UNION]]]
+    changes: Annotated[list[OnErrorOmit[DiffChange]], FAIL_FAST]
     """
     Every file operation of the diff; the authoritative list of affected paths.
     """
@@ -3670,7 +3680,7 @@ class ElicitationSessionScope(AcpModel):
     """The tool call within that session the elicitation belongs to, if any."""
 
 
-ErrorCode = TypeAliasType("ErrorCode", int)
+ErrorCode = TypeAliasType("ErrorCode", JsonInt)
 """
 Numeric JSON-RPC error code: one of the standard codes, an ACP code from the version's error table, or any other integer.
 """
@@ -3761,7 +3771,7 @@ class McpServerHttp(AcpModel):
     url: str
     """URL of the server."""
 
-    headers: Annotated[list[HttpHeader] | None, NOT_NULL] = None
+    headers: Annotated[Annotated[list[HttpHeader], FAIL_FAST] | None, NOT_NULL] = None
     """HTTP headers to send; omitted and empty are equivalent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -3801,10 +3811,10 @@ class McpServerStdio(AcpModel):
     command: AbsolutePath
     """Path of the server executable."""
 
-    args: Annotated[list[str] | None, NOT_NULL] = None
+    args: Annotated[Annotated[list[str], FAIL_FAST] | None, NOT_NULL] = None
     """Command-line arguments; omitted and empty are equivalent."""
 
-    env: Annotated[list[EnvVariable] | None, NOT_NULL] = None
+    env: Annotated[Annotated[list[EnvVariable], FAIL_FAST] | None, NOT_NULL] = None
     """
     Environment variables for the server process; omitted and empty are equivalent.
     """
@@ -3911,20 +3921,20 @@ class SystemPrompt(AcpModel):
     mode: SystemPromptMode
     """How to combine them with the agent's instructions."""
 
-    content: list[Annotated[ContentBlock, FAST_UNION]]
+    content: Annotated[list[ContentBlock], FAIL_FAST]
     """The instructions."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_list_OnErrorOmit_AbsolutePath_No_c6b28b = Annotated[
-    list[OnErrorOmit[AbsolutePath]] | None,
+_A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = Annotated[
+    Annotated[list[OnErrorOmit[AbsolutePath]], FAIL_FAST] | None,
     Field(alias="additionalDirectories"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
-_A_list_OnErrorOmit_McpServer_FAST_9f649c = Annotated[
-    list[OnErrorOmit[Annotated[McpServer, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_McpServer_FAIL_668def = Annotated[
+    Annotated[list[OnErrorOmit[McpServer]], FAIL_FAST] | None,
     Field(alias="mcpServers"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -3982,10 +3992,10 @@ class ForkSessionRequest(AcpModel):
     cwd: AbsolutePath
     """Absolute working directory of the new session."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """Absolute paths of further directories the new session may use."""
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """MCP servers the new session connects to."""
 
     system_prompt: _A_SystemPrompt_None_systemPrompt_6a0606 = None
@@ -4002,14 +4012,14 @@ _A_str_WireKey_available_commands_c_861ab0 = dict[
     ],
     Any,
 ]
-_A_list_OnErrorOmit_SessionConfigOp_cf2d1e = Annotated[
-    list[OnErrorOmit[Annotated[SessionConfigOption, FAST_UNION]]] | None,
+_A_list_OnErrorOmit_SessionConfigOp_2f6a58 = Annotated[
+    Annotated[list[OnErrorOmit[SessionConfigOption]], FAIL_FAST] | None,
     Field(alias="configOptions"),
     NOT_NULL,
     OMIT_ON_ERROR,
 ]
-_A_list_OnErrorOmit_AvailableComman_3aee16 = Annotated[
-    list[OnErrorOmit[AvailableCommand]] | None,
+_A_list_OnErrorOmit_AvailableComman_7158b5 = Annotated[
+    Annotated[list[OnErrorOmit[AvailableCommand]], FAIL_FAST] | None,
     Field(alias="availableCommands"),
     NOT_NULL,
     OMIT_ON_ERROR,
@@ -4037,10 +4047,10 @@ class ForkSessionResponse(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """Identifier of the new session."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_2f6a58 = None
     """The new session's configuration options."""
 
-    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_7158b5 = None
     """
     Initial slash commands; omitted or empty means none. Never null on the wire.
     """
@@ -4075,8 +4085,8 @@ _A_StopReason_None_stopReason_OMIT_ad1d4e = Annotated[
     StopReason | None, Field(alias="stopReason"), OMIT_ON_ERROR
 ]
 _A_Error_None_OMIT_ON_ERROR_dcb74c = Annotated[Error | None, OMIT_ON_ERROR]
-_A_list_BackgroundWork_FAST_UNION_N_a245b2 = Annotated[
-    list[Annotated[BackgroundWork, FAST_UNION]] | None, OMIT_ON_ERROR
+_A_list_BackgroundWork_FAIL_FAST_No_8d7863 = Annotated[
+    Annotated[list[BackgroundWork], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 
 
@@ -4113,7 +4123,7 @@ class IdleStateSnapshot(AcpModel):
     error: _A_Error_None_OMIT_ON_ERROR_dcb74c = None
     """What went wrong, when `stopReason` is `error`."""
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """Everything running in the background, as a full list."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4167,36 +4177,36 @@ class Usage(AcpModel):
         ]
 
     total_tokens: Annotated[
-        int, Field(alias="totalTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="totalTokens", ge=0, le=18446744073709551615)
     ]
     """All tokens of the turn."""
 
     input_tokens: Annotated[
-        int, Field(alias="inputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="inputTokens", ge=0, le=18446744073709551615)
     ]
     """Input tokens, cached ones included."""
 
     output_tokens: Annotated[
-        int, Field(alias="outputTokens", ge=0, le=18446744073709551615)
+        JsonInt, Field(alias="outputTokens", ge=0, le=18446744073709551615)
     ]
     """Output tokens."""
 
     thought_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="thoughtTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Tokens spent on reasoning."""
 
     cached_read_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedReadTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
     """Input tokens served from a cache."""
 
     cached_write_tokens: Annotated[
-        int | None,
+        JsonInt | None,
         Field(alias="cachedWriteTokens", ge=0, le=18446744073709551615),
         OMIT_ON_ERROR,
     ] = None
@@ -4260,7 +4270,7 @@ class IdleStateUpdate(AcpModel):
     usage: Annotated[Usage | None, OMIT_ON_ERROR] = None
     """Tokens spent by the turn, if the agent reports them."""
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """
     Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
@@ -4302,7 +4312,7 @@ class Implementation(AcpModel):
 
 
 ProtocolVersion = TypeAliasType(
-    "ProtocolVersion", Annotated[int, Field(ge=0, le=65535)]
+    "ProtocolVersion", Annotated[JsonInt, Field(ge=0, le=65535)]
 )
 """
 Major protocol version number; it only changes with breaking changes, additions are negotiated through capabilities.
@@ -4379,7 +4389,7 @@ class InitializeResponse(AcpModel):
     """What the agent supports; omitted or null fields mean unsupported."""
 
     auth_methods: Annotated[
-        list[OnErrorOmit[Annotated[AuthMethod, FAST_UNION]]] | None,
+        Annotated[list[OnErrorOmit[AuthMethod]], FAIL_FAST] | None,
         Field(alias="authMethods"),
         NOT_NULL,
         OMIT_ON_ERROR,
@@ -4469,7 +4479,9 @@ class ProviderInfo(AcpModel):
     provider_id: _A_ProviderId_providerId_1c86a0
     """The provider this concerns."""
 
-    supported: Annotated[list[OnErrorOmit[LlmProtocol]], DEFAULT_ON_ERROR]
+    supported: Annotated[
+        Annotated[list[OnErrorOmit[LlmProtocol]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """The API dialects the provider accepts."""
 
     required: bool
@@ -4495,7 +4507,7 @@ class ListProvidersResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    providers: list[ProviderInfo]
+    providers: Annotated[list[ProviderInfo], FAIL_FAST]
     """The providers of the agent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4592,7 +4604,7 @@ class SessionInfo(AcpModel):
     cwd: AbsolutePath
     """Working directory of the session."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """
     Complete ordered list of extra workspace roots of the session; omitted and empty both mean none.
     """
@@ -4628,7 +4640,9 @@ class ListSessionsResponse(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("meta", "next_cursor")], Any]
 
-    sessions: Annotated[list[OnErrorOmit[SessionInfo]], DEFAULT_ON_ERROR]
+    sessions: Annotated[
+        Annotated[list[OnErrorOmit[SessionInfo]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """Sessions matching the request; empty when none match."""
 
     next_cursor: Annotated[
@@ -4709,7 +4723,7 @@ class McpError(AcpModel):
         data: Optional error data; an explicit null is kept apart from an omitted key.
     """
 
-    code: int
+    code: JsonInt
     """The MCP error code (never an ACP one)."""
 
     message: str
@@ -4731,7 +4745,7 @@ _A_str_WireKey_meta_request_id_serv_1f1202 = dict[
     Annotated[str, WireKey("meta", "request_id", "server_id")], Any
 ]
 _A_McpRequestId_requestId_aff030 = Annotated[McpRequestId, Field(alias="requestId")]
-_A_str_None_535d7e = dict[str, Any] | None
+_A_str_FAIL_FAST_None_8e2d75 = Annotated[dict[str, Any], FAIL_FAST] | None
 
 
 class MessageMcpNotification(AcpModel):
@@ -4762,7 +4776,7 @@ class MessageMcpNotification(AcpModel):
     method: str
     """The inner MCP method."""
 
-    params: _A_str_None_535d7e = None
+    params: _A_str_FAIL_FAST_None_8e2d75 = None
     """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4796,7 +4810,7 @@ class MessageMcpRequest(AcpModel):
     method: str
     """The inner MCP method."""
 
-    params: _A_str_None_535d7e = None
+    params: _A_str_FAIL_FAST_None_8e2d75 = None
     """The inner MCP params; null is the same as omitted."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -4902,12 +4916,12 @@ class NewSessionRequest(AcpModel):
     cwd: AbsolutePath
     """Working directory of the session; relative paths resolve against it."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
@@ -4941,10 +4955,10 @@ class NewSessionResponse(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """Unique id of the created session."""
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_2f6a58 = None
     """Initial config options of the session."""
 
-    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_7158b5 = None
     """
     Initial slash commands; omitted or empty means none. Never null on the wire.
     """
@@ -5179,7 +5193,9 @@ class PlanItems(AcpModel):
     plan_id: _A_PlanId_planId_209aea
     """The plan to replace."""
 
-    entries: Annotated[list[OnErrorOmit[PlanEntry]], DEFAULT_ON_ERROR]
+    entries: Annotated[
+        Annotated[list[OnErrorOmit[PlanEntry]], FAIL_FAST], DEFAULT_ON_ERROR
+    ]
     """Every task of the plan with its current status."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5307,7 +5323,7 @@ class PlanUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["plan_update"], Field(alias="sessionUpdate")]
 
-    plan: Annotated[PlanUpdateContent, FAST_UNION]
+    plan: PlanUpdateContent
     """The new content of the plan."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5331,7 +5347,7 @@ class PromptRequest(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session that receives the message."""
 
-    prompt: Annotated[list[Annotated[ContentBlock, FAST_UNION]], Field(min_length=1)]
+    prompt: Annotated[Annotated[list[ContentBlock], FAIL_FAST], Field(min_length=1)]
     """
     The content of the user message. Text and resource links are always accepted; other block types only when the agent advertised the matching prompt capability.
     """
@@ -5578,7 +5594,7 @@ class ToolCallLocation(AcpModel):
     path: AbsolutePath
     """Absolute path of the file."""
 
-    line: Annotated[int | None, Field(ge=1, le=4294967295), OMIT_ON_ERROR] = None
+    line: Annotated[JsonInt | None, Field(ge=1, le=4294967295), OMIT_ON_ERROR] = None
     """1-based line within the file, if relevant (0 is not a line)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5620,11 +5636,11 @@ _A_ToolKind_None_OMIT_ON_ERROR_736cc4 = Annotated[ToolKind | None, OMIT_ON_ERROR
 _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = Annotated[
     ToolCallStatus | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallContent_4afa94 = Annotated[
-    list[OnErrorOmit[Annotated[ToolCallContent, FAST_UNION]]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallContent_57b806 = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallContent]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
-_A_list_OnErrorOmit_ToolCallLocatio_60ce00 = Annotated[
-    list[OnErrorOmit[ToolCallLocation]] | None, OMIT_ON_ERROR
+_A_list_OnErrorOmit_ToolCallLocatio_365d0a = Annotated[
+    Annotated[list[OnErrorOmit[ToolCallLocation]], FAIL_FAST] | None, OMIT_ON_ERROR
 ]
 _A_rawInput_OMIT_ON_ERROR_dcb22d = Annotated[
     Any, Field(alias="rawInput"), OMIT_ON_ERROR
@@ -5678,10 +5694,10 @@ class ToolCallUpdate(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -5784,12 +5800,14 @@ class RequestPermissionRequest(AcpModel):
     Why permission is needed, for the prompt only; omitted and `null` both mean none.
     """
 
-    subject: Annotated[RequestPermissionSubject, FAST_UNION] | None = None
+    subject: RequestPermissionSubject | None = None
     """
     What the permission is for; omitted and `null` both mean no structured subject.
     """
 
-    options: Annotated[list[PermissionOption], Field(min_length=1)]
+    options: Annotated[
+        Annotated[list[PermissionOption], FAIL_FAST], Field(min_length=1)
+    ]
     """The choices offered to the user; at least one."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5809,7 +5827,7 @@ class RequestPermissionResponse(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    outcome: Annotated[RequestPermissionOutcome, FAST_UNION]
+    outcome: RequestPermissionOutcome
     """The decision."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5841,7 +5859,7 @@ class RequiresActionStateSnapshot(AcpModel):
     else:
         state: _A_Literal_requires_action_e3ede8
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """Everything running in the background, as a full list."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -5884,7 +5902,7 @@ class RequiresActionStateUpdate(AcpModel):
     else:
         state: _A_Literal_requires_action_e3ede8
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """
     Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
@@ -5943,20 +5961,18 @@ class ResumeSessionRequest(AcpModel):
     cwd: AbsolutePath
     """Working directory of the session; must match the session's own."""
 
-    additional_directories: _A_list_OnErrorOmit_AbsolutePath_No_c6b28b = None
+    additional_directories: _A_list_OnErrorOmit_AbsolutePath_FA_fdf3e4 = None
     """
     Extra absolute workspace roots for the session besides `cwd`; only allowed when the agent advertises support. Omitted or empty means none. Stored roots are not restored implicitly.
     """
 
-    mcp_servers: _A_list_OnErrorOmit_McpServer_FAST_9f649c = None
+    mcp_servers: _A_list_OnErrorOmit_McpServer_FAIL_668def = None
     """
     MCP servers the agent should connect to for this session. Omitted and empty are equivalent.
     """
 
     replay_from: Annotated[
-        Annotated[ReplayFrom, FAST_UNION] | None,
-        Field(alias="replayFrom"),
-        OMIT_ON_ERROR,
+        ReplayFrom | None, Field(alias="replayFrom"), OMIT_ON_ERROR
     ] = None
     """Where history replay starts; omitted or null means no replay."""
 
@@ -5987,10 +6003,10 @@ class ResumeSessionResponse(AcpModel):
             Annotated[str, WireKey("available_commands", "config_options", "meta")], Any
         ]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_cf2d1e = None
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_2f6a58 = None
     """Current config options of the session."""
 
-    available_commands: _A_list_OnErrorOmit_AvailableComman_3aee16 = None
+    available_commands: _A_list_OnErrorOmit_AvailableComman_7158b5 = None
     """
     Current slash commands; omitted or empty means none. Never null on the wire.
     """
@@ -6024,7 +6040,7 @@ class RunningStateSnapshot(AcpModel):
     else:
         state: _A_Literal_running_50d091
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """Everything running in the background, as a full list."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6067,7 +6083,7 @@ class RunningStateUpdate(AcpModel):
     else:
         state: _A_Literal_running_50d091
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """
     Everything running in the background at this moment, as a full list (it replaces the previous one). Omitted or null: none is reported.
     """
@@ -6219,7 +6235,7 @@ class SessionMessage(AcpModel):
     ] = None
     """The message's id in the recipient's session."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """The whole content (it replaces what was there)."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6258,7 +6274,7 @@ class SessionMessageChunk(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message this block belongs to."""
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The block."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6339,7 +6355,7 @@ class UnknownStateSnapshot(AcpModel):
     else:
         state: _A_Literal_unknown_fdda7d
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """Everything running in the background, as a full list."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6372,8 +6388,8 @@ What a session's foreground work is doing, as a value (reported by `session/stat
 """
 
 
-_A_StateSnapshot_FAST_UNION_None_OM_420aed = Annotated[
-    Annotated[StateSnapshot, FAST_UNION] | None, OMIT_ON_ERROR
+_A_StateSnapshot_None_OMIT_ON_ERROR_428c1b = Annotated[
+    StateSnapshot | None, OMIT_ON_ERROR
 ]
 
 
@@ -6395,7 +6411,7 @@ class SessionStatusResponse(AcpModel):
     status: SessionStatus
     """Whether the session is in memory."""
 
-    state: _A_StateSnapshot_FAST_UNION_None_OM_420aed = None
+    state: _A_StateSnapshot_None_OMIT_ON_ERROR_428c1b = None
     """
     What the session's foreground work is doing, when the agent reports it.
     """
@@ -6438,7 +6454,7 @@ class UserMessageChunk(AcpModel):
     The message this chunk belongs to. Chunks of one message share it; a new value starts a new message.
     """
 
-    content: _A_ContentBlock_FAST_UNION_516dd6
+    content: ContentBlock
     """The content to append to the message."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6475,7 +6491,7 @@ class UserMessage(AcpModel):
     message_id: _A_MessageId_messageId_0611cc
     """The message to create or update."""
 
-    content: _A_list_OnErrorOmit_ContentBlock_FA_ab4184 = None
+    content: _A_list_OnErrorOmit_ContentBlock_FA_995e65 = None
     """
     The whole content of the message, replacing what the client holds (including appended chunks); `null` or `[]` clears it, omitted leaves it unchanged.
     """
@@ -6520,7 +6536,7 @@ class UnknownStateUpdate(AcpModel):
     else:
         state: _A_Literal_unknown_fdda7d
 
-    background: _A_list_BackgroundWork_FAST_UNION_N_a245b2 = None
+    background: _A_list_BackgroundWork_FAIL_FAST_No_8d7863 = None
     """Everything running in the background, as a full list."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6588,7 +6604,7 @@ class ToolCallContentChunk(AcpModel):
     tool_call_id: _A_ToolCallId_toolCallId_c54005
     """The tool call the item belongs to."""
 
-    content: Annotated[ToolCallContent, FAST_UNION]
+    content: ToolCallContent
     """The item to append."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6658,10 +6674,10 @@ class ToolCallProgress(AcpModel):
     status: _A_ToolCallStatus_None_OMIT_ON_ERRO_aeed99 = None
     """The execution status."""
 
-    content: _A_list_OnErrorOmit_ToolCallContent_4afa94 = None
+    content: _A_list_OnErrorOmit_ToolCallContent_57b806 = None
     """The whole output of the tool call, replacing the previous list."""
 
-    locations: _A_list_OnErrorOmit_ToolCallLocatio_60ce00 = None
+    locations: _A_list_OnErrorOmit_ToolCallLocatio_365d0a = None
     """The files the tool call touches, replacing the previous list."""
 
     raw_input: _A_rawInput_OMIT_ON_ERROR_dcb22d = None
@@ -6716,7 +6732,7 @@ class TerminalExitStatus(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("exit_code", "meta")], Any]
 
-    exit_code: Annotated[int | None, Field(alias="exitCode"), OMIT_ON_ERROR] = None
+    exit_code: Annotated[JsonInt | None, Field(alias="exitCode"), OMIT_ON_ERROR] = None
     """
     The exit code as the platform reports it, if known; negative codes (signed Windows codes) included.
     """
@@ -6729,7 +6745,7 @@ class TerminalExitStatus(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_1_le_65535_7ddf00 = Annotated[int, Field(ge=1, le=65535)]
+_A_JsonInt_ge_1_le_65535_83def9 = Annotated[JsonInt, Field(ge=1, le=65535)]
 
 
 class TerminalSize(AcpModel):
@@ -6747,10 +6763,10 @@ class TerminalSize(AcpModel):
     else:
         __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
 
-    cols: _A_int_ge_1_le_65535_7ddf00
+    cols: _A_JsonInt_ge_1_le_65535_83def9
     """Width in columns."""
 
-    rows: _A_int_ge_1_le_65535_7ddf00
+    rows: _A_JsonInt_ge_1_le_65535_83def9
     """Height in rows."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -6902,8 +6918,8 @@ class TerminalOutputChunk(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
-_A_int_ge_0_le_18446744073709551615_2edf88 = Annotated[
-    int, Field(ge=0, le=18446744073709551615)
+_A_JsonInt_ge_0_le_1844674407370955_a0d85e = Annotated[
+    JsonInt, Field(ge=0, le=18446744073709551615)
 ]
 
 
@@ -6936,10 +6952,10 @@ class UsageUpdate(AcpModel):
     else:
         session_update: Annotated[Literal["usage_update"], Field(alias="sessionUpdate")]
 
-    used: _A_int_ge_0_le_18446744073709551615_2edf88
+    used: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Tokens currently in the context window."""
 
-    size: _A_int_ge_0_le_18446744073709551615_2edf88
+    size: _A_JsonInt_ge_0_le_1844674407370955_a0d85e
     """Size of the context window in tokens."""
 
     cost: Annotated[Cost | None, OMIT_ON_ERROR] = None
@@ -7031,14 +7047,15 @@ class SubagentUpdate(AcpModel):
     capabilities: Annotated[SubagentSessionCapabilities | None, OMIT_ON_ERROR] = None
     """What the client may do to the child."""
 
-    state: _A_StateSnapshot_FAST_UNION_None_OM_420aed = None
+    state: _A_StateSnapshot_None_OMIT_ON_ERROR_428c1b = None
     """What the child's foreground work is doing."""
 
     cwd: _A_AbsolutePath_None_922038 = None
     """The child's working directory."""
 
     additional_directories: Annotated[
-        list[AbsolutePath] | None, Field(alias="additionalDirectories")
+        Annotated[list[AbsolutePath], FAIL_FAST] | None,
+        Field(alias="additionalDirectories"),
     ] = None
     """The child's extra workspace roots."""
 
@@ -7147,7 +7164,7 @@ class SetProviderRequest(AcpModel):
     base_url: _A_str_baseUrl_73d5f2
     """The endpoint URL of the provider."""
 
-    headers: Annotated[dict[str, str] | None, NOT_NULL] = None
+    headers: Annotated[Annotated[dict[str, str], FAIL_FAST] | None, NOT_NULL] = None
     """HTTP headers to send to the provider."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7290,7 +7307,7 @@ class SetSessionConfigOptionResponse(AcpModel):
     else:
         __pydantic_extra__: dict[Annotated[str, WireKey("config_options", "meta")], Any]
 
-    config_options: _A_list_OnErrorOmit_SessionConfigOp_12cff6
+    config_options: _A_list_OnErrorOmit_SessionConfigOp_72c90a
     """The complete, updated list of options; one change may affect others."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7392,7 +7409,7 @@ class UnsupportedProtocolVersionErrorData(AcpModel):
     requested: ProtocolVersion
     """The protocol version the request asked for."""
 
-    supported: list[ProtocolVersion]
+    supported: Annotated[list[ProtocolVersion], FAIL_FAST]
     """The protocol versions the peer supports."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
@@ -7416,7 +7433,7 @@ class UpdateSessionNotification(AcpModel):
     session_id: _A_SessionId_sessionId_07b1e9
     """The session the update is about."""
 
-    update: Annotated[SessionUpdate, FAST_UNION]
+    update: SessionUpdate
     """The update itself."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
