@@ -1626,7 +1626,7 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
     def _equivalent_initialize(self, params: Any) -> Any:
         """``params`` (an ``initialize`` of another version) as this version's ``InitializeRequest``."""
         version = self._version
-        wire = _wire_dict(params) if isinstance(params, BaseModel) else dict(params)
+        wire = to_wire(params) if isinstance(params, BaseModel) else dict(params)
         info_key, caps_key = ("clientInfo", "clientCapabilities") if version.name == "v1" else ("info", "capabilities")
         other_info = wire.get("clientInfo", wire.get("info"))
         other_caps = wire.get("clientCapabilities", wire.get("capabilities"))
