@@ -168,8 +168,27 @@ from ._runtime import MethodSpec, is_extension, to_wire, type_name, wire_json
 
 if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
+    from typing import TypedDict
+
+    from typing_extensions import Unpack
 
     from acp_types import v1, v2
+
+    class _Options(TypedDict, total=False):
+        """The keyword options of a connection (see :class:`Connection`)."""
+
+        max_line_size: int
+        strict_capabilities: bool
+        max_in_flight: int
+        max_queued: int
+        max_batch: int
+        close_timeout: float
+
+    class _SpawnOptions(_Options, total=False):
+        env: Mapping[str, str] | None
+        cwd: str | None
+        stderr: int | None
+        exit_timeout: float
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -1415,12 +1434,7 @@ class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
             handler: Callable[[Any], _H],
             *,
             versions: tuple[Literal["v1"]],
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         @overload
@@ -1431,12 +1445,7 @@ class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
             handler: Callable[[Any], _H],
             *,
             versions: tuple[Literal["v2"]],
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         @overload
@@ -1447,12 +1456,7 @@ class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
             handler: Callable[[Any], _H],
             *,
             versions: Sequence[str] | None = ...,
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         @overload
@@ -1463,12 +1467,7 @@ class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
             handler: _H = ...,
             *,
             versions: Sequence[str] | None = ...,
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
@@ -1514,12 +1513,7 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
             handler: Callable[[Any], _H],
             *,
             versions: tuple[Literal["v1"]],
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         @overload
@@ -1530,12 +1524,7 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
             handler: Callable[[Any], _H],
             *,
             versions: tuple[Literal["v2"]],
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         @overload
@@ -1546,12 +1535,7 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
             handler: Callable[[Any], _H],
             *,
             versions: Sequence[str] | None = ...,
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         @overload
@@ -1562,12 +1546,7 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
             handler: _H = ...,
             *,
             versions: Sequence[str] | None = ...,
-            max_line_size: int = ...,
-            strict_capabilities: bool = ...,
-            max_in_flight: int = ...,
-            max_queued: int = ...,
-            max_batch: int = ...,
-            close_timeout: float = ...,
+            **options: Unpack[_Options],
         ) -> None: ...
 
         def __init__(self, *args: Any, **kwargs: Any) -> None: ...
@@ -2015,16 +1994,7 @@ if TYPE_CHECKING:  # the version and the handler's type, from the arguments
         handler: Callable[[Any], _H],
         *,
         versions: tuple[Literal["v1"]],
-        env: Mapping[str, str] | None = ...,
-        cwd: str | None = ...,
-        stderr: int | None = ...,
-        exit_timeout: float = ...,
-        max_line_size: int = ...,
-        strict_capabilities: bool = ...,
-        max_in_flight: int = ...,
-        max_queued: int = ...,
-        max_batch: int = ...,
-        close_timeout: float = ...,
+        **options: Unpack[_SpawnOptions],
     ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]]: ...
 
     @overload
@@ -2033,16 +2003,7 @@ if TYPE_CHECKING:  # the version and the handler's type, from the arguments
         handler: Callable[[Any], _H],
         *,
         versions: tuple[Literal["v2"]],
-        env: Mapping[str, str] | None = ...,
-        cwd: str | None = ...,
-        stderr: int | None = ...,
-        exit_timeout: float = ...,
-        max_line_size: int = ...,
-        strict_capabilities: bool = ...,
-        max_in_flight: int = ...,
-        max_queued: int = ...,
-        max_batch: int = ...,
-        close_timeout: float = ...,
+        **options: Unpack[_SpawnOptions],
     ) -> AbstractAsyncContextManager[ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]]: ...
 
     @overload
@@ -2051,16 +2012,7 @@ if TYPE_CHECKING:  # the version and the handler's type, from the arguments
         handler: Callable[[Any], _H],
         *,
         versions: Sequence[str] | None = ...,
-        env: Mapping[str, str] | None = ...,
-        cwd: str | None = ...,
-        stderr: int | None = ...,
-        exit_timeout: float = ...,
-        max_line_size: int = ...,
-        strict_capabilities: bool = ...,
-        max_in_flight: int = ...,
-        max_queued: int = ...,
-        max_batch: int = ...,
-        close_timeout: float = ...,
+        **options: Unpack[_SpawnOptions],
     ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]]: ...
 
     @overload
@@ -2069,16 +2021,7 @@ if TYPE_CHECKING:  # the version and the handler's type, from the arguments
         handler: _H = ...,
         *,
         versions: Sequence[str] | None = ...,
-        env: Mapping[str, str] | None = ...,
-        cwd: str | None = ...,
-        stderr: int | None = ...,
-        exit_timeout: float = ...,
-        max_line_size: int = ...,
-        strict_capabilities: bool = ...,
-        max_in_flight: int = ...,
-        max_queued: int = ...,
-        max_batch: int = ...,
-        close_timeout: float = ...,
+        **options: Unpack[_SpawnOptions],
     ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]]: ...
 
     def spawn_agent(*args: Any, **kwargs: Any) -> Any: ...

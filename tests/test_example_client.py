@@ -68,7 +68,8 @@ def test_an_agent_that_asks_to_authenticate_gets_its_first_method(protocol: str)
 @VERSIONS
 def test_the_timeout_cancels_the_turn_and_waits_for_its_end(protocol: str) -> None:
     out = client(protocol, "--timeout", "0.2", agent=[*AGENTS, "slow"])
-    assert (out.returncode, out.stdout) == (0, "working\n(timed out: cancelling)\n")
+    # the timeout may come before the agent's first words arrive: either order is right
+    assert (out.returncode, sorted(out.stdout.splitlines())) == (0, ["(timed out: cancelling)", "working"])
     assert out.stderr == "(the turn ended: cancelled)\n"
 
 

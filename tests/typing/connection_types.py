@@ -53,6 +53,10 @@ async def one_version(command: list[str]) -> None:
         await conn.handler.sesion_update(v1.SessionNotification.model_validate({}))  # E: attr-defined
 
 
+def misspelled_option(command: list[str]) -> None:
+    connection.spawn_agent(command, Printer, versions=("v1",), max_line_sise=1)  # E: call-overload
+
+
 async def both_versions(command: list[str]) -> None:
     async with connection.spawn_agent(command, client.SessionClient) as conn:
         assert_type(conn.handler, client.SessionClient)
