@@ -1,12 +1,17 @@
-"""An ACP client: spawns an agent, runs one session with a prompt and prints the streamed answer.
+"""An ACP client: spawns an agent, runs one prompt and prints the transcript as it streams.
 
-    python examples/client.py [--prompt TEXT] [--protocol v2|v1] [--timeout S] -- AGENT COMMAND... [--prompt TEXT]
+    python examples/client.py [--prompt TEXT] [--protocol v2|v1] [--timeout S] [--yes] -- AGENT COMMAND...
 
-It asks for ``--protocol`` (default v2) and accepts a v1 agent's answer. The
-turn ends with v1's answer or v2's ``idle`` update. When the agent asks for
-authentication (-32000) it logs in with the first method the agent
-advertised; Ctrl-C or ``--timeout`` sends ``session/cancel`` and waits for
-the turn to end. A peer's error is reported in one line (exit 1).
+It asks for ``--protocol`` (default v2) and accepts a v1 agent's answer. What
+it prints comes from the session's state (``acp_types.client.SessionClient``
+applies every update by the protocol's rules): the agent's text as it grows
+(a message the agent rewrites is shown again), and a line for each tool
+call whenever its status changes. The turn ends with v1's answer or v2's
+``idle`` update. Permission requests are rejected unless ``--yes``. When
+the agent asks for authentication (-32000) it logs in with the first method
+the agent advertised; Ctrl-C or ``--timeout`` sends ``session/cancel`` and
+waits for the turn to end (a second Ctrl-C gives up). A peer's error is
+reported in one line (exit 1).
 """
 
 from __future__ import annotations
@@ -21,29 +26,47 @@ from typing import Any, TypeVar
 
 import _path  # noqa: F401  (acp_types from the checkout when not installed)
 
-from acp_types import connection, v1, v2
+from acp_types import client, connection, session_state, v1, v2
 
 T = TypeVar("T")
 
 
-class Printer:
-    """The client's handler: prints agent text, notes v2's idle, refuses permissions (this client asks no one)."""
+class Render:
+    """Prints what changed in the session's state since the last update: agent text as it grows, tool call statuses."""
 
-    def __init__(self, conn: connection.ClientConnection) -> None:
-        self.idle = asyncio.Event()
-        self.stop_reason: str | None = None
+    def __init__(self) -> None:
+        self.shown: dict[int, str] = {}  # id() of a transcript entry -> what was printed of it
+        self.line_start = True
 
-    async def session_update(self, params: v1.SessionNotification | v2.UpdateSessionNotification) -> None:
-        update = params.update
-        if isinstance(update, (v1.AgentMessageChunk, v2.AgentMessageChunk)):
-            print(getattr(update.content, "text", ""), end="", flush=True)
-        elif isinstance(update, v2.IdleStateUpdate):
-            self.stop_reason = update.stop_reason
-            self.idle.set()
+    def out(self, text: str) -> None:
+        if text:
+            print(text, end="", flush=True)
+            self.line_start = text.endswith("\n")
 
-    async def session_request_permission(self, params: Any) -> Any:
-        m = v1 if isinstance(params, v1.RequestPermissionRequest) else v2
-        return m.RequestPermissionResponse(outcome=m.CancelledPermissionOutcome())
+    def end_line(self) -> None:
+        if not self.line_start:
+            self.out("\n")
+
+    def line(self, text: str) -> None:
+        self.end_line()
+        self.out(text + "\n")
+
+    def __call__(self, state: Any, notification: Any) -> None:
+        for entry in state.transcript:
+            old = self.shown.get(id(entry))
+            if isinstance(entry, session_state.ToolCall):
+                now = f"[{entry.kind or 'tool'}] {entry.title or entry.tool_call_id}: {entry.status or 'pending'}"
+                if now != old:
+                    self.line(now)
+            elif entry.role == "agent":
+                now = entry.text
+                if old is None or now.startswith(old):
+                    self.out(now[len(old or "") :])
+                else:  # the agent replaced the message's content
+                    self.line(f"(rewritten) {now}")
+            else:
+                continue
+            self.shown[id(entry)] = now
 
 
 async def authenticated(conn: connection.ClientConnection, methods: list[Any], call: Callable[[], Awaitable[T]]) -> T:
@@ -55,48 +78,58 @@ async def authenticated(conn: connection.ClientConnection, methods: list[Any], c
             raise
     method = methods[0]
     print(f"the agent asks to authenticate; using {getattr(method, 'name', '?')!r}", file=sys.stderr)
-    if conn.version == "v1":
-        await conn.peer.authenticate(v1.AuthenticateRequest(method_id=method.id))
+    if conn.version == "v1":  # each version's login, on the connection typed for it
+        await conn.as_version("v1").peer.authenticate(v1.AuthenticateRequest(method_id=method.id))
     else:
-        await conn.peer.auth_login(v2.LoginAuthRequest(method_id=method.method_id))
+        await conn.as_version("v2").peer.auth_login(v2.LoginAuthRequest(method_id=method.method_id))
     return await call()
 
 
-async def run(command: list[str], prompt: str, protocol: str, timeout: float | None) -> int:
+def allow_first(params: Any) -> str | None:
+    """``--yes``: the first option that allows."""
+    return next((o.option_id for o in params.options if o.kind in ("allow_once", "allow_always")), None)
+
+
+async def run(render: Render, command: list[str], prompt: str, protocol: str, timeout: float | None, yes: bool) -> int:
+    def make(conn: connection.ClientConnection) -> client.SessionClient:
+        return client.SessionClient(conn, on_update=render, permission=allow_first if yes else None)
+
     versions = (protocol, "v1") if protocol == "v2" else ("v1",)
-    async with connection.spawn_agent(command, Printer, versions=versions) as conn:
-        info = {"name": "example-client", "version": "1.0"}
+    async with connection.spawn_agent(command, make, versions=versions) as conn:
         if protocol == "v2":
-            init: Any = await conn.initialize(v2.InitializeRequest(protocol_version=2, info=info))
+            info = v2.Implementation(name="example-client", version="1.0")
+            init: v1.InitializeResponse | v2.InitializeResponse = await conn.initialize(
+                v2.InitializeRequest(protocol_version=2, info=info)
+            )
         else:
-            init = await conn.initialize(v1.InitializeRequest(protocol_version=1, client_info=info))
-        m: Any = v1 if conn.version == "v1" else v2  # the agent's answer settled the version
-        printer: Printer = conn.handler  # type: ignore[assignment]
-        methods = list(init.auth_methods or [])
-        new = m.NewSessionRequest(cwd=os.getcwd(), mcp_servers=[])
-        session = await authenticated(conn, methods, lambda: conn.peer.session_new(new))
-        sid = session.session_id
+            client_info = v1.Implementation(name="example-client", version="1.0")
+            init = await conn.initialize(v1.InitializeRequest(protocol_version=1, client_info=client_info))
+        acp = conn.handler
+        session_id = await authenticated(conn, list(init.auth_methods or []), lambda: acp.new_session(os.getcwd()))
+        turn = asyncio.ensure_future(acp.prompt(session_id, prompt))
+        interrupts = 0
 
-        async def turn() -> str | None:
-            answer = await conn.peer.session_prompt(m.PromptRequest(session_id=sid, prompt=[m.TextContent(text=prompt)]))
-            if conn.version == "v1":
-                return str(answer.stop_reason)
-            await printer.idle.wait()
-            return printer.stop_reason
+        def cancel(why: str) -> None:
+            nonlocal interrupts
+            interrupts += 1
+            if interrupts > 1:  # asked twice: stop waiting for the agent
+                turn.cancel()
+                return
+            render.line(f"({why}: cancelling)")
+            asyncio.ensure_future(acp.cancel(session_id))
 
-        task = asyncio.ensure_future(turn())
-        cancel = lambda: asyncio.ensure_future(conn.peer.session_cancel(m.CancelNotification(session_id=sid)  # noqa: E731
-                                                                        if conn.version == "v1" else
-                                                                        m.CancelSessionNotification(session_id=sid)))
-        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, cancel)
-        done, _ = await asyncio.wait({task}, timeout=timeout)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGINT, cancel, "interrupted")
+        done, _ = await asyncio.wait({turn}, timeout=timeout)
         if not done:
-            print("\n(timed out: cancelling)", file=sys.stderr)
-            cancel()
-        reason = await task
-        print()
-        if reason not in (None, "end_turn"):
-            print(f"(the turn ended: {reason})", file=sys.stderr)
+            cancel("timed out")
+        try:
+            ended = await turn
+        except asyncio.CancelledError:
+            render.line("(gave up waiting for the agent)")
+            return 130
+        render.end_line()
+        if ended.stop_reason not in (None, "end_turn"):
+            print(f"(the turn ended: {ended.stop_reason})", file=sys.stderr)
     return 0
 
 
@@ -110,16 +143,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt", default="hello")
     parser.add_argument("--protocol", choices=("v1", "v2"), default="v2")
     parser.add_argument("--timeout", type=float, default=None, help="seconds before the turn is cancelled")
+    parser.add_argument("--yes", action="store_true", help="allow what the agent asks permission for")
     options = parser.parse_args(own)
     if not command:
         parser.error("give the agent command after --")
+    render = Render()
     try:
-        return asyncio.run(run(command, options.prompt, options.protocol, options.timeout))
+        return asyncio.run(run(render, command, options.prompt, options.protocol, options.timeout, options.yes))
     except connection.RequestError as exc:  # the peer's error, in one line
         data = f" ({exc.data})" if exc.data is not None else ""
-        print(f"\nerror from the agent: {exc.message} (code {exc.code}){data}", file=sys.stderr)
+        error = f"error from the agent: {exc.message} (code {exc.code}){data}"
     except (connection.ConnectionClosed, connection.UnsupportedVersion, OSError) as exc:
-        print(f"\nerror: {exc}", file=sys.stderr)
+        error = f"error: {exc}"
+    render.end_line()  # end a line of agent text the error cut short
+    print(error, file=sys.stderr)
     return 1
 
 

@@ -195,6 +195,25 @@ def test_cancel_close_and_archive_stop_the_running_turn_with_cancelled(version: 
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
+def test_a_cancel_sent_right_after_the_prompt_ends_the_turn_before_it_starts(version: str) -> None:
+    async def main() -> None:
+        w = await Wire(version).open(Words())
+        sid = await w.new()
+        prompt = asyncio.ensure_future(w.prompt(sid, "forever"))
+        await asyncio.sleep(0)  # the prompt's line is written, then the cancel's, in one read for the agent
+        w.notify("session/cancel", {"sessionId": sid})
+        answer = await prompt
+        if version == "v1":
+            assert answer["result"] == {"stopReason": "cancelled"}
+        else:
+            assert (await w.until(idle))["params"]["update"]["stopReason"] == "cancelled"
+        assert not [u for u in w.updates() if u["sessionUpdate"] == "agent_message_chunk"]  # the app never ran
+        await w.close()
+
+    run(main)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
 def test_list_filters_by_cwd_and_archive_and_pages(version: str) -> None:
     class Small(Words):
         page_size = 2

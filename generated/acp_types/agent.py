@@ -246,6 +246,7 @@ class Session:
     _task: asyncio.Task[StopReason] | None = field(default=None, repr=False)
     _ended: asyncio.Event | None = field(default=None, repr=False)
     _cancelled: bool = field(default=False, repr=False)
+    _cancels: int = field(default=0, repr=False)  # session/cancel notifications received
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     _tool_titles: dict[str, str] = field(default_factory=dict, repr=False)
 
@@ -815,7 +816,10 @@ class _Surface:
 
     async def session_cancel(self, params: Any) -> None:
         session = self.app.sessions.get(params.session_id)
-        if session is not None and session._task is not None:
+        if session is None:
+            return
+        session._cancels += 1  # also stops a turn accepted but not started yet (see _turn)
+        if session._task is not None:
             session._cancelled = True
             session._task.cancel()
 
@@ -866,11 +870,12 @@ class _Surface:
         if session._conn is not self.conn:
             raise RequestError(INVALID_PARAMS, f"session {session.id!r} is not open on this connection")
         user_id = _new_id("msg")
+        cancels = session._cancels  # a session/cancel after this point ends this turn
         if self.conn.version == "v1":
             async with session._lock:
                 ended = session._ended = asyncio.Event()
                 try:
-                    reason = await self._turn(session, params.prompt, user_id)
+                    reason = await self._turn(session, params.prompt, user_id, cancels)
                 finally:
                     # waiters resume after this step, in which the answer is written
                     ended.set()
@@ -878,14 +883,14 @@ class _Surface:
 
             return m1.PromptResponse(stop_reason=reason)
         # v2: the answer acknowledges the prompt; the turn follows it.
-        task = asyncio.get_running_loop().create_task(self._v2_turn(session, params.prompt, user_id))
+        task = asyncio.get_running_loop().create_task(self._v2_turn(session, params.prompt, user_id, cancels))
         self._turns.add(task)
         task.add_done_callback(self._turns.discard)
         from acp_types.v2 import models as m2
 
         return m2.PromptResponse(message_id=user_id)
 
-    async def _v2_turn(self, session: Session, prompt: Sequence[Any], user_id: str) -> None:
+    async def _v2_turn(self, session: Session, prompt: Sequence[Any], user_id: str, cancels: int) -> None:
         from acp_types.v2 import models as m2
 
         async with session._lock:
@@ -895,7 +900,7 @@ class _Surface:
                 await session.send(m2.UserMessage(message_id=user_id, content=list(prompt)))
                 await session.send(m2.RunningStateUpdate())
                 try:
-                    reason: StopReason | None = await self._turn(session, prompt, user_id)
+                    reason: StopReason | None = await self._turn(session, prompt, user_id, cancels)
                 except Exception:
                     log.exception("the turn of session %r failed (ACP v2)", session.id)
                     reason = None
@@ -903,10 +908,12 @@ class _Surface:
             finally:
                 ended.set()
 
-    async def _turn(self, session: Session, prompt: Sequence[Any], user_id: str) -> StopReason:
+    async def _turn(self, session: Session, prompt: Sequence[Any], user_id: str, cancels: int) -> StopReason:
         turn = Turn(session, prompt, user_id)
         session._cancelled = False
         if session._conn is not self.conn:  # closed or reopened elsewhere while this turn waited
+            return "cancelled"
+        if session._cancels != cancels:  # cancelled after the prompt was accepted, before it started
             return "cancelled"
         _remember(session, "user", user_id, turn.prompt_text)
         task = asyncio.get_running_loop().create_task(self.app.prompt(turn))
@@ -981,11 +988,17 @@ async def serve(
     writer: Writer,
     *,
     versions: Sequence[str] = ("v1", "v2"),
+    strict_capabilities: bool = False,
     **options: Any,
 ) -> None:
-    """Run ``app`` on a reader/writer pair until the client goes away (``options`` go to the connection)."""
+    """Run ``app`` on a reader/writer pair until the client goes away (``options`` go to the connection).
+
+    ``strict_capabilities=True`` refuses, before sending, a client method the
+    client did not advertise (``connection.CapabilityNotAdvertised`` in the app).
+    """
     check(app, versions)
-    conn = AgentConnection(reader, writer, app.handler, versions=versions, **options)
+    conn = AgentConnection(reader, writer, app.handler, versions=versions,
+                           strict_capabilities=strict_capabilities, **options)
     async with conn:
         await conn.wait_closed()
     for session in app.sessions.values():
@@ -994,9 +1007,15 @@ async def serve(
 
 
 async def serve_stdio(
-    app: App, *, versions: Sequence[str] = ("v1", "v2"), protect_stdout: bool = True, **options: Any
+    app: App,
+    *,
+    versions: Sequence[str] = ("v1", "v2"),
+    protect_stdout: bool = True,
+    strict_capabilities: bool = False,
+    **options: Any,
 ) -> None:
     """Run ``app`` on stdin/stdout; with ``protect_stdout`` what the app prints goes to stderr, not the wire."""
+    options["strict_capabilities"] = strict_capabilities
     check(app, versions)
     if not protect_stdout:
         reader, writer = await pipe_streams(sys.stdin.buffer, sys.stdout.buffer)

@@ -141,9 +141,10 @@ import sys
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, cast, overload
 
 from pydantic import BaseModel, ValidationError
+from typing_extensions import Self, TypeVar
 
 from acp_types import VERSIONS as _PACKAGE_VERSIONS
 from acp_types._protocol import RequestId
@@ -164,6 +165,30 @@ from ._jsonrpc import (
 )
 from ._outbound import InvalidOutbound, check_result
 from ._runtime import MethodSpec, is_extension, to_wire, type_name, wire_json
+
+if TYPE_CHECKING:
+    from contextlib import AbstractAsyncContextManager
+    from typing import TypedDict
+
+    from typing_extensions import Unpack
+
+    from acp_types import v1, v2
+
+    class _Options(TypedDict, total=False):
+        """The keyword options of a connection (see :class:`Connection`)."""
+
+        max_line_size: int
+        strict_capabilities: bool
+        max_in_flight: int
+        max_queued: int
+        max_batch: int
+        close_timeout: float
+
+    class _SpawnOptions(_Options, total=False):
+        env: Mapping[str, str] | None
+        cwd: str | None
+        stderr: int | None
+        exit_timeout: float
 
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
@@ -288,6 +313,23 @@ class Writer(Protocol):
 Handler = Any
 """A handler object, or a class or function that takes the connection and returns one."""
 
+# The types a connection's members have once the version is settled. A
+# connection made for one version (``versions=("v1",)``) has that version's;
+# one that speaks both has the union, which a checker makes you narrow
+# (``isinstance``, or ``conn.as_version("v1")`` once ``initialize`` settled it).
+# Covariant: a v1-only connection is one of "either version", so a handler
+# written for ``AgentConnection`` takes it.
+_PeerT = TypeVar("_PeerT", covariant=True, default=Any)
+_InitT = TypeVar("_InitT", covariant=True, default=Any)
+_HandlerT = TypeVar("_HandlerT", covariant=True, default=Any)
+_ClientPeerT = TypeVar("_ClientPeerT", covariant=True, default="v1.ClientPeer | v2.ClientPeer")
+_InitRequestT = TypeVar("_InitRequestT", covariant=True, default="v1.InitializeRequest | v2.InitializeRequest")
+_AgentPeerT = TypeVar("_AgentPeerT", covariant=True, default="v1.AgentPeer | v2.AgentPeer")
+_InitResponseT = TypeVar("_InitResponseT", covariant=True, default="v1.InitializeResponse | v2.InitializeResponse")
+_AgentHandlerT = TypeVar("_AgentHandlerT", covariant=True, default=object)
+_ClientHandlerT = TypeVar("_ClientHandlerT", covariant=True, default=object)
+_H = TypeVar("_H")
+
 
 class _Version:
     """What a connection needs of one version module, looked up once."""
@@ -306,6 +348,14 @@ class _Version:
         self.method_allowed: Callable[[str, Any], bool] = mod.method_allowed
         # v1 gates $/cancel_request by nothing its peers advertise, and agents answer it -32601
         self.sends_cancel = name != "v1" and CANCEL_REQUEST in self.methods
+
+
+def _implements(handler: object, name: str, interface: type | None) -> bool:
+    """Whether ``handler`` has a method ``name`` of its own (not the stub of the version's interface)."""
+    fn = getattr(type(handler), name, None) or getattr(handler, name, None)
+    if fn is None:
+        return False
+    return interface is None or fn is not getattr(interface, name, None)
 
 
 def _is_factory(handler: Handler) -> bool:
@@ -533,7 +583,7 @@ class _OutRequest:
         self.ordered = ordered
 
 
-class Connection:
+class Connection(Generic[_PeerT, _InitT, _HandlerT]):
     """One side of an ACP connection over a reader/writer pair.
 
     Use :class:`AgentConnection` (this process is the agent) or
@@ -544,6 +594,11 @@ class Connection:
     limits are described in the module documentation. Start reading with
     ``async with conn:`` or :meth:`start`; the connection ends at end of
     input or :meth:`close`.
+
+    Typed by what the settled version makes of it: ``peer`` (the peer's
+    typed calls), ``peer_initialize`` (the peer's side of ``initialize``)
+    and ``handler`` (what the factory made); see :class:`AgentConnection`
+    and :class:`ClientConnection`.
     """
 
     side: Literal["agent", "client"]
@@ -584,7 +639,7 @@ class Connection:
         self.max_batch = max_batch
         self.close_timeout = close_timeout
         self.strict_capabilities = strict_capabilities
-        self.peer_initialize: Any = None
+        self.peer_initialize: _InitT | None = None
         """The peer's side of ``initialize``: the request (agent) or the response (client) model."""
         self._pending = PendingRequests()
         self._out: dict[RequestId, _OutRequest] = {}
@@ -623,7 +678,7 @@ class Connection:
         self._buffer_size: Callable[[], int] | None = getattr(
             transport, "get_write_buffer_size", None
         )
-        self.handler: object = handler(self) if _is_factory(handler) else handler
+        self.handler: _HandlerT = handler(self) if _is_factory(handler) else handler
 
     # -- state ------------------------------------------------------------
 
@@ -646,11 +701,18 @@ class Connection:
         return self._closed.is_set()
 
     @property
-    def peer(self) -> Any:
+    def peer(self) -> _PeerT:
         """The typed calls to the peer in the current version: ``AgentPeer`` or ``ClientPeer``."""
         peer_module = importlib.import_module(f"acp_types.{self.version}.peer")
         cls = peer_module.ClientPeer if self.side == "agent" else peer_module.AgentPeer
-        return cls(self)
+        return cast(_PeerT, cls(self))
+
+    def _as_version(self, version: str) -> Any:
+        if version not in self._versions:
+            raise ValueError(f"this connection does not speak ACP {version} (it speaks {', '.join(self._versions)})")
+        if self.version != version:
+            raise ValueError(f"the connection speaks ACP {self.version}, not {version}")
+        return self
 
     def _settle(self, version: _Version) -> None:
         self._version = version
@@ -664,7 +726,7 @@ class Connection:
             self._worker = asyncio.ensure_future(self._work())
             self._reading = asyncio.ensure_future(self._read_loop())
 
-    async def __aenter__(self) -> Connection:
+    async def __aenter__(self) -> Self:
         self.start()
         return self
 
@@ -1244,6 +1306,8 @@ class Connection:
             self._answer_error(rid, INVALID_REQUEST,
                                f"request id {rid!r} is already in use by a running request", collect)
             return None
+        if msg.method == "initialize" and self.side == "agent" and self.settled:
+            self.peer_initialize = msg.params  # a repeated initialize: the latest one is the client's word
         if msg.method == "initialize" and self.side == "agent" and not self.settled:
             chosen = self._choose(getattr(msg.params, "protocol_version", None))
             if chosen is not self._version:
@@ -1341,7 +1405,7 @@ class _TooLongBatch:
         self.count = count
 
 
-class AgentConnection(Connection):
+class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
     """This process is the agent: ``handler`` implements the version's ``Agent`` methods.
 
     One agent serves a client of any version in ``versions`` (default: both):
@@ -1349,19 +1413,89 @@ class AgentConnection(Connection):
     asked for when spoken here, else the latest one spoken here). The
     handler reads :attr:`version` to know which models to answer with;
     :attr:`peer` is the typed ``ClientPeer`` of that version.
+
+    For a type checker it is ``AgentConnection[ClientPeer, InitializeRequest,
+    Handler]``: made with ``versions=("v1",)`` (or ``("v2",)``) it has that
+    version's types; one that speaks both has their unions, and
+    :meth:`as_version` narrows it once the version is settled. The handler's
+    type is what the factory returns (or the object given).
     """
 
     side = "agent"
     default_versions = VERSIONS
 
+    if TYPE_CHECKING:  # the version and the handler's type, from the arguments
 
-class ClientConnection(Connection):
+        @overload
+        def __init__(
+            self: AgentConnection[v1.ClientPeer, v1.InitializeRequest, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: Callable[[Any], _H],
+            *,
+            versions: tuple[Literal["v1"]],
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self: AgentConnection[v2.ClientPeer, v2.InitializeRequest, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: Callable[[Any], _H],
+            *,
+            versions: tuple[Literal["v2"]],
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self: AgentConnection[v1.ClientPeer | v2.ClientPeer, v1.InitializeRequest | v2.InitializeRequest, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: Callable[[Any], _H],
+            *,
+            versions: Sequence[str] | None = ...,
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self: AgentConnection[v1.ClientPeer | v2.ClientPeer, v1.InitializeRequest | v2.InitializeRequest, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: _H = ...,
+            *,
+            versions: Sequence[str] | None = ...,
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    @overload
+    def as_version(
+        self: AgentConnection[Any, Any, _H], version: Literal["v1"]
+    ) -> AgentConnection[v1.ClientPeer, v1.InitializeRequest, _H]: ...
+    @overload
+    def as_version(
+        self: AgentConnection[Any, Any, _H], version: Literal["v2"]
+    ) -> AgentConnection[v2.ClientPeer, v2.InitializeRequest, _H]: ...
+    def as_version(self, version: str) -> Any:
+        """This connection, typed for ``version``; ``ValueError`` unless it is the settled one."""
+        return self._as_version(version)
+
+
+class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT]):
     """This process is the client: ``handler`` implements the version's ``Client`` methods.
 
     ``versions`` lists the versions spoken, preferred first (default v2,
     then v1). :meth:`initialize` sends the preferred version's request and
     accepts the agent's answer in any listed version; :attr:`version` is
     then the settled one and :attr:`peer` its typed ``AgentPeer``.
+
+    For a type checker it is ``ClientConnection[AgentPeer, InitializeResponse,
+    Handler]``, typed like :class:`AgentConnection`: one version's types
+    when made for one, else unions that :meth:`as_version` narrows.
     """
 
     side = "client"
@@ -1369,19 +1503,142 @@ class ClientConnection(Connection):
     process: AgentProcess | None = None
     """The agent's process, for a connection made by :func:`spawn_agent`."""
 
-    async def initialize(self, params: Any) -> Any:
+    if TYPE_CHECKING:  # the version and the handler's type, from the arguments
+
+        @overload
+        def __init__(
+            self: ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: Callable[[Any], _H],
+            *,
+            versions: tuple[Literal["v1"]],
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self: ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: Callable[[Any], _H],
+            *,
+            versions: tuple[Literal["v2"]],
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self: ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: Callable[[Any], _H],
+            *,
+            versions: Sequence[str] | None = ...,
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        @overload
+        def __init__(
+            self: ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H],
+            reader: Reader,
+            writer: Writer,
+            handler: _H = ...,
+            *,
+            versions: Sequence[str] | None = ...,
+            **options: Unpack[_Options],
+        ) -> None: ...
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+
+    @overload
+    def as_version(
+        self: ClientConnection[Any, Any, _H], version: Literal["v1"]
+    ) -> ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]: ...
+    @overload
+    def as_version(
+        self: ClientConnection[Any, Any, _H], version: Literal["v2"]
+    ) -> ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]: ...
+    def as_version(self, version: str) -> Any:
+        """This connection, typed for ``version``; ``ValueError`` unless it is the settled one."""
+        return self._as_version(version)
+
+    async def initialize(
+        self,
+        params: v1.InitializeRequest | v2.InitializeRequest,
+        *,
+        fallback: v1.InitializeRequest | v2.InitializeRequest | None = None,
+    ) -> _InitResponseT:
         """Send ``initialize`` and return the agent's answer, in whichever listed version it came.
 
         ``params`` is the ``InitializeRequest`` of the version to ask for (a
         listed one; its version is used until the answer settles it). Raises
         :class:`UnsupportedVersion` when the agent answers a version not listed.
+
+        When the agent answers in another version than asked (a v1 agent
+        asked v2), it has read a request of the other version, which says
+        nothing it can use (a v2 ``initialize`` has no ``clientCapabilities``:
+        no ``fs``, no ``terminal``). So ``initialize`` is sent again in the
+        settled version: ``fallback`` when given, else the equivalent of
+        ``params`` (the client's info, the capabilities both versions share,
+        and each capability of a method this handler implements, such as
+        ``fs.readTextFile`` for ``fs_read_text_file``); its answer is returned.
+        An agent that refuses the repeat keeps the first answer (logged).
         """
+        asked = self._version
         module = type(params).__module__
         for version in self._versions.values():
             if module.startswith(f"acp_types.{version.name}."):
-                self._version = version
+                asked = self._version = version
                 break
-        return await self.request("initialize", params)
+        result = await self.request("initialize", params)
+        if self._version is asked:
+            return cast(_InitResponseT, result)
+        again = fallback if fallback is not None else self._equivalent_initialize(params)
+        try:
+            return cast(_InitResponseT, await self.request("initialize", again))
+        except RequestError as exc:
+            log.warning("the agent refused initialize in ACP %s after answering ACP %s to %s: %s",
+                        self.version, self.version, asked.name, exc)
+            return cast(_InitResponseT, result)
+
+    def _equivalent_initialize(self, params: Any) -> Any:
+        """``params`` (an ``initialize`` of another version) as this version's ``InitializeRequest``."""
+        version = self._version
+        wire = to_wire(params) if isinstance(params, BaseModel) else dict(params)
+        info_key, caps_key = ("clientInfo", "clientCapabilities") if version.name == "v1" else ("info", "capabilities")
+        other_info = wire.get("clientInfo", wire.get("info"))
+        other_caps = wire.get("clientCapabilities", wire.get("capabilities"))
+        request: dict[str, Any] = {"protocolVersion": version.number}
+        if isinstance(other_info, Mapping):
+            request[info_key] = dict(other_info)
+        caps: dict[str, Any] = {}
+        spec = version.methods["initialize"]
+        for key, value in (other_caps.items() if isinstance(other_caps, Mapping) else ()):
+            try:  # a capability both versions have, in the same shape
+                spec.validate_params({**request, caps_key: {key: value}})
+                caps[key] = value
+            except ValidationError:
+                continue
+        interface = getattr(version.module, "Client", None)
+        for method in version.methods.values():
+            path = method.capability
+            if method.side != "client" or path is None or path[0] != caps_key or len(path) < 2:
+                continue
+            if not _implements(self.handler, method.handler, interface):
+                continue
+            if len(path) == 2:
+                caps[path[1]] = True
+            else:
+                node = caps.setdefault(path[1], {})
+                if isinstance(node, dict):
+                    node[path[2]] = True
+        request[caps_key] = caps
+        try:
+            return spec.validate_params(request)
+        except ValidationError:  # the other version's info does not fit: send without it
+            request.pop(info_key, None)
+            return spec.validate_params(request)
 
 
 # -- transports -----------------------------------------------------------
@@ -1584,19 +1841,26 @@ async def stdio_streams(limit: int = _READ_CHUNK) -> tuple[Reader, Writer]:
 
 
 async def serve(reader: Reader, writer: Writer, handler: Handler, *,
-                versions: Sequence[str] | None = None, **limits: Any) -> None:
-    """Run an agent on a reader/writer pair until the client goes away (``limits``: see :class:`Connection`)."""
-    async with AgentConnection(reader, writer, handler, versions=versions, **limits) as conn:
+                versions: Sequence[str] | None = None, strict_capabilities: bool = False, **limits: Any) -> None:
+    """Run an agent on a reader/writer pair until the client goes away (``limits``: see :class:`Connection`).
+
+    ``strict_capabilities=True`` refuses, before sending, a client method the
+    client did not advertise (:class:`CapabilityNotAdvertised`).
+    """
+    async with AgentConnection(reader, writer, handler, versions=versions,
+                               strict_capabilities=strict_capabilities, **limits) as conn:
         await conn.wait_closed()
 
 
-async def serve_stdio(handler: Handler, *, versions: Sequence[str] | None = None, **limits: Any) -> None:
+async def serve_stdio(handler: Handler, *, versions: Sequence[str] | None = None,
+                      strict_capabilities: bool = False, **limits: Any) -> None:
     """Run an agent on this process's stdin/stdout until the client closes stdin.
 
-    It returns once every answer has been written out (or ``close_timeout`` has passed).
+    It returns once every answer has been written out (or ``close_timeout``
+    has passed). ``strict_capabilities`` and ``limits``: as for :func:`serve`.
     """
     reader, writer = await stdio_streams()
-    await serve(reader, writer, handler, versions=versions, **limits)
+    await serve(reader, writer, handler, versions=versions, strict_capabilities=strict_capabilities, **limits)
 
 
 class AgentProcess:
@@ -1672,7 +1936,7 @@ class _AgentProtocol(asyncio.SubprocessProtocol):
 
 
 @contextlib.asynccontextmanager
-async def spawn_agent(
+async def _spawn_agent(
     command: Sequence[str],
     handler: Handler = None,
     *,
@@ -1682,7 +1946,7 @@ async def spawn_agent(
     stderr: int | None = None,
     exit_timeout: float = 1.0,
     **options: Any,
-) -> AsyncIterator[ClientConnection]:
+) -> AsyncIterator[ClientConnection[Any, Any, Any]]:
     """Start the agent ``command`` and yield a :class:`ClientConnection` to it over its stdin/stdout.
 
     The agent runs in a new session (a process group of its own, so a
@@ -1720,6 +1984,50 @@ async def spawn_agent(
             await _stop(process, protocol, exit_timeout)
         finally:
             transport.close()  # else asyncio complains when it collects the transport
+
+
+if TYPE_CHECKING:  # the version and the handler's type, from the arguments
+
+    @overload
+    def spawn_agent(
+        command: Sequence[str],
+        handler: Callable[[Any], _H],
+        *,
+        versions: tuple[Literal["v1"]],
+        **options: Unpack[_SpawnOptions],
+    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]]: ...
+
+    @overload
+    def spawn_agent(
+        command: Sequence[str],
+        handler: Callable[[Any], _H],
+        *,
+        versions: tuple[Literal["v2"]],
+        **options: Unpack[_SpawnOptions],
+    ) -> AbstractAsyncContextManager[ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]]: ...
+
+    @overload
+    def spawn_agent(
+        command: Sequence[str],
+        handler: Callable[[Any], _H],
+        *,
+        versions: Sequence[str] | None = ...,
+        **options: Unpack[_SpawnOptions],
+    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]]: ...
+
+    @overload
+    def spawn_agent(
+        command: Sequence[str],
+        handler: _H = ...,
+        *,
+        versions: Sequence[str] | None = ...,
+        **options: Unpack[_SpawnOptions],
+    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]]: ...
+
+    def spawn_agent(*args: Any, **kwargs: Any) -> Any: ...
+else:
+    spawn_agent = _spawn_agent
+    spawn_agent.__name__ = spawn_agent.__qualname__ = "spawn_agent"
 
 
 async def _stop(process: AgentProcess, protocol: _AgentProtocol, timeout: float) -> None:
