@@ -28,6 +28,8 @@ import ref_agent  # noqa: E402
 
 REF = [sys.executable, str(ROOT / "tests" / "conformance" / "ref_agent.py")]
 ECHO = [sys.executable, str(ROOT / "examples" / "echo_agent.py")]
+# the raw-handler echo of the connection tests: it advertises v2's `session` but has no session/resume
+RAW_ECHO = [sys.executable, str(ROOT / "tests" / "echo_handler.py")]
 FAST = _agent.Options(timeout=3, turn_timeout=3, long_prompt="Count: " + " ".join(map(str, range(1, 1501))))
 
 
@@ -167,11 +169,11 @@ def test_exit_2_on_bad_usage_and_when_the_program_cannot_start(tmp_path: Path) -
 
 def test_exit_1_on_a_must_failure_and_the_baseline(tmp_path: Path) -> None:
     args = ["agent", "--protocol", "v2", "--case", "SET-07", "--timeout", "3"]
-    failing = _cli(*args, "--", *ECHO)
+    failing = _cli(*args, "--", *RAW_ECHO)
     assert failing.returncode == 1 and "FAILURE SET-07@v2" in failing.stdout
     baseline = tmp_path / "baseline.txt"
-    baseline.write_text("# the echo example has no session/resume\nSET-07@v2\n")
-    assert _cli(*args, "--expected-failures", str(baseline), "--", *ECHO).returncode == 0
+    baseline.write_text("# the raw echo has no session/resume\nSET-07@v2\n")
+    assert _cli(*args, "--expected-failures", str(baseline), "--", *RAW_ECHO).returncode == 0
     stale = _cli(*args, "--expected-failures", str(baseline), "--", *REF)  # the reference passes: stale entry
     assert stale.returncode == 1 and "stale baseline entries (they pass now): SET-07@v2" in stale.stdout
     assert _cli(*args, "--", *REF).returncode == 0

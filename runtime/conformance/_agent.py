@@ -551,11 +551,13 @@ check("PRM-04", "agent messages of different turns have different messageIds", l
 check("PL-05", "agent messages of different turns have different messageIds", versions=("v2",), source=f"{PL}, Message IDs")(_message_ids)
 
 
-@check("PL-02", "session/prompt answers {} (completion comes as a state_update)", versions=("v2",), source=f"{PL}, 2. Prompt Accepted")
+# The November 2026 schema adds the inserted user message's id to the answer (seed 001 needs it for replay).
+@check("PL-02", "session/prompt answers with the user message's id only (completion comes as a state_update)",
+       versions=("v2",), source=f"{PL}, 2. Prompt Accepted; the November 2026 v2 schema, PromptResponse")
 async def _pl02(run: AgentRun) -> None:
     turn, _ = await run.turn(await run.new_session())
     assert turn.reply is not None
-    extra = _raw_keys(turn.reply.result)
+    extra = _raw_keys(turn.reply.result) - {"messageId"}
     run.failed(not turn.reply.ok or bool(extra), f"the prompt's answer is {turn.reply.raw.get('result')!r}", turn.reply.seq)
 
 

@@ -258,7 +258,8 @@ class RefAgent:
         n = next(self.ids)
         if self.v2:  # answer at once; the turn goes on and ends with an idle state
             s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
-            return {"stopReason": "end_turn"} if self.bug("PL-02") else {}
+            answer = {"messageId": f"u{n}"}  # the id of the user message the turn inserts
+            return {**answer, "stopReason": "end_turn"} if self.bug("PL-02") else answer
         s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
         try:
             stop = await asyncio.shield(s.turn)

@@ -65,8 +65,8 @@ async def main(protocol: str, command: list[str]) -> None:
         if MUTANT == "INI-01":
             await conn.request("session/new", {"cwd": cwd, "mcpServers": []})
         if MUTANT == "TRN-03":
-            assert conn.process is not None and conn.process.stdin is not None
-            conn.process.stdin.write(b"this is not json\n")
+            # the mutant writes past the connection (its own writer) to break the framing on purpose
+            conn._writer.write(b"this is not json\n")
         params: dict[str, Any] = {"protocolVersion": 2 if protocol == "v2" else 1}
         info = {"name": "acp-types-reference-client", "version": "1.0"}
         if protocol == "v2":

@@ -94,16 +94,16 @@ class ClientRun:
             raise Refuse(-32002, f"no session {sid!r}")
         self.prompted += 1
         start = self.p.mark()
-        if self.version == "v2":  # accepted at once; the turn ends with an idle state
-            self._tasks.append(asyncio.create_task(self._turn(sid, start)))
-            return {}
-        return {"stopReason": await self._turn(sid, start)}
+        n = next(self.ids)
+        if self.version == "v2":  # accepted at once, naming the user message the turn inserts; it ends idle
+            self._tasks.append(asyncio.create_task(self._turn(sid, start, n)))
+            return {"messageId": f"kit-user-{n}"}
+        return {"stopReason": await self._turn(sid, start, n)}
 
     def _cancelled(self, sid: str, since: int) -> bool:
         return any(self.params(e).get("sessionId") == sid for e in self.p.since(since, "session/cancel"))
 
-    async def _turn(self, sid: str, start: int) -> str:
-        n = next(self.ids)
+    async def _turn(self, sid: str, start: int, n: int) -> str:
         if self.version == "v2":
             await self._update(sid, {"sessionUpdate": "user_message", "messageId": f"kit-user-{n}", "content": []})
             await self._update(sid, {"sessionUpdate": "state_update", "state": "running"})
