@@ -7,4 +7,4 @@ consumers install.
 
 # The version of the acp_types package it writes (generated/acp_types/__init__.py), which
 # pyproject.toml reads: the one place to change it.
-__version__ = "0.1.0"
+__version__ = "0.2.0"

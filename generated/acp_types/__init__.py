@@ -22,4 +22,4 @@ JSON-RPC (stdin/stdout or a spawned process), for every version listed in
 VERSIONS = ["v1", "v2"]
 """The protocol versions this package carries, oldest first."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
