@@ -605,6 +605,37 @@ class _Builder:
                 seen.append(name)
                 name = t.type.name
 
+    # -- attribute spellings
+
+    def check_spellings(self, types: dict[str, TypeDef]) -> None:
+        """No attribute spelling of a property is another property's wire name in the same version.
+
+        The wire entry points read an attribute spelling (``session_id``) as
+        an unknown key, and then validate the message again with every key so
+        spelled escaped, wherever it occurs (the runtime's slow path): a
+        property whose wire name it is would be hidden from its model.
+        """
+        spelled: dict[str, tuple[str, str]] = {}
+        for name in sorted(types):
+            t = types[name]
+            if isinstance(t, ObjectType):
+                for f in t.fields:
+                    if f.py_name != f.wire_name:
+                        spelled.setdefault(f.py_name, (name, f.wire_name))
+        for name in sorted(types):
+            t = types[name]
+            if not isinstance(t, ObjectType):
+                continue
+            for f in t.fields:
+                if f.wire_name in spelled:
+                    owner, wire = spelled[f.wire_name]
+                    self.problem(name, pointer("$defs", name, "properties", f.wire_name),
+                                 f"the wire name {f.wire_name!r} is the Python attribute of {owner}'s {wire!r}: "
+                                 "read from the wire, a key spelled like an attribute is an unknown key, and the "
+                                 "runtime escapes it everywhere in the message, which would hide this property",
+                                 "rename one of them (no wire name of a version may be spelled like "
+                                 "the snake_case attribute of another property)")
+
     # -- the protocol table
 
     def build_protocol(self, types: dict[str, TypeDef], proto: Protocol) -> tuple[tuple[Method, ...], tuple[Feature, ...]]:
@@ -842,6 +873,7 @@ def build_protocol(loaded: LoadedVersion) -> Protocol:
         if t is not None:
             types[name] = t
     b.check_alias_cycles(types)
+    b.check_spellings(types)
     for part in ("request", "response"):
         tname = doc["initialize"][part]
         if not isinstance(types.get(tname), ObjectType):

@@ -17,9 +17,11 @@ Order: definitions come out dependencies first. Starting from the definition
 names in alphabetical order, each one is preceded by the definitions it names
 that are not out yet (in the order it names them), so a reader meets every
 name before its use and the order depends on nothing but the schema. A
-reference back into a definition still being laid out (a recursive type) is
-written as a quoted forward reference and the classes holding one are rebuilt
-at the end of the module.
+reference back into a definition still being laid out (a recursive type) is a
+forward reference: the whole annotation that holds one is written as a string
+(``"Annotated[SelfRef | None, NOT_NULL]"``; quoting the name alone would make
+``"SelfRef" | None`` a ``TypeError``), which pydantic evaluates in the module's
+namespace when it builds the model on first use, after the module has run.
 """
 
 from __future__ import annotations
@@ -79,8 +81,8 @@ class ClassPlan:
     fields: tuple[FieldPlan, ...]
     attribute_spellings: tuple[str, ...]
     """Attribute names that differ from their wire names: as wire keys they are unknown keys (runtime slow path)."""
-    rebuild: bool
-    """The class holds a forward reference and is rebuilt at the end of the module."""
+    forward_ref: bool
+    """The class holds a forward reference (a quoted annotation, resolved when pydantic first builds it)."""
     kind: str = "class"
     required_one_of: tuple[str, ...] = ()
     """x-acp-required-one-of: attribute names of which at least one must be present (an after-validator)."""
@@ -128,10 +130,6 @@ class ModulePlan:
     imports: tuple[tuple[str, tuple[str, ...]], ...]
     """(module, names) pairs, sorted."""
 
-    @property
-    def rebuild(self) -> tuple[str, ...]:
-        return tuple(d.name for d in self.definitions if isinstance(d, ClassPlan) and d.rebuild)
-
     def definition(self, name: str) -> DefinitionPlan:
         for d in self.definitions:
             if d.name == name:
@@ -149,6 +147,8 @@ class _Planner:
         self.emitted: set[str] = set()
         self.active: set[str] = set()
         self.forward: set[str] = set()  # definitions that hold a forward reference
+        self.quote = False  # the annotation being built holds a forward reference
+        self.cyclic = _cyclic(proto)
 
     def need(self, module: str, *names: str) -> None:
         self.imports.setdefault(module, set()).update(names)
@@ -180,10 +180,17 @@ class _Planner:
     def ref(self, name: str, holder: str) -> str:
         if not _IDENT.match(name):
             raise PlanError(f"{name!r} is not an identifier")
-        if name in self.emitted:
-            return name
-        self.forward.add(holder)
-        return repr(name)
+        if name not in self.emitted:
+            self.forward.add(holder)
+            self.quote = True
+        return name
+
+    def quoted(self, annotation: str) -> str:
+        """``annotation``, written as a string if it holds a forward reference (then the flag is reset)."""
+        if not self.quote:
+            return annotation
+        self.quote = False
+        return repr(annotation)
 
     def annotation(self, texpr: TypeExpr, holder: str, *, skip_items: bool = False, top: bool = False) -> str:
         """The annotation of ``texpr``; constraints of nested expressions go into an inner ``Field``."""
@@ -295,7 +302,7 @@ class _Planner:
         if f.required and f.type.kind == "const" and not f.type.nullable:
             tag_default = repr(f.type.const)
             self.need("typing", "TYPE_CHECKING")
-        return FieldPlan(f.py_name, f.wire_name, ann, default, f.description, f.required,
+        return FieldPlan(f.py_name, f.wire_name, self.quoted(ann), default, f.description, f.required,
                          f.on_error_omit, f.skip_invalid_items, not_null, tag_default, f.on_error_default)
 
     def plan_union(self, u: UnionType) -> AliasPlan:
@@ -312,18 +319,22 @@ class _Planner:
             tagged = ", ".join(f"Annotated[{self.ref(v.name, u.name)}, Tag({v.name!r})]" for v in u.variants)
             first = ", first=True" if u.overlap_first else ""  # "overlap": "first"
             return AliasPlan(u.name, u.description,
-                             f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first})), "
-                             "SerializeAsAny()]",
+                             self.quoted(f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first})), "
+                                         "SerializeAsAny()]"),
                              "presence-union")
         assert u.tag is not None
         attr = _tag_attr(self.proto, u)
         self.need("pydantic", "SerializeAsAny")
         nested = any(not isinstance(self.proto.type(v.name), ObjectType) for v in u.variants)
-        if not u.open and u.default is None and not nested:
+        # pydantic drops a field-name discriminator from a union on a cycle of
+        # definitions (reached again through a model it is still building) and
+        # silently tries the branches in turn; a callable discriminator holds.
+        if not u.open and u.default is None and not nested and u.name not in self.cyclic:
             # Every branch carries its tag: pydantic-core looks the tag up itself.
             self.need("pydantic", "Field")
             return AliasPlan(u.name, u.description,
-                             f"Annotated[Union[{members}], Field(discriminator={attr!r}), SerializeAsAny()]", "union")
+                             self.quoted(f"Annotated[Union[{members}], Field(discriminator={attr!r}), SerializeAsAny()]"),
+                             "union")
         # Open unions, default branches and nested unions: the tag is looked up by
         # tag_discriminator (one Python call per union), never by trying branches.
         self.need("pydantic", "Discriminator", "Tag")
@@ -350,7 +361,7 @@ class _Planner:
         disc = (f"tag_discriminator({u.tag!r}, {attr!r}, frozenset({known!r}), "
                 f"open={u.open!r}, default={default_tag}{hooks})")
         return AliasPlan(u.name, u.description,
-                         f"Annotated[Union[{', '.join(branches)}], Discriminator({disc}), SerializeAsAny()]",
+                         self.quoted(f"Annotated[Union[{', '.join(branches)}], Discriminator({disc}), SerializeAsAny()]"),
                          "open-union" if u.open else "union")
 
     def plan_enum(self, e: EnumType) -> AliasPlan:
@@ -375,7 +386,7 @@ class _Planner:
             self.need("pydantic", "AfterValidator")
             self.need(RUNTIME, "same_kind")
             ann = f"Annotated[{ann}, AfterValidator(same_kind)]"
-        return AliasPlan(a.name, a.description, ann, "alias")
+        return AliasPlan(a.name, a.description, self.quoted(ann), "alias")
 
     def plan(self) -> ModulePlan:
         out: list[DefinitionPlan] = []
@@ -394,7 +405,7 @@ class _Planner:
             self.emitted.add(t.name)
             out.append(d)
         # Forward references found after a class was planned (cycles through aliases) still mark it.
-        out = [replace(d, rebuild=d.name in self.forward) if isinstance(d, ClassPlan) else d for d in out]
+        out = [replace(d, forward_ref=d.name in self.forward) if isinstance(d, ClassPlan) else d for d in out]
         imports = tuple((m, tuple(sorted(n))) for m, n in sorted(self.imports.items()))
         return ModulePlan(self.proto.version, tuple(out), imports)
 
@@ -407,6 +418,24 @@ def _names_used(t: TypeDef) -> list[str]:
     if isinstance(t, AliasType):
         return t.type.refs()
     return []
+
+
+def _cyclic(proto: Protocol) -> frozenset[str]:
+    """The definitions that lie on a cycle: each reaches itself through the names it uses."""
+    uses = {t.name: [n for n in _names_used(t) if proto.has_type(n)] for t in proto.types}
+    out = set()
+    for start in uses:
+        seen: set[str] = set()
+        todo = list(uses[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                out.add(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(uses[name])
+    return frozenset(out)
 
 
 def _constraint_args(texpr: TypeExpr) -> list[str]:

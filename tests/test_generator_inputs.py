@@ -185,3 +185,76 @@ def test_a_file_just_over_the_limit_is_refused_and_one_at_it_is_read(tmp_path: P
     assert len(read_bounded(at_limit)) == MAX_INPUT_BYTES
     with pytest.raises(SchemaError, match="16777217 bytes"):
         read_bounded(over)
+
+
+_RECURSIVE = r'''
+import json
+from pydantic import ValidationError
+from acp_types._runtime import validate_payload
+from acp_types.v1 import models as m
+
+names = ("SelfRef", "TreeNode", "PingNode", "PongNode", "Branch", "Grove")
+assert not any(getattr(m, n).__pydantic_complete__ for n in names), "the import builds no model"
+
+# read from the wire, nested three deep: each level is the model, and it writes back as it came
+wire = {
+    "SelfRef": {"value": 1, "next": {"value": 2, "next": {"value": 3}}},
+    "TreeNode": {"label": "r", "children": [{"label": "a", "children": [{"label": "a1"}]}, {"label": "b"}]},
+    "PingNode": {"pong": {"ping": {"pong": {"ping": {}}}}},
+    "Branch": {"kind": "branch", "children": [{"kind": "leaf", "value": "x"},
+                                              {"kind": "branch", "children": [{"kind": "leaf", "value": "y"}]}]},
+    "Grove": {"parent": [{"name": "p", "parent": None, "forest": [{"name": "deep"}]}]},
+}
+for name, data in wire.items():
+    model = validate_payload(getattr(m, name), data)
+    assert model.to_wire() == data, (name, model.to_wire())
+    assert type(model).model_validate_json(model.to_json()) == model
+assert type(validate_payload(m.SelfRef, wire["SelfRef"]).next.next) is m.SelfRef
+assert type(validate_payload(m.TreeNode, wire["TreeNode"]).children[0].children[0]) is m.TreeNode
+assert type(validate_payload(m.PingNode, wire["PingNode"]).pong.ping.pong) is m.PongNode
+assert type(validate_payload(m.Branch, wire["Branch"]).children[1].children[0]) is m.Leaf
+assert type(validate_payload(m.Grove, wire["Grove"]).parent[0].forest[0]) is m.Grove
+assert validate_payload(m.Node, wire["Branch"]).to_wire() == wire["Branch"]  # the union alias itself
+
+# the wire rules hold at every depth: a nested error names its place, a nested null is refused
+for name, data, loc in [("SelfRef", {"value": 1, "next": {"value": 2, "next": {"value": "3"}}}, ("next", "next", "value")),
+                        ("SelfRef", {"value": 1, "next": {"value": 2, "next": None}}, ("next", "next")),
+                        ("Branch", {"kind": "branch", "children": [{"kind": "branch", "children": [{"kind": "x"}]}]},
+                         ("children", 0, "branch", "children", 0))]:
+    try:
+        validate_payload(getattr(m, name), data)
+    except ValidationError as exc:
+        assert exc.errors()[0]["loc"] == loc, (name, exc.errors())
+    else:
+        raise AssertionError(f"{name}: {data} accepted")
+
+# constructed in code: tags filled in, misspelled keywords refused, written as the wire spells it
+built = m.Branch(children=[m.Leaf(value="x"), m.Branch(children=[])])
+assert built.to_wire() == {"kind": "branch", "children": [{"kind": "leaf", "value": "x"}, {"kind": "branch", "children": []}]}
+assert m.SelfRef(value=1, next=m.SelfRef(value=2)).to_wire() == {"value": 1, "next": {"value": 2}}
+assert m.PingNode(pong=m.PongNode(ping=m.PingNode())).to_wire() == {"pong": {"ping": {}}}
+try:
+    m.TreeNode(label="r", childern=[])
+except TypeError:
+    pass
+else:
+    raise AssertionError("a misspelled keyword was accepted")
+print("ok")
+'''
+
+
+def test_recursive_types_generate_import_and_round_trip(tmp_path: Path) -> None:
+    """A type naming itself (directly, through an array, a union or aliases) or its neighbour is a class that works."""
+    from test_hostile_schemas import build_schema
+
+    build_schema("recursive-object-types", tmp_path)
+    done = _run("--schema", "schema", "generate", "--out", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    models = (tmp_path / "out" / "acp_types" / "v1" / "models.py").read_text("utf-8")
+    assert "model_rebuild" not in models  # pydantic builds each model on first use, after the module ran
+    run = tmp_path / "run"
+    run.mkdir()
+    check = subprocess.run([sys.executable, "-c", _RECURSIVE], cwd=run, capture_output=True, text=True,
+                           env={**ENV, "PYTHONPATH": str(tmp_path / "out")})
+    assert check.returncode == 0, check.stderr
+    assert check.stdout == "ok\n"

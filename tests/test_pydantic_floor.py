@@ -1,12 +1,14 @@
 """The oldest pydantic the package declares behaves as the pinned one.
 
 pyproject.toml's dependency ``pydantic>=X,<3`` is a promise to everyone who
-installs acp_types beside a pydantic of their own: the runtime reads pydantic
-internals (``acp_types._build``) and pydantic-core behaviour, which move
-between minor versions (2.12 and 2.13 cannot write a nested model back). So
-the floor is tested: an environment with exactly that pydantic
-(tests/floor/requirements.txt) parses and writes back every fixture, and its
-output must equal the output under the pinned pydantic of requirements.txt.
+installs acp_types beside a pydantic of their own: the runtime relies on
+pydantic-core behaviour, which moves between minor versions (2.12 and 2.13
+cannot write a nested model back), and keeps one private name,
+``__pydantic_base_init__`` (docs/ARCHITECTURE.md). So the floor is tested: an
+environment with exactly that pydantic (tests/floor/requirements.txt) parses
+and writes back every fixture, and its output must equal the output under the
+pinned pydantic of requirements.txt, the newest the package is tested with; and
+what the private name is for holds under both (tests/floor/private_names.py).
 """
 
 from __future__ import annotations
@@ -48,19 +50,29 @@ def test_the_tested_floor_is_the_declared_one() -> None:
     assert tuple(map(int, floor.split("."))) <= tuple(map(int, pinned.split(".")))
 
 
-def _observe(python: str) -> str:
+def _observe(python: str, script: str = "observe.py") -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
-    done = subprocess.run([python, str(FLOOR / "observe.py")], capture_output=True, text=True,
+    done = subprocess.run([python, str(FLOOR / script)], capture_output=True, text=True,
                           timeout=300, env=env, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
-def test_the_floor_reads_and_writes_every_fixture_as_the_pinned_pydantic_does() -> None:
+def _floor_python() -> str:
     python = ensure_venv(ROOT / ".venv-floor", sys.executable, FLOOR / "requirements.txt")
     version = subprocess.run([python, "-c", "import pydantic; print(pydantic.VERSION)"], capture_output=True,
                              text=True, timeout=60, check=True).stdout.strip()
     assert version == _declared_floor()
-    floor, pinned = _observe(python), _observe(sys.executable)
+    return python
+
+
+def test_the_floor_reads_and_writes_every_fixture_as_the_pinned_pydantic_does() -> None:
+    floor, pinned = _observe(_floor_python()), _observe(sys.executable)
     assert pinned.count("\n") > 400  # every fixture, as text and decoded
     assert floor == pinned
+
+
+def test_the_private_name_does_its_job_on_the_oldest_and_the_newest_pydantic() -> None:
+    """``__pydantic_base_init__``: construction runs the runtime's ``__init__``, reading the wire does not."""
+    for python in (_floor_python(), sys.executable):
+        assert _observe(python, "private_names.py") == "ok\n"

@@ -62,7 +62,7 @@ def test_repeated_annotations_are_one_object(version: str) -> None:
     models = api(version).models
     objects: dict[str, set[int]] = defaultdict(set)
     for d in plan(version).definitions:
-        if isinstance(d, ClassPlan) and not d.rebuild:
+        if isinstance(d, ClassPlan) and not d.forward_ref:
             hints = getattr(models, d.name).__annotations__
             for f in d.fields:
                 objects[f.annotation].add(id(hints[f.name]))

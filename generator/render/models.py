@@ -48,7 +48,7 @@ def extra_annotation(plan: ClassPlan) -> str | None:
 
 def _runtime_annotations(d: DefinitionPlan) -> list[str]:
     """The annotations a class body evaluates when the module runs (a tag field's ``else:`` branch only)."""
-    if not isinstance(d, ClassPlan) or d.rebuild:  # forward references stay where pydantic rebuilds them
+    if not isinstance(d, ClassPlan) or d.forward_ref:  # a quoted annotation stays with its class
         return []
     extra = extra_annotation(d)
     return ([extra] if extra else []) + [f.annotation for f in d.fields]
@@ -87,7 +87,7 @@ def _dcg_model(d: DefinitionPlan, shared: dict[str, str]) -> Any:
     data[d.name] = {"plan": d, "doc": docstring, "py": repr}
     reference = Reference(path=f"#/$defs/{d.name}", original_name=d.name, name=d.name)
     if isinstance(d, ClassPlan):
-        names = shared if not d.rebuild else {}
+        names = shared if not d.forward_ref else {}
         extra = extra_annotation(d)
 
         def annotation(f: FieldPlan) -> str:
@@ -122,8 +122,6 @@ def render_plan(plan: ModulePlan, header: str) -> str:
             parts += ["", ""] + lines
             defined.update(new)
         parts += ["", "", str(_dcg_model(d, shared).render(class_name=d.name))]
-    if plan.rebuild:
-        parts += ["", ""] + [f"{name}.model_rebuild()" for name in plan.rebuild]
     return "\n".join(parts) + "\n"
 
 
