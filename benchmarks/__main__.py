@@ -479,8 +479,9 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
 
 
 _LINES_TRIED = (
-    "a line is decoded by pydantic-core, walked once in Python for the limits (depth, numbers; repeated keys "
-    "by the walk's colon count, confirmed by json.loads), and validated once over its method's envelope; "
+    "a line is decoded by json.loads with hooks (repeated keys, NaN/Infinity, integer digits), walked once in "
+    "Python for the rest of the limits (depth, overflowed floats, lone surrogates), and validated once over its "
+    "method's envelope; "
     "written back by the payload's own serializer. docs/PERFORMANCE.md splits a line's time into these parts."
 )
 

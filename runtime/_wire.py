@@ -16,14 +16,13 @@ accepted can always be written back as JSON and read again to the same:
   read as the base type); anything else (a tuple, a set, bytes, an object)
   is refused.
 
-Text is decoded by pydantic-core's parser, which refuses the ``NaN`` and
-``Infinity`` tokens and lone surrogates; the decoded value is then walked
-once for the rest (depth, numbers). The parser keeps the last of two equal
-keys, so the walk also counts the members and the colons inside strings:
-every ``:`` of JSON text separates a member or sits in a string, so when the
-text holds more colons than that (or a colon written as an escape, which the
-count cannot see), the standard library's parser, with a hook that sees every
-member, looks for a repeated key.
+Text is decoded by the standard library's parser with a hook at each point
+the parser itself does not refuse: every object's members reach a hook that
+refuses a key seen twice, the ``NaN`` and ``Infinity`` tokens reach one that
+refuses them, and every integer's digits reach one that refuses more than
+:data:`MAX_INT_DIGITS` before converting them. The decoded value is then
+walked once for the rest (depth, floats that overflowed such as ``1e400``,
+lone surrogates), so that what is refused there is reported with its path.
 
 Each problem is a :class:`JsonLimitError`; the entry points turn it into
 their documented exception (a ``MessageError`` from ``parse_message``, a
@@ -40,8 +39,6 @@ import math
 import re
 from collections.abc import Mapping
 from typing import Any
-
-from pydantic_core import from_json
 
 MAX_DEPTH = 128
 """The deepest nesting of arrays and objects a message may have (the message object is level 1)."""
@@ -214,39 +211,35 @@ class _Beyond(Exception):
     """Raised by :func:`_scan`: something is beyond the limits (:func:`check_value` then says what and where)."""
 
 
-def _scan(value: Any, depth: int) -> int:
-    """The members of the containers in ``value`` (freshly decoded: JSON types only) plus the colons in their strings.
+def _scan(value: Any, depth: int) -> None:
+    """Check the containers in ``value`` (freshly decoded: JSON types only) for depth, floats and strings.
 
-    Raises :class:`_Beyond` for nesting deeper than :data:`MAX_DEPTH`, an
-    integer of more than :data:`MAX_INT_DIGITS` digits or a float that is not
-    finite (an overflow such as ``1e400``). Strings need no other check: the
-    decoder refuses lone surrogates.
+    Raises :class:`_Beyond` for nesting deeper than :data:`MAX_DEPTH`, a float
+    that is not finite (an overflow such as ``1e400``) or a lone surrogate in
+    a key or a string. Integers need no check: the decoder's hook bounded
+    their digits.
     """
     if depth > MAX_DEPTH:
         raise _Beyond
     if type(value) is dict:
-        found = len(value)
         for key in value:
-            found += key.count(":")
+            if not key.isascii() and _SURROGATE.search(key):
+                raise _Beyond
         items: Any = value.values()
     else:
-        found = 0
         items = value
     for item in items:
         t = type(item)
         if t is str:
-            found += item.count(":")
-        elif t is dict or t is list:
-            found += _scan(item, depth + 1)
-        elif t is int:
-            if not -_INT_BOUND < item < _INT_BOUND:
+            if not item.isascii() and _SURROGATE.search(item):
                 raise _Beyond
+        elif t is dict or t is list:
+            _scan(item, depth + 1)
         elif t is float and not math.isfinite(item):
             raise _Beyond
-    return found
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out = dict(pairs)
     if len(out) != len(pairs):
         seen: set[str] = set()
@@ -259,6 +252,25 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def _no_constant(name: str) -> Any:
+    raise JsonLimitError("syntax", f"the message is not JSON: {name} is not a JSON number")
+
+
+def _bounded_int(text: str) -> int:
+    # before int(): its cost grows with the square of the digits, and the
+    # interpreter's own bound (sys.set_int_max_str_digits) may be off
+    if len(text) > MAX_INT_DIGITS and len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise _bad_int()
+    return int(text)
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys,
+    parse_constant=_no_constant,
+    parse_int=_bounded_int,
+)
+
+
 def decode(data: str | bytes | bytearray | memoryview) -> Any:
     """Decode JSON text (or UTF-8 bytes) within the limits; raise :class:`JsonLimitError`."""
     if not isinstance(data, str):
@@ -269,39 +281,23 @@ def decode(data: str | bytes | bytearray | memoryview) -> Any:
                 "unicode", f"the message is not UTF-8: {exc}"
             ) from None
     try:
-        value = from_json(data, allow_inf_nan=False)
-    except TypeError:
-        # pydantic-core cannot encode a str holding a lone surrogate
-        raise _lone_surrogate() from None
+        value = _DECODER.decode(data)
+    except JsonLimitError:
+        raise
+    except RecursionError:
+        # the parser recursed past the interpreter's limit, far beyond MAX_DEPTH
+        raise _too_deep() from None
     except ValueError as exc:
-        reason = str(exc)
-        if reason.startswith("recursion limit exceeded"):
-            raise _too_deep() from None
-        if reason.startswith("number out of range"):
-            raise _bad_int() from None
-        if reason.startswith("lone leading surrogate") or "surrogate" in reason:
-            raise _lone_surrogate() from None
-        raise JsonLimitError("syntax", f"the message is not JSON: {reason}") from None
+        raise JsonLimitError("syntax", f"the message is not JSON: {exc}") from None
     if type(value) is not dict and type(value) is not list:
-        checked = check_value(value)
-        found = 0
-    else:
+        return check_value(value)
+    try:
+        _scan(value, 1)
+    except _Beyond:
         try:
-            found = _scan(value, 1)
-        except _Beyond:
-            try:
-                check_value(value)
-            except JsonLimitError as exc:
-                exc.value = value
-                raise
-            raise AssertionError("_scan and check_value disagree") from None
-        checked = value
-    if data.count(":") != found or "\\u003" in data:
-        # a member lost to a repeated key (or an escaped colon, which the count cannot see)
-        try:
-            json.loads(data, object_pairs_hook=_no_duplicates)
-        except JsonLimitError:
+            check_value(value)
+        except JsonLimitError as exc:
+            exc.value = value
             raise
-        except (ValueError, RecursionError):
-            pass  # pydantic-core read the text already; the standard library's own limits are not ours
-    return checked
+        raise AssertionError("_scan and check_value disagree") from None
+    return value
