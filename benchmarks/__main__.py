@@ -143,10 +143,14 @@ def bench_generation(repeats: int) -> list[Figure]:
                 total += _wall(
                     [
                         str(DEV_CODEGEN),
-                        "--input", str(schema),
-                        "--input-file-type", "jsonschema",
-                        "--output-model-type", "pydantic_v2.BaseModel",
-                        "--output", str(Path(tmp) / f"dmcg{i}.py"),
+                        "--input",
+                        str(schema),
+                        "--input-file-type",
+                        "jsonschema",
+                        "--output-model-type",
+                        "pydantic_v2.BaseModel",
+                        "--output",
+                        str(Path(tmp) / f"dmcg{i}.py"),
                     ]
                 )[0]
             base.append(total)
@@ -155,7 +159,11 @@ def bench_generation(repeats: int) -> list[Figure]:
     return [
         Figure(
             "generation (full, v1+v2) vs 2x datamodel-codegen",
-            o, b, "s", "<= 1.5x", o / b <= 1.5,
+            o,
+            b,
+            "s",
+            "<= 1.5x",
+            o / b <= 1.5,
         )
     ]
 
@@ -198,9 +206,7 @@ _FIRST_SDK = (
 )
 
 
-def _import_once(
-    stmt: str, first_stmt: str | None, setup: str = "pass"
-) -> tuple[float, float | None, float | None]:
+def _import_once(stmt: str, first_stmt: str | None, setup: str = "pass") -> tuple[float, float | None, float | None]:
     code = _IMPORT_SNIPPET.format(stmt=stmt, first=bool(first_stmt), first_stmt=first_stmt or "pass", setup=setup)
     proc = _run([sys.executable, "-c", code])
     if proc.returncode:
@@ -229,7 +235,11 @@ def _instructions(stmt: str) -> float | None:
     env = dict(ENV, PYTHONHASHSEED="0")
     proc = subprocess.run(
         [valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", stmt],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     for line in proc.stderr.splitlines():
         if "refs:" in line:
@@ -241,10 +251,27 @@ def bench_import_instructions() -> list[Figure]:
     """The import as instruction counts (one run each: they do not move with the machine's load)."""
     ours, sdk = _instructions("import acp_types.v1"), _instructions("import acp, acp.schema")
     if ours is None or sdk is None:
-        return [Figure("import acp_types.v1 vs import acp, instructions (valgrind)", 0.0, None, "instr", "report",
-                       None, note="valgrind is not installed here")]
-    return [Figure("import acp_types.v1 vs import acp, instructions (valgrind; steady under load)", ours / 1e6,
-                   sdk / 1e6, "M instr", "report", None)]
+        return [
+            Figure(
+                "import acp_types.v1 vs import acp, instructions (valgrind)",
+                0.0,
+                None,
+                "instr",
+                "report",
+                None,
+                note="valgrind is not installed here",
+            )
+        ]
+    return [
+        Figure(
+            "import acp_types.v1 vs import acp, instructions (valgrind; steady under load)",
+            ours / 1e6,
+            sdk / 1e6,
+            "M instr",
+            "report",
+            None,
+        )
+    ]
 
 
 def bench_import(repeats: int) -> list[Figure]:
@@ -265,20 +292,32 @@ def bench_import(repeats: int) -> list[Figure]:
     o, s, p, b = (statistics.median(x) for x in (ours, sdk, floor, bound))
     fo, fs, co = (statistics.median(v for v in x if v is not None) for x in (first_ours, first_sdk, cpu_ours))
     main = Figure("import acp_types.v1 vs import acp (SDK)", o, s, "s", "<= 0.30x", o / s <= 0.30)
-    _note_miss(main, [], f"the same classes as plain pydantic models import at {b / s:.2f}x of the SDK (row below)",
-               "shared annotations built once (_A_ names), tag tables as __acp_tags__, models built on first use")
+    _note_miss(
+        main,
+        [],
+        f"the same classes as plain pydantic models import at {b / s:.2f}x of the SDK (row below)",
+        "shared annotations built once (_A_ names), tag tables as __acp_tags__, models built on first use",
+    )
     return [
         main,
         Figure("import acp_types.v1 vs pydantic BaseModel (floor)", o, p, "s", "report", None),
         Figure(
             "bound: the same classes as plain pydantic models (defer_build, no ACP config/validators) vs import acp",
-            b, s, "s", "report", None,
+            b,
+            s,
+            "s",
+            "report",
+            None,
             note="benchmarks/import_bound.py: v1's models.py rewritten, same fields and annotations",
         ),
         Figure("import acp_types.v1 vs that bound (what ACP adds)", o, b, "s", "report", None),
         Figure(
             "first line after import (agent_message_chunk: parse_message + to_json), absolute; SDK beside it",
-            fo, fs, "s", "report", None,
+            fo,
+            fs,
+            "s",
+            "report",
+            None,
             note="ours builds the line's validators on first use (defer_build); the SDK builds them at import",
         ),
         Figure("first line after import, CPU time (process_time)", co, None, "s", "report", None),
@@ -406,8 +445,12 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
 
         assert core() == ours_json()
         fns: dict[str, Callable[[], Any]] = {
-            "ours": ours, "ours_json": ours_json, "theirs": theirs, "theirs_json": theirs_json,
-            "core": core, "floor": floor,
+            "ours": ours,
+            "ours_json": ours_json,
+            "theirs": theirs,
+            "theirs_json": theirs_json,
+            "core": core,
+            "floor": floor,
         }
         chunk = "agent_message_chunk" in name
         if chunk:
@@ -442,8 +485,9 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
                 assert json.loads(fn()) == payload, fn.__name__
             assert json.loads(ours_v2()) == V2_CHUNK
             assert json.loads(ours_v2_json()) == V2_CHUNK
-            fns.update(bound=bound, bound_json=bound_json, bare_json=bare_json,
-                       ours_v2=ours_v2, ours_v2_json=ours_v2_json)
+            fns.update(
+                bound=bound, bound_json=bound_json, bare_json=bare_json, ours_v2=ours_v2, ours_v2_json=ours_v2_json
+            )
         r = _best_rates(fns, repeats, budget)
         sdk_dict = r["theirs"]
 
@@ -451,8 +495,14 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
             label: str, key: str, target: float | None = None, r: dict[str, float] = r, sdk_dict: float = sdk_dict
         ) -> Figure:
             ratio = r[key] / sdk_dict
-            return Figure(label, r[key], sdk_dict, "msg/s", "report" if target is None else f">= {target}x",
-                          None if target is None else ratio >= target)
+            return Figure(
+                label,
+                r[key],
+                sdk_dict,
+                "msg/s",
+                "report" if target is None else f">= {target}x",
+                None if target is None else ratio >= target,
+            )
 
         figures.append(vs_sdk(f"throughput {name}: model_validate_json vs SDK dict path", "ours_json", target))
         bound = f"our schemas run by pydantic-core with no entry point reach {r['core'] / sdk_dict:.2f}x"
@@ -462,19 +512,41 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
         _note_miss(figures[-1], figures[:-1], bound, _THROUGHPUT_TRIED)
         # the target is bytes in and bytes out; parse_params takes a decoded dict (json.loads here)
         figures.append(vs_sdk("  same, json.loads + parse_params (dict in) vs SDK dict path", "ours"))
-        figures.append(Figure("  same, model_validate_json vs SDK JSON path", r["ours_json"], r["theirs_json"],
-                              "msg/s", "report", None))
+        figures.append(
+            Figure(
+                "  same, model_validate_json vs SDK JSON path",
+                r["ours_json"],
+                r["theirs_json"],
+                "msg/s",
+                "report",
+                None,
+            )
+        )
         figures.append(vs_sdk("  bound: our schemas in pydantic-core alone (no entry point) vs SDK dict path", "core"))
         figures.append(vs_sdk("  floor: pydantic-core from_json + to_json, no model, vs SDK dict path", "floor"))
         if chunk:
             figures.append(vs_sdk(f"  bound: plain pydantic model, no ACP rules ({name}) vs SDK dict path", "bound"))
             figures.append(vs_sdk("  bound, JSON path: the plain model (our config) vs SDK dict path", "bound_json"))
-            figures.append(vs_sdk("  bound, JSON path: the plain model with the SDK's config (no ACP rule) "
-                                  "vs SDK dict path", "bare_json"))
-            for label, key, base in (("parse_params", "ours_v2", "ours"),
-                                     ("model_validate_json", "ours_v2_json", "ours_json")):
-                figures.append(Figure(f"  v2 agent_message_chunk vs v1's ({label})", r[key], r[base], "msg/s",
-                                      ">= 0.9x", r[key] / r[base] >= 0.9))
+            figures.append(
+                vs_sdk(
+                    "  bound, JSON path: the plain model with the SDK's config (no ACP rule) vs SDK dict path",
+                    "bare_json",
+                )
+            )
+            for label, key, base in (
+                ("parse_params", "ours_v2", "ours"),
+                ("model_validate_json", "ours_v2_json", "ours_json"),
+            ):
+                figures.append(
+                    Figure(
+                        f"  v2 agent_message_chunk vs v1's ({label})",
+                        r[key],
+                        r[base],
+                        "msg/s",
+                        ">= 0.9x",
+                        r[key] / r[base] >= 0.9,
+                    )
+                )
     return figures
 
 
@@ -546,21 +618,71 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
         assert general() == ours(), name
         assert loads(payload_alone()) == payload, name
         theirs()
-        r = _best_rates({"received": received, "theirs_received": theirs_received, "ours": ours, "theirs": theirs,
-                         "general": general, "payload": payload_alone}, repeats, budget)
-        figures.append(Figure(f"receive {name}: parse_message + payload vs SDK json.loads + model_validate",
-                              r["received"], r["theirs_received"], "msg/s", ">= 1.0x",
-                              r["received"] / r["theirs_received"] >= 1.0))
-        _note_miss(figures[-1], figures[:-1], f"the payload alone round-trips at {r['payload'] / r['theirs']:.2f}x "
-                   "of the SDK's line", _LINES_TRIED)
-        figures.append(Figure(f"line {name}: parse_message + to_json vs SDK line", r["ours"], r["theirs"], "msg/s",
-                              ">= 1.2x", r["ours"] / r["theirs"] >= 1.2))
-        _note_miss(figures[-1], figures[:-1], f"the payload alone reaches {r['payload'] / r['theirs']:.2f}x of "
-                   f"the SDK line, and the line runs at {r['ours'] / r['payload']:.2f}x of its payload", _LINES_TRIED)
-        figures.append(Figure("  same, vs the member-by-member path alone (no envelope)", r["ours"], r["general"],
-                              "msg/s", "report", None))
-        figures.append(Figure("  bound: the payload alone (model_validate_json + to_json of the params/result text) "
-                              "vs SDK line", r["payload"], r["theirs"], "msg/s", "report", None))
+        r = _best_rates(
+            {
+                "received": received,
+                "theirs_received": theirs_received,
+                "ours": ours,
+                "theirs": theirs,
+                "general": general,
+                "payload": payload_alone,
+            },
+            repeats,
+            budget,
+        )
+        figures.append(
+            Figure(
+                f"receive {name}: parse_message + payload vs SDK json.loads + model_validate",
+                r["received"],
+                r["theirs_received"],
+                "msg/s",
+                ">= 1.0x",
+                r["received"] / r["theirs_received"] >= 1.0,
+            )
+        )
+        _note_miss(
+            figures[-1],
+            figures[:-1],
+            f"the payload alone round-trips at {r['payload'] / r['theirs']:.2f}x of the SDK's line",
+            _LINES_TRIED,
+        )
+        figures.append(
+            Figure(
+                f"line {name}: parse_message + to_json vs SDK line",
+                r["ours"],
+                r["theirs"],
+                "msg/s",
+                ">= 1.2x",
+                r["ours"] / r["theirs"] >= 1.2,
+            )
+        )
+        _note_miss(
+            figures[-1],
+            figures[:-1],
+            f"the payload alone reaches {r['payload'] / r['theirs']:.2f}x of "
+            f"the SDK line, and the line runs at {r['ours'] / r['payload']:.2f}x of its payload",
+            _LINES_TRIED,
+        )
+        figures.append(
+            Figure(
+                "  same, vs the member-by-member path alone (no envelope)",
+                r["ours"],
+                r["general"],
+                "msg/s",
+                "report",
+                None,
+            )
+        )
+        figures.append(
+            Figure(
+                "  bound: the payload alone (model_validate_json + to_json of the params/result text) vs SDK line",
+                r["payload"],
+                r["theirs"],
+                "msg/s",
+                "report",
+                None,
+            )
+        )
     return figures
 
 
@@ -634,8 +756,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="also print the figures as JSON")
     ap.add_argument("--quick", action="store_true", help="fewer repeats (rougher figures)")
     ap.add_argument(
-        "--only", choices=["generation", "check", "import", "throughput", "lines", "memory", "connection"],
-        action="append"
+        "--only",
+        choices=["generation", "check", "import", "throughput", "lines", "memory", "connection"],
+        action="append",
     )
     args = ap.parse_args(argv)
     _installed_matches_checkout()
@@ -662,7 +785,9 @@ def main(argv: list[str] | None = None) -> int:
         _log(f"[bench] {name} ...")
         figures += fn()
     print(_table(figures))
-    print(f"\n(medians of repeated runs, throughput: best batches; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})")
+    print(
+        f"\n(medians of repeated runs, throughput: best batches; {time.perf_counter() - t0:.0f} s in all; python {sys.version.split()[0]})"
+    )
     if args.json:
         print(json.dumps([f.as_dict() for f in figures], indent=2))
     return 0

@@ -48,7 +48,9 @@ async def _our_pipe() -> tuple[Any, Any]:
     return await connection.pipe_streams(os.fdopen(r_fd, "rb", 0), os.fdopen(w_fd, "wb", 0))
 
 
-async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]]:
+async def _ours() -> tuple[
+    Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]
+]:
     from acp_types import connection, v1
 
     class Agent:
@@ -101,7 +103,9 @@ async def _ours() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitabl
     return stream, round_trips, close
 
 
-async def _sdk() -> tuple[Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]]:
+async def _sdk() -> tuple[
+    Callable[[], Awaitable[float]], Callable[[], Awaitable[float]], Callable[[], Awaitable[None]]
+]:
     import acp
     from acp import InitializeResponse, NewSessionResponse, text_block, update_agent_message
 
@@ -208,11 +212,25 @@ async def _measure(repeats: int, reference: bool = False) -> list[tuple[str, flo
         await close()
     med = {k: {s: statistics.median(v) for s, v in d.items()} for k, d in rates.items()}
     return [
-        ("connection: 1,000 agent_message_chunk notifications over a pipe", med["stream"]["ours"],
-         med["stream"]["sdk"], "msg/s"),
+        (
+            "connection: 1,000 agent_message_chunk notifications over a pipe",
+            med["stream"]["ours"],
+            med["stream"]["sdk"],
+            "msg/s",
+        ),
         ("connection: request round trips (session/new) over a pipe", med["rt"]["ours"], med["rt"]["sdk"], "msg/s"),
-    ] + ([("connection: reference, bare asyncio protocols echoing the same lines (no JSON-RPC), against the SDK",
-           statistics.median(floors), med["rt"]["sdk"], "msg/s")] if reference else [])
+    ] + (
+        [
+            (
+                "connection: reference, bare asyncio protocols echoing the same lines (no JSON-RPC), against the SDK",
+                statistics.median(floors),
+                med["rt"]["sdk"],
+                "msg/s",
+            )
+        ]
+        if reference
+        else []
+    )
 
 
 def run(repeats: int, reference: bool = False) -> list[tuple[str, float, float, str]]:
@@ -243,8 +261,11 @@ async def _big_line(items: int) -> str:
         async def session_new(self, params: Any) -> Any:
             return v1.NewSessionResponse(session_id="s1")
 
-    line = (b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":['
-            + b",".join([b'{"x":1}'] * items) + b"]}}\n")
+    line = (
+        b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/tmp","mcpServers":['
+        + b",".join([b'{"x":1}'] * items)
+        + b"]}}\n"
+    )
     a_in, c_out = await _our_pipe()
     c_in, a_out = await _our_pipe()
     conn = connection.AgentConnection(a_in, a_out, Agent, versions=("v1",))
@@ -271,9 +292,11 @@ async def _big_line(items: int) -> str:
     growth = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
     await conn.close()
     assert b'"result"' in answer
-    return (f"a {len(line) / 2**20:.1f} MiB line, a tolerant array of {items:,} invalid items: answered in "
-            f"{took:.1f} s, longest event-loop wait {max(gaps):.2f} s, peak memory growth "
-            f"{growth / 2**20:.0f} MiB ({growth / len(line):.0f}x the line)")
+    return (
+        f"a {len(line) / 2**20:.1f} MiB line, a tolerant array of {items:,} invalid items: answered in "
+        f"{took:.1f} s, longest event-loop wait {max(gaps):.2f} s, peak memory growth "
+        f"{growth / 2**20:.0f} MiB ({growth / len(line):.0f}x the line)"
+    )
 
 
 if __name__ == "__main__":

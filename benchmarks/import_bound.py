@@ -32,7 +32,7 @@ MODULE = "acp_import_bound"
 # What the annotations and module-level aliases name from acp_types._runtime, as inert stand-ins:
 # markers are plain objects with the same repr (pydantic keeps unknown Annotated metadata as it is and reads it
 # only when a schema is built, which defer_build never does at import).
-_STAND_INS = '''
+_STAND_INS = """
 class _Marker:
     def __init__(self, *args, **kwargs):
         self.name = args[0] if args else "WireKey"
@@ -71,7 +71,7 @@ class _Plain(BaseModel):
 
 class UnknownVariant(_Plain):
     pass
-'''
+"""
 
 
 def _is_acp_only(stmt: ast.stmt) -> bool:

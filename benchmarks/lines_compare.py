@@ -83,7 +83,10 @@ def measure(before: str, after: str, rounds: int) -> dict[str, tuple[float, floa
         for label, package in packages.items():
             proc = subprocess.run(
                 [sys.executable, "-m", "benchmarks.lines_compare", "--child", package],
-                capture_output=True, text=True, cwd=ROOT, check=False,
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+                check=False,
             )
             if proc.returncode:
                 raise RuntimeError(f"the {label} package failed: {proc.stderr.strip()[-300:]}")
@@ -109,8 +112,10 @@ def main(argv: list[str]) -> int:
     found = measure(argv[0], argv[1] if len(argv) > 1 else str(ROOT / "generated"), 3)
     print(f"{'line':40}  {'before':>9}  {'after':>9}  {'after/before':>12}  {'SDK/before':>10}  {'SDK/after':>9}")
     for name, (before, after, sdk_b, sdk_a) in found.items():
-        print(f"{name:40}  {before * 1e6:7.1f}us  {after * 1e6:7.1f}us  {before / after:11.2f}x"
-              f"  {sdk_b / before:9.2f}x  {sdk_a / after:8.2f}x")
+        print(
+            f"{name:40}  {before * 1e6:7.1f}us  {after * 1e6:7.1f}us  {before / after:11.2f}x"
+            f"  {sdk_b / before:9.2f}x  {sdk_a / after:8.2f}x"
+        )
     return 0
 
 

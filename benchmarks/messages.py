@@ -24,9 +24,7 @@ AGENT_MESSAGE_CHUNK = {
     },
 }
 
-_OLD = "\n".join(
-    f"    tokens.append(Token(kind={i}, text=line[{i}:{i + 4}]))" for i in range(20)
-)
+_OLD = "\n".join(f"    tokens.append(Token(kind={i}, text=line[{i}:{i + 4}]))" for i in range(20))
 _NEW = _OLD.replace("line[", "source_line[") + "\n    return tokens\n"
 
 TOOL_CALL_UPDATE_DIFF = {

@@ -78,23 +78,32 @@ class Coder(Agent):
         self.tasks: dict[str, asyncio.Task[str]] = {}
         self.can_read = False
 
-    async def initialize(self, protocol_version: int, client_capabilities: Any = None, **kwargs: Any) -> InitializeResponse:
+    async def initialize(
+        self, protocol_version: int, client_capabilities: Any = None, **kwargs: Any
+    ) -> InitializeResponse:
         fs = getattr(client_capabilities, "fs", None)
         self.can_read = bool(getattr(fs, "read_text_file", False))
         session = SessionCapabilities(list=SessionListCapabilities(), archive={})  # type: ignore[call-arg]
-        return InitializeResponse(protocol_version=1, agent_capabilities=AgentCapabilities(session_capabilities=session))
+        return InitializeResponse(
+            protocol_version=1, agent_capabilities=AgentCapabilities(session_capabilities=session)
+        )
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         sid = f"sess_{uuid.uuid4().hex}"
         self.sessions[sid] = {"cwd": cwd, "archived": False, "mode": "ask"}
         modes = SessionModeState(
             current_mode_id="ask",
-            available_modes=[SessionMode(id="ask", name="Ask first"), SessionMode(id="auto", name="Edit without asking")],
+            available_modes=[
+                SessionMode(id="ask", name="Ask first"),
+                SessionMode(id="auto", name="Edit without asking"),
+            ],
         )
         hint = UnstructuredCommandInput(hint="OLD to NEW in PATH")
         commands = [AvailableCommand(name="rename", description="Rename a name in a file", input=hint)]
         asyncio.get_running_loop().call_soon(
-            lambda: asyncio.ensure_future(self.conn.session_update(session_id=sid, update=update_available_commands(commands)))
+            lambda: asyncio.ensure_future(
+                self.conn.session_update(session_id=sid, update=update_available_commands(commands))
+            )
         )
         return NewSessionResponse(session_id=sid, modes=modes)
 
@@ -107,7 +116,9 @@ class Coder(Agent):
             raise RequestError(-32002, f"no session {session_id!r}")
         return self.sessions[session_id]
 
-    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any) -> ListSessionsResponse:
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
         archived = kwargs.get("archived") or (kwargs.get("field_meta") or {}).get("archived") or "exclude"
         found = [
             SessionInfo(session_id=sid, cwd=s["cwd"], archived=s["archived"])  # type: ignore[call-arg]
@@ -119,7 +130,9 @@ class Coder(Agent):
             raise RequestError.invalid_params({"cursor": cursor})
         start = ids.index(cursor) if cursor else 0
         more = found[start + PAGE : start + PAGE + 1]
-        return ListSessionsResponse(sessions=found[start : start + PAGE], next_cursor=more[0].session_id if more else None)
+        return ListSessionsResponse(
+            sessions=found[start : start + PAGE], next_cursor=more[0].session_id if more else None
+        )
 
     async def archive_session(self, params: ArchiveParams) -> dict[str, Any]:
         session = self.known(params.session_id)
@@ -185,7 +198,8 @@ class Coder(Agent):
         read_id, edit_id = f"call_{uuid.uuid4().hex}", f"call_{uuid.uuid4().hex}"
         where = [ToolCallLocation(path=path)]
         await self.conn.session_update(
-            session_id=sid, update=start_tool_call(read_id, f"Read {path}", kind="read", status="pending", locations=where)
+            session_id=sid,
+            update=start_tool_call(read_id, f"Read {path}", kind="read", status="pending", locations=where),
         )
         if self.can_read:
             text = (await self.conn.read_text_file(session_id=sid, path=path)).content
@@ -199,9 +213,13 @@ class Coder(Agent):
         edited = re.sub(rf"\b{re.escape(old)}\b", new, text)
         diff = [tool_diff_content(path, edited, text)]
         title = f"Rename {old} to {new}"
-        start = start_tool_call(edit_id, title, kind="edit", status="pending", locations=where, raw_input={"path": path})
+        start = start_tool_call(
+            edit_id, title, kind="edit", status="pending", locations=where, raw_input={"path": path}
+        )
         await self.conn.session_update(session_id=sid, update=start)
-        await self.conn.session_update(session_id=sid, update=update_tool_call(edit_id, status="in_progress", content=diff))
+        await self.conn.session_update(
+            session_id=sid, update=update_tool_call(edit_id, status="in_progress", content=diff)
+        )
         if self.sessions[sid]["mode"] != "auto":
             options = [
                 PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
@@ -217,12 +235,16 @@ class Coder(Agent):
                 )
                 await self.say(sid, "Left the file as it was.", reply_id)
                 return "end_turn"
-        await self.conn.session_update(session_id=sid, update=update_tool_call(edit_id, status="completed", content=diff))
+        await self.conn.session_update(
+            session_id=sid, update=update_tool_call(edit_id, status="completed", content=diff)
+        )
         await self.conn.session_update(
             session_id=sid, update=update_plan([plan_entry(s, status="completed") for s in steps])
         )
         count = len(re.findall(rf"\b{re.escape(old)}\b", text))
-        await self.say(sid, f"Renamed {count} occurrence{'s' * (count != 1)} of `{old}` to `{new}` in {path}.", reply_id)
+        await self.say(
+            sid, f"Renamed {count} occurrence{'s' * (count != 1)} of `{old}` to `{new}` in {path}.", reply_id
+        )
         usage = UsageUpdate(session_update="usage_update", used=len(text) // 4, size=128_000)
         await self.conn.session_update(session_id=sid, update=usage)
         return "end_turn"

@@ -41,7 +41,9 @@ class Coder(agent.App):
         if text is None:
             text = await asyncio.to_thread(Path(path).read_text)
         await read.done()
-        await turn.plan([agent.PlanEntry(f"read {path}", "completed"), agent.PlanEntry(steps[1].content, "in_progress")])
+        await turn.plan(
+            [agent.PlanEntry(f"read {path}", "completed"), agent.PlanEntry(steps[1].content, "in_progress")]
+        )
         edited = re.sub(rf"\b{re.escape(old)}\b", new, text)
         edit = await turn.tool_call(f"Rename {old} to {new}", "edit", locations=[path], raw_input={"path": path})
         await edit.update("in_progress", edits=[agent.Edit(path, text, edited)])

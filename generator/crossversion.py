@@ -53,9 +53,9 @@ def crossmap_from_doc(doc: dict[str, Any], left: str, right: str) -> CrossMap:
     also compares older revisions, where some listed names do not exist yet, so
     such entries simply pair nothing.
     """
-    return CrossMap(left, right, **{
-        c: tuple((e[left], e[right]) for _, e in entries_of(doc, c, left, right)) for c in CATEGORIES
-    })
+    return CrossMap(
+        left, right, **{c: tuple((e[left], e[right]) for _, e in entries_of(doc, c, left, right)) for c in CATEGORIES}
+    )
 
 
 def entry_problems(doc: dict[str, Any], file: str) -> list[Problem]:
@@ -65,11 +65,23 @@ def entry_problems(doc: dict[str, Any], file: str) -> list[Problem]:
         for i, entry in enumerate(doc[category]):
             versions = [key for key in entry if key != "note"]
             if len(versions) < 2:
-                problems.append(Problem(file, pointer(category, i), "an entry must name at least two versions",
-                                        'add the counterpart, e.g. {"v1": "old/name", "v2": null}'))
+                problems.append(
+                    Problem(
+                        file,
+                        pointer(category, i),
+                        "an entry must name at least two versions",
+                        'add the counterpart, e.g. {"v1": "old/name", "v2": null}',
+                    )
+                )
             elif all(entry[key] is None for key in versions):
-                problems.append(Problem(file, pointer(category, i), "every side of the entry is null",
-                                        "name the method, type, field or capability on one side at least"))
+                problems.append(
+                    Problem(
+                        file,
+                        pointer(category, i),
+                        "every side of the entry is null",
+                        "name the method, type, field or capability on one side at least",
+                    )
+                )
     return problems
 
 
@@ -108,15 +120,22 @@ def build_crossmap(doc: dict[str, Any], left: Protocol, right: Protocol, file: s
                 if name is None:
                     continue
                 if name in seen[proto.version]:
-                    problems.append(Problem(file, pointer(category, i, key), f"{name!r} is listed twice",
-                                            "keep one entry per name"))
+                    problems.append(
+                        Problem(file, pointer(category, i, key), f"{name!r} is listed twice", "keep one entry per name")
+                    )
                 seen[proto.version].add(name)
                 if not _exists(category, proto, name):
-                    problems.append(Problem(file, pointer(category, i, key),
-                                            f"{category[:-1]} {name!r} does not exist in {proto.source}",
-                                            "correct the name, or remove the entry"))
+                    problems.append(
+                        Problem(
+                            file,
+                            pointer(category, i, key),
+                            f"{category[:-1]} {name!r} does not exist in {proto.source}",
+                            "correct the name, or remove the entry",
+                        )
+                    )
             rows.append((a, b))
         out[category] = rows
+
     def method_names(p: Protocol) -> list[str]:
         return [m.name for m in p.methods]
 
@@ -128,11 +147,23 @@ def build_crossmap(doc: dict[str, Any], left: Protocol, right: Protocol, file: s
         listed_right = {b for _, b in out[category] if b}
         left_names, right_names = set(names_of(left)), set(names_of(right))
         for name in sorted(left_names - right_names - listed_left):
-            problems.append(Problem(file, pointer(category), f"{left.version} {category[:-1]} {name!r} has no counterpart in {right.version} and is not listed",
-                                    f'add {{"{lv}": "{name}", "{rv}": <its {rv} name or null>}}'))
+            problems.append(
+                Problem(
+                    file,
+                    pointer(category),
+                    f"{left.version} {category[:-1]} {name!r} has no counterpart in {right.version} and is not listed",
+                    f'add {{"{lv}": "{name}", "{rv}": <its {rv} name or null>}}',
+                )
+            )
         for name in sorted(right_names - left_names - listed_right):
-            problems.append(Problem(file, pointer(category), f"{right.version} {category[:-1]} {name!r} has no counterpart in {left.version} and is not listed",
-                                    f'add {{"{lv}": <its {lv} name or null>, "{rv}": "{name}"}}'))
+            problems.append(
+                Problem(
+                    file,
+                    pointer(category),
+                    f"{right.version} {category[:-1]} {name!r} has no counterpart in {left.version} and is not listed",
+                    f'add {{"{lv}": <its {lv} name or null>, "{rv}": "{name}"}}',
+                )
+            )
     if problems:
         raise SchemaError(problems)
     return CrossMap(lv, rv, **{c: tuple(out[c]) for c in CATEGORIES})

@@ -122,20 +122,35 @@ def parse_json(data: bytes, file: str) -> Any:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SchemaError([Problem(file, "", f"not UTF-8 text (byte {exc.start})",
-                                   "save the file as UTF-8")]) from None
+        raise SchemaError([Problem(file, "", f"not UTF-8 text (byte {exc.start})", "save the file as UTF-8")]) from None
     try:
-        doc = json.loads(text, object_pairs_hook=_no_duplicates,
-                         parse_constant=_reject_constant, parse_int=_parse_int)
+        doc = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant, parse_int=_parse_int)
     except RecursionError:
-        raise SchemaError([Problem(file, "", f"nested too deeply (the limit is {MAX_DEPTH} levels)",
-                                   "flatten the structure: give nested schemas a name in $defs")]) from None
+        raise SchemaError(
+            [
+                Problem(
+                    file,
+                    "",
+                    f"nested too deeply (the limit is {MAX_DEPTH} levels)",
+                    "flatten the structure: give nested schemas a name in $defs",
+                )
+            ]
+        ) from None
     except json.JSONDecodeError as exc:
-        raise SchemaError([Problem(file, "", f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
-                                   "fix the JSON syntax there")]) from None
+        raise SchemaError(
+            [
+                Problem(
+                    file,
+                    "",
+                    f"invalid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}",
+                    "fix the JSON syntax there",
+                )
+            ]
+        ) from None
     except _DuplicateKey as exc:
-        raise SchemaError([Problem(file, "", f"key {exc.args[0]!r} appears twice in one object",
-                                   "keep one of the two entries")]) from None
+        raise SchemaError(
+            [Problem(file, "", f"key {exc.args[0]!r} appears twice in one object", "keep one of the two entries")]
+        ) from None
     except ValueError as exc:
         raise SchemaError([Problem(file, "", str(exc), "use only standard JSON values")]) from None
     problems = value_problems(doc, file)
@@ -160,28 +175,54 @@ def value_problems(doc: Any, file: str) -> list[Problem]:
         node, path = stack.pop()
         where = pointer(*path)
         if len(path) >= MAX_DEPTH and isinstance(node, (dict, list)) and node:
-            problems.append(Problem(file, where, f"nested too deeply (the limit is {MAX_DEPTH} levels)",
-                                    "flatten the structure: give nested schemas a name in $defs"))
+            problems.append(
+                Problem(
+                    file,
+                    where,
+                    f"nested too deeply (the limit is {MAX_DEPTH} levels)",
+                    "flatten the structure: give nested schemas a name in $defs",
+                )
+            )
         elif isinstance(node, dict):
             for key, value in node.items():
                 if _lone_surrogate(key):
-                    problems.append(Problem(file, where, f"the key {key!r} holds a lone surrogate escape",
-                                            "write the character itself, or a complete surrogate pair"))
+                    problems.append(
+                        Problem(
+                            file,
+                            where,
+                            f"the key {key!r} holds a lone surrogate escape",
+                            "write the character itself, or a complete surrogate pair",
+                        )
+                    )
                 else:
                     stack.append((value, (*path, key)))
         elif isinstance(node, list):
             stack.extend((value, (*path, str(i))) for i, value in enumerate(node))
         elif isinstance(node, _LongInt):
-            problems.append(Problem(file, where, f"an integer of {len(node.lstrip('-'))} digits is too long "
-                                                 f"(at most {MAX_INT_DIGITS})", "use a smaller number"))
+            problems.append(
+                Problem(
+                    file,
+                    where,
+                    f"an integer of {len(node.lstrip('-'))} digits is too long (at most {MAX_INT_DIGITS})",
+                    "use a smaller number",
+                )
+            )
         elif isinstance(node, str):
             if _lone_surrogate(node):
-                problems.append(Problem(file, where, "the text holds a lone surrogate escape (such as \\ud800), "
-                                                     "which UTF-8 cannot encode",
-                                        "write the character itself, or a complete surrogate pair"))
+                problems.append(
+                    Problem(
+                        file,
+                        where,
+                        "the text holds a lone surrogate escape (such as \\ud800), which UTF-8 cannot encode",
+                        "write the character itself, or a complete surrogate pair",
+                    )
+                )
         elif isinstance(node, float) and not math.isfinite(node):
-            problems.append(Problem(file, where, "a number too large to represent (it would become Infinity)",
-                                    "use a finite number"))
+            problems.append(
+                Problem(
+                    file, where, "a number too large to represent (it would become Infinity)", "use a finite number"
+                )
+            )
     return problems
 
 
@@ -255,8 +296,14 @@ def load_version(source: DirSource | GitSource) -> LoadedVersion:
         except SchemaError as exc:
             problems.extend(exc.problems)
     if PROTOCOL_FILE not in files:
-        problems.append(Problem(f"{label}/{PROTOCOL_FILE}", "", "missing",
-                                "every version folder needs a protocol.json (see docs/SCHEMA_FORMAT.md)"))
+        problems.append(
+            Problem(
+                f"{label}/{PROTOCOL_FILE}",
+                "",
+                "missing",
+                "every version folder needs a protocol.json (see docs/SCHEMA_FORMAT.md)",
+            )
+        )
     if problems:
         raise SchemaError(problems)
 
@@ -274,9 +321,14 @@ def load_version(source: DirSource | GitSource) -> LoadedVersion:
         display = f"{label}/{name}"
         for def_name, schema in docs[name]["$defs"].items():
             if def_name in definitions:
-                problems.append(Problem(display, pointer("$defs", def_name),
-                                        f"definition {def_name!r} is already defined in {def_files[def_name]}",
-                                        "a name may be defined in one file only; rename or remove one"))
+                problems.append(
+                    Problem(
+                        display,
+                        pointer("$defs", def_name),
+                        f"definition {def_name!r} is already defined in {def_files[def_name]}",
+                        "a name may be defined in one file only; rename or remove one",
+                    )
+                )
                 continue
             definitions[def_name] = schema
             def_files[def_name] = display

@@ -30,7 +30,8 @@ _SKIP_PARTS = {"__pycache__"}
 
 def _files(folder: Path, pattern: str = "*") -> list[Path]:
     return sorted(
-        p for p in folder.rglob(pattern)
+        p
+        for p in folder.rglob(pattern)
         if p.is_file() and not _SKIP_PARTS.intersection(p.relative_to(folder).parts) and p.suffix != ".pyc"
     )
 

@@ -18,7 +18,17 @@ from generator.naming import KEYWORDS, constant_name, field_name, method_name
 
 REF_PREFIX = "#/$defs/"
 _SCALARS = ("string", "integer", "number", "boolean")
-_CONSTRAINTS = ("format", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems")
+_CONSTRAINTS = (
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+)
 
 
 @dataclass(frozen=True)
@@ -81,6 +91,7 @@ class Field:
     @property
     def unstable(self) -> bool:
         return self.stability == "unstable"
+
     # x-acp-on-error: "default" (a required array): a malformed value reads as the default (`[]`)
     on_error_default: bool = False
 
@@ -287,8 +298,12 @@ class _Builder:
             branches = schema["anyOf"]
             other = [b for b in branches if b.get("type") != "null"]
             if len(other) != 1:
-                self.problem(def_name, ptr + "/anyOf", "anyOf may only make one schema nullable",
-                             'write {"anyOf": [<schema>, {"type": "null"}]}')
+                self.problem(
+                    def_name,
+                    ptr + "/anyOf",
+                    "anyOf may only make one schema nullable",
+                    'write {"anyOf": [<schema>, {"type": "null"}]}',
+                )
                 return TypeExpr("any")
             inner = self.type_expr(other[0], def_name, ptr + "/anyOf/" + str(branches.index(other[0])))
             return TypeExpr(inner.kind, inner.name, inner.items, True, inner.const, inner.constraints)
@@ -296,14 +311,22 @@ class _Builder:
         if "pattern" in schema:
             why = pattern_problem(schema["pattern"])
             if why:
-                self.problem(def_name, ptr + "/pattern", f"the pattern cannot be used: {why}",
-                             "write a pattern both regex engines accept (no lookaround, no backreferences; "
-                             "see docs/SCHEMA_FORMAT.md)")
+                self.problem(
+                    def_name,
+                    ptr + "/pattern",
+                    f"the pattern cannot be used: {why}",
+                    "write a pattern both regex engines accept (no lookaround, no backreferences; "
+                    "see docs/SCHEMA_FORMAT.md)",
+                )
         if "$ref" in schema:
-            target = schema["$ref"][len(REF_PREFIX):]
+            target = schema["$ref"][len(REF_PREFIX) :]
             if target not in self.loaded.definitions:
-                self.problem(def_name, ptr + "/$ref", f"$ref points to {target!r}, which is not defined in {self.loaded.label}",
-                             f"define {target} in one of the area files, or correct the name")
+                self.problem(
+                    def_name,
+                    ptr + "/$ref",
+                    f"$ref points to {target!r}, which is not defined in {self.loaded.label}",
+                    f"define {target} in one of the area files, or correct the name",
+                )
             return TypeExpr("ref", target)
         types = schema.get("type")
         type_list = [types] if isinstance(types, str) else list(types or [])
@@ -314,8 +337,12 @@ class _Builder:
             return TypeExpr("const", rest[0] if rest else None, nullable=nullable, const=schema["const"])
         if len(rest) > 1:
             if not set(rest) <= set(_SCALARS) | {"array"}:
-                self.problem(def_name, ptr + "/type", f"several non-null types {rest} including an object",
-                             "use scalar types only; for a union of objects give each branch a named definition")
+                self.problem(
+                    def_name,
+                    ptr + "/type",
+                    f"several non-null types {rest} including an object",
+                    "use scalar types only; for a union of objects give each branch a named definition",
+                )
                 return TypeExpr("any", nullable=nullable)
             items = self.type_expr(schema["items"], def_name, ptr + "/items") if "items" in schema else None
             return TypeExpr("scalar", " | ".join(rest), items=items, nullable=nullable, constraints=constraints)
@@ -330,8 +357,12 @@ class _Builder:
             if "items" not in schema:
                 self.problem(def_name, ptr, "an array needs `items`", "add an items schema")
                 return TypeExpr("array", items=TypeExpr("any"), nullable=nullable, constraints=constraints)
-            return TypeExpr("array", items=self.type_expr(schema["items"], def_name, ptr + "/items"),
-                            nullable=nullable, constraints=constraints)
+            return TypeExpr(
+                "array",
+                items=self.type_expr(schema["items"], def_name, ptr + "/items"),
+                nullable=nullable,
+                constraints=constraints,
+            )
         if t == "object":
             extra = schema.get("additionalProperties", True)
             items = None if extra is True else self.type_expr(extra, def_name, ptr + "/additionalProperties")
@@ -347,16 +378,30 @@ class _Builder:
         elif isinstance(value, str):
             kind = "string"
         else:
-            shown = "null" if value is None else type(value).__name__.replace("dict", "object").replace(
-                "list", "array").replace("float", "non-integer number")
-            self.problem(def_name, ptr, f"a const must be a string, an integer or a boolean, not {shown}",
-                         "use one of those (for null use {\"type\": \"null\"}; for a fixed object, "
-                         "give each property its own const)")
+            shown = (
+                "null"
+                if value is None
+                else type(value)
+                .__name__.replace("dict", "object")
+                .replace("list", "array")
+                .replace("float", "non-integer number")
+            )
+            self.problem(
+                def_name,
+                ptr,
+                f"a const must be a string, an integer or a boolean, not {shown}",
+                'use one of those (for null use {"type": "null"}; for a fixed object, '
+                "give each property its own const)",
+            )
             return
         allowed = {"integer": {"integer", "number"}}.get(kind, {kind})
         if types and not allowed & set(types):
-            self.problem(def_name, ptr, f"the const is a {kind} but the type says {' or '.join(types)}",
-                         "make the const and the type agree")
+            self.problem(
+                def_name,
+                ptr,
+                f"the const is a {kind} but the type says {' or '.join(types)}",
+                "make the const and the type agree",
+            )
 
     def build_type(self, name: str, schema: dict[str, Any]) -> TypeDef | None:
         t = self._build_type(name, schema)
@@ -369,21 +414,37 @@ class _Builder:
         if "oneOf" in schema:
             return self.build_union(name, schema, ptr)
         if "enum" in schema:
-            return EnumType(name, desc, tuple(schema["enum"]),
-                            tuple(sorted(schema.get("x-acp-enum-descriptions", {}).items())),
-                            bool(schema.get("x-acp-open")))
+            return EnumType(
+                name,
+                desc,
+                tuple(schema["enum"]),
+                tuple(sorted(schema.get("x-acp-enum-descriptions", {}).items())),
+                bool(schema.get("x-acp-open")),
+            )
         if "x-acp-open" in schema:
-            self.problem(name, ptr + "/x-acp-open", "x-acp-open is only allowed on unions and enums",
-                         "remove it, or make the definition a union or an enum")
+            self.problem(
+                name,
+                ptr + "/x-acp-open",
+                "x-acp-open is only allowed on unions and enums",
+                "remove it, or make the definition a union or an enum",
+            )
         if "properties" in schema:
             return self.build_object(name, schema, ptr)
         texpr = self.type_expr(schema, name, ptr)
         same_kind = bool(schema.get("x-acp-same-kind"))
-        if same_kind and not (texpr.kind == "array" and texpr.items is not None and texpr.items.kind == "ref"
-                              and isinstance(self.loaded.definitions.get(texpr.items.name or ""), dict)
-                              and "oneOf" in self.loaded.definitions[texpr.items.name or ""]):
-            self.problem(name, ptr + "/x-acp-same-kind", "x-acp-same-kind applies to an array of a union",
-                         "make the alias an array whose items are a union definition, or remove the marker")
+        if same_kind and not (
+            texpr.kind == "array"
+            and texpr.items is not None
+            and texpr.items.kind == "ref"
+            and isinstance(self.loaded.definitions.get(texpr.items.name or ""), dict)
+            and "oneOf" in self.loaded.definitions[texpr.items.name or ""]
+        ):
+            self.problem(
+                name,
+                ptr + "/x-acp-same-kind",
+                "x-acp-same-kind applies to an array of a union",
+                "make the alias an array whose items are a union definition, or remove the marker",
+            )
         return AliasType(name, desc, texpr, same_kind=same_kind)
 
     def build_object(self, name: str, schema: dict[str, Any], ptr: str) -> ObjectType:
@@ -391,8 +452,12 @@ class _Builder:
         props = schema["properties"]
         for r in required:
             if r not in props:
-                self.problem(name, ptr + "/required", f"{r!r} is required but not among the properties",
-                             f"add a property {r!r} or drop it from required")
+                self.problem(
+                    name,
+                    ptr + "/required",
+                    f"{r!r} is required but not among the properties",
+                    f"add a property {r!r} or drop it from required",
+                )
         fields = []
         py_names: dict[str, str] = {}
         for wire, prop in props.items():
@@ -400,37 +465,76 @@ class _Builder:
             texpr = self.type_expr(prop, name, fptr)
             py = field_name(wire)
             if py in py_names:
-                self.problem(name, fptr, f"{wire!r} and {py_names[py]!r} both become the Python attribute {py!r}",
-                             "rename one of the two properties")
+                self.problem(
+                    name,
+                    fptr,
+                    f"{wire!r} and {py_names[py]!r} both become the Python attribute {py!r}",
+                    "rename one of the two properties",
+                )
             py_names[py] = wire
             patch = bool(prop.get("x-acp-patch"))
             if prop.get("x-acp-same-kind"):
-                self.problem(name, fptr + "/x-acp-same-kind", "x-acp-same-kind belongs on an alias definition",
-                             "define the array as a named alias with the marker and refer to it")
+                self.problem(
+                    name,
+                    fptr + "/x-acp-same-kind",
+                    "x-acp-same-kind belongs on an alias definition",
+                    "define the array as a named alias with the marker and refer to it",
+                )
             if patch and not texpr.nullable:
-                self.problem(name, fptr + "/x-acp-patch", "a patch field must admit null (null clears the value)",
-                             'make the type nullable, e.g. "type": ["string", "null"]')
+                self.problem(
+                    name,
+                    fptr + "/x-acp-patch",
+                    "a patch field must admit null (null clears the value)",
+                    'make the type nullable, e.g. "type": ["string", "null"]',
+                )
             if patch and wire in required:
-                self.problem(name, fptr + "/x-acp-patch", "a patch field cannot be required (omitted means unchanged)",
-                             "drop it from required")
+                self.problem(
+                    name,
+                    fptr + "/x-acp-patch",
+                    "a patch field cannot be required (omitted means unchanged)",
+                    "drop it from required",
+                )
             skip = prop.get("x-acp-invalid-items") == "skip"
             if skip and texpr.kind != "array":
-                self.problem(name, fptr + "/x-acp-invalid-items", "x-acp-invalid-items applies to arrays only",
-                             "remove the marker or make the property an array")
+                self.problem(
+                    name,
+                    fptr + "/x-acp-invalid-items",
+                    "x-acp-invalid-items applies to arrays only",
+                    "remove the marker or make the property an array",
+                )
             omit = prop.get("x-acp-on-error") == "omit"
             on_error_default = prop.get("x-acp-on-error") == "default"
             if on_error_default and (texpr.kind != "array" or texpr.nullable or wire not in required):
-                self.problem(name, fptr + "/x-acp-on-error",
-                             '"x-acp-on-error": "default" applies to required, non-nullable arrays only '
-                             "(a malformed value reads as the empty array)",
-                             'use "omit" on an optional property, or make the property a required array')
+                self.problem(
+                    name,
+                    fptr + "/x-acp-on-error",
+                    '"x-acp-on-error": "default" applies to required, non-nullable arrays only '
+                    "(a malformed value reads as the empty array)",
+                    'use "omit" on an optional property, or make the property a required array',
+                )
             if omit and wire in required:
-                self.problem(name, fptr + "/x-acp-on-error",
-                             "a required property cannot be omitted on error (a malformed value is treated as omitted)",
-                             "drop it from required or remove the marker")
-            fields.append(Field(wire, py, texpr, wire in required, prop.get("description", ""),
-                                omit, skip, patch, prop.get("default"), "default" in prop,
-                                prop.get("x-acp-stability", "stable"), on_error_default=on_error_default))
+                self.problem(
+                    name,
+                    fptr + "/x-acp-on-error",
+                    "a required property cannot be omitted on error (a malformed value is treated as omitted)",
+                    "drop it from required or remove the marker",
+                )
+            fields.append(
+                Field(
+                    wire,
+                    py,
+                    texpr,
+                    wire in required,
+                    prop.get("description", ""),
+                    omit,
+                    skip,
+                    patch,
+                    prop.get("default"),
+                    "default" in prop,
+                    prop.get("x-acp-stability", "stable"),
+                    on_error_default=on_error_default,
+                )
+            )
         used: set[str] = set()
         for f in fields:
             used |= builtins_of(f.type)
@@ -438,22 +542,29 @@ class _Builder:
                 used.add(type(f.default).__name__)
         for f in fields:
             if f.py_name in used:
-                self.problem(name, ptr + pointer("properties", f.wire_name),
-                             f"the attribute {f.py_name!r} would hide the builtin {f.py_name!r}, which the "
-                             f"annotations of {name} use",
-                             "rename the property, or give the values that need the builtin a named definition")
+                self.problem(
+                    name,
+                    ptr + pointer("properties", f.wire_name),
+                    f"the attribute {f.py_name!r} would hide the builtin {f.py_name!r}, which the "
+                    f"annotations of {name} use",
+                    "rename the property, or give the values that need the builtin a named definition",
+                )
         one_of = tuple(schema.get("x-acp-required-one-of", ()))
         for key in one_of:
             if key not in props or key in required:
-                self.problem(name, ptr + "/x-acp-required-one-of", f"{key!r} must be an optional property",
-                             "list optional properties of this object, at least one of which must be present")
+                self.problem(
+                    name,
+                    ptr + "/x-acp-required-one-of",
+                    f"{key!r} must be an optional property",
+                    "list optional properties of this object, at least one of which must be present",
+                )
         return ObjectType(name, schema.get("description", ""), tuple(fields), required_one_of=one_of)
 
     def build_union(self, name: str, schema: dict[str, Any], ptr: str) -> UnionType:
         spec = schema["x-acp-union"]
         branches = []
         for i, b in enumerate(schema["oneOf"]):
-            branches.append((i, b["$ref"][len(REF_PREFIX):]))
+            branches.append((i, b["$ref"][len(REF_PREFIX) :]))
         tag = spec.get("tag")
         default = spec.get("default")
         presence = spec.get("presence")
@@ -466,27 +577,43 @@ class _Builder:
             bptr = ptr + f"/oneOf/{i}/$ref"
             target = self.loaded.definitions.get(branch)
             if target is None:
-                self.problem(name, bptr, f"$ref points to {branch!r}, which is not defined in {self.loaded.label}",
-                             f"define {branch} or correct the name")
+                self.problem(
+                    name,
+                    bptr,
+                    f"$ref points to {branch!r}, which is not defined in {self.loaded.label}",
+                    f"define {branch} or correct the name",
+                )
                 continue
             if "oneOf" in target and tag is not None:
                 reported = len(self.problems)
                 inner = self._inner_tag(branch, target, tag)
                 if inner is None and len(self.problems) == reported:
-                    self.problem(name, bptr, f"branch {branch!r} is a union whose branches do not all declare "
-                                             f"the same const for the tag {tag!r}",
-                                 f"give every branch of {branch} the same {tag!r} const")
+                    self.problem(
+                        name,
+                        bptr,
+                        f"branch {branch!r} is a union whose branches do not all declare "
+                        f"the same const for the tag {tag!r}",
+                        f"give every branch of {branch} the same {tag!r} const",
+                    )
                 if inner is None:
                     continue
                 if inner in seen_tags:
-                    self.problem(name, bptr, f"tag value {inner!r} is used by both {seen_tags[inner]!r} and {branch!r}",
-                                 "give each branch its own tag value")
+                    self.problem(
+                        name,
+                        bptr,
+                        f"tag value {inner!r} is used by both {seen_tags[inner]!r} and {branch!r}",
+                        "give each branch its own tag value",
+                    )
                 seen_tags[inner] = branch
                 variants.append(Variant(branch, inner))
                 continue
             if "properties" not in target:
-                self.problem(name, bptr, f"branch {branch!r} is not an object definition",
-                             "every union branch must be a named object definition (or a union tagged by another property)")
+                self.problem(
+                    name,
+                    bptr,
+                    f"branch {branch!r} is not an object definition",
+                    "every union branch must be a named object definition (or a union tagged by another property)",
+                )
                 continue
             if tag is not None:
                 tprop = target["properties"].get(tag)
@@ -494,70 +621,121 @@ class _Builder:
                     if branch == default:
                         variants.append(Variant(branch, None))
                         continue
-                    self.problem(branch, pointer("$defs", branch, "properties"),
-                                 f"branch of union {name!r} does not declare its tag {tag!r} as a const",
-                                 f'add "{tag}": {{"type": "string", "const": "<value>"}} and list {tag!r} in required')
+                    self.problem(
+                        branch,
+                        pointer("$defs", branch, "properties"),
+                        f"branch of union {name!r} does not declare its tag {tag!r} as a const",
+                        f'add "{tag}": {{"type": "string", "const": "<value>"}} and list {tag!r} in required',
+                    )
                     continue
                 value = tprop["const"]
                 if not isinstance(value, str):
-                    self.problem(branch, pointer("$defs", branch, "properties", tag, "const"),
-                                 "a union tag must be a string", "use a string const")
+                    self.problem(
+                        branch,
+                        pointer("$defs", branch, "properties", tag, "const"),
+                        "a union tag must be a string",
+                        "use a string const",
+                    )
                     continue
                 if value.startswith(SENTINEL_PREFIX):
-                    self.problem(branch, pointer("$defs", branch, "properties", tag, "const"),
-                                 f"the tag value {value!r} is reserved: the runtime's sentinel tags "
-                                 f"({', '.join(SENTINEL_TAGS)}) start with {SENTINEL_PREFIX!r}",
-                                 f"use a tag value that does not start with {SENTINEL_PREFIX!r}")
+                    self.problem(
+                        branch,
+                        pointer("$defs", branch, "properties", tag, "const"),
+                        f"the tag value {value!r} is reserved: the runtime's sentinel tags "
+                        f"({', '.join(SENTINEL_TAGS)}) start with {SENTINEL_PREFIX!r}",
+                        f"use a tag value that does not start with {SENTINEL_PREFIX!r}",
+                    )
                     continue
                 if tag not in target.get("required", []) and branch != default:
-                    self.problem(branch, pointer("$defs", branch, "required"),
-                                 f"the tag {tag!r} must be required in branch {branch!r}",
-                                 f"add {tag!r} to required")
+                    self.problem(
+                        branch,
+                        pointer("$defs", branch, "required"),
+                        f"the tag {tag!r} must be required in branch {branch!r}",
+                        f"add {tag!r} to required",
+                    )
                 if value in seen_tags:
-                    self.problem(name, bptr, f"tag value {value!r} is used by both {seen_tags[value]!r} and {branch!r}",
-                                 "give each branch its own tag value")
+                    self.problem(
+                        name,
+                        bptr,
+                        f"tag value {value!r} is used by both {seen_tags[value]!r} and {branch!r}",
+                        "give each branch its own tag value",
+                    )
                 seen_tags[value] = branch
                 variants.append(Variant(branch, value))
             else:
                 variants.append(Variant(branch, None))
         if default is not None and default not in names:
-            self.problem(name, ptr + "/x-acp-union/default", f"default branch {default!r} is not one of the branches",
-                         "name one of the oneOf branches")
+            self.problem(
+                name,
+                ptr + "/x-acp-union/default",
+                f"default branch {default!r} is not one of the branches",
+                "name one of the oneOf branches",
+            )
         unknown_default = spec.get("unknown") == "default"
         if unknown_default and (default is None or schema.get("x-acp-open")):
-            self.problem(name, ptr + "/x-acp-union/unknown",
-                         '"unknown": "default" needs a default branch and a closed union',
-                         "name a default branch, or drop x-acp-open (an open union keeps unknown tags as they are)")
+            self.problem(
+                name,
+                ptr + "/x-acp-union/unknown",
+                '"unknown": "default" needs a default branch and a closed union',
+                "name a default branch, or drop x-acp-open (an open union keeps unknown tags as they are)",
+            )
         if unknown_default and default is not None:
             dprop = self.loaded.definitions.get(default, {}).get("properties", {}).get(tag or "")
             if dprop is not None and "const" in dprop:
-                self.problem(default, pointer("$defs", default, "properties", tag or "", "const"),
-                             f"the default branch reads unknown {tag!r} values, so its tag cannot be a const",
-                             f'declare {tag!r} as {{"type": "string"}} in {default}')
+                self.problem(
+                    default,
+                    pointer("$defs", default, "properties", tag or "", "const"),
+                    f"the default branch reads unknown {tag!r} values, so its tag cannot be a const",
+                    f'declare {tag!r} as {{"type": "string"}} in {default}',
+                )
         unknown_required = tuple(spec.get("unknownRequired", ()))
         if unknown_required and not schema.get("x-acp-open"):
-            self.problem(name, ptr + "/x-acp-union/unknownRequired",
-                         "unknownRequired applies to open unions only", "add x-acp-open or drop unknownRequired")
+            self.problem(
+                name,
+                ptr + "/x-acp-union/unknownRequired",
+                "unknownRequired applies to open unions only",
+                "add x-acp-open or drop unknownRequired",
+            )
         pres: tuple[tuple[str, str], ...] | None = None
         if presence is not None:
             pres = tuple(presence.items())
             for key, branch in pres:
                 if branch not in names:
-                    self.problem(name, ptr + pointer("x-acp-union", "presence", key),
-                                 f"{branch!r} is not one of the branches", "name one of the oneOf branches")
+                    self.problem(
+                        name,
+                        ptr + pointer("x-acp-union", "presence", key),
+                        f"{branch!r} is not one of the branches",
+                        "name one of the oneOf branches",
+                    )
                 else:
                     target = self.loaded.definitions.get(branch, {})
                     if key not in target.get("required", []):
-                        self.problem(name, ptr + pointer("x-acp-union", "presence", key),
-                                     f"branch {branch!r} does not require {key!r}",
-                                     f"make {key!r} a required property of {branch}")
+                        self.problem(
+                            name,
+                            ptr + pointer("x-acp-union", "presence", key),
+                            f"branch {branch!r} does not require {key!r}",
+                            f"make {key!r} a required property of {branch}",
+                        )
             missing = set(names) - {b for _, b in pres}
             if missing:
-                self.problem(name, ptr + "/x-acp-union/presence", f"branches without a key: {sorted(missing)}",
-                             "give every branch a key that only it has")
-        return UnionType(name, schema.get("description", ""), tuple(variants), tag, pres, default,
-                         bool(schema.get("x-acp-open")), unknown_default=unknown_default,
-                         unknown_required=unknown_required, overlap_first=spec.get("overlap") == "first")
+                self.problem(
+                    name,
+                    ptr + "/x-acp-union/presence",
+                    f"branches without a key: {sorted(missing)}",
+                    "give every branch a key that only it has",
+                )
+        return UnionType(
+            name,
+            schema.get("description", ""),
+            tuple(variants),
+            tag,
+            pres,
+            default,
+            bool(schema.get("x-acp-open")),
+            unknown_default=unknown_default,
+            unknown_required=unknown_required,
+            overlap_first=spec.get("overlap") == "first",
+        )
 
     def _inner_tag(self, branch: str, target: dict[str, Any], tag: str) -> str | None:
         """The outer tag value shared by every branch of a nested union, or None.
@@ -567,7 +745,7 @@ class _Builder:
         """
         values: set[str] = set()
         for ref in target["oneOf"]:
-            inner_name = ref.get("$ref", "")[len(REF_PREFIX):]
+            inner_name = ref.get("$ref", "")[len(REF_PREFIX) :]
             inner = self.loaded.definitions.get(inner_name, {})
             prop = inner.get("properties", {}).get(tag, {})
             if "const" not in prop or tag not in inner.get("required", []):
@@ -575,13 +753,21 @@ class _Builder:
             value = prop["const"]
             where = pointer("$defs", inner_name, "properties", tag, "const")
             if not isinstance(value, str):
-                self.problem(inner_name, where, f"a union tag must be a string (in {inner_name!r}, a branch of "
-                                                f"{branch!r})", "use a string const")
+                self.problem(
+                    inner_name,
+                    where,
+                    f"a union tag must be a string (in {inner_name!r}, a branch of {branch!r})",
+                    "use a string const",
+                )
                 return None
             if value.startswith(SENTINEL_PREFIX):
-                self.problem(inner_name, where, f"the tag value {value!r} is reserved: the runtime's sentinel tags "
-                                                f"({', '.join(SENTINEL_TAGS)}) start with {SENTINEL_PREFIX!r}",
-                             f"use a tag value that does not start with {SENTINEL_PREFIX!r}")
+                self.problem(
+                    inner_name,
+                    where,
+                    f"the tag value {value!r} is reserved: the runtime's sentinel tags "
+                    f"({', '.join(SENTINEL_TAGS)}) start with {SENTINEL_PREFIX!r}",
+                    f"use a tag value that does not start with {SENTINEL_PREFIX!r}",
+                )
                 return None
             values.add(value)
         return values.pop() if len(values) == 1 else None
@@ -598,9 +784,12 @@ class _Builder:
                     break
                 if name in seen:
                     if name == start:
-                        self.problem(start, pointer("$defs", start, "$ref"),
-                                     f"alias cycle: {' -> '.join(seen + [name])}",
-                                     "an alias must end at a real type; break the cycle")
+                        self.problem(
+                            start,
+                            pointer("$defs", start, "$ref"),
+                            f"alias cycle: {' -> '.join(seen + [name])}",
+                            "an alias must end at a real type; break the cycle",
+                        )
                     break
                 seen.append(name)
                 name = t.type.name
@@ -629,22 +818,31 @@ class _Builder:
             for f in t.fields:
                 if f.wire_name in spelled:
                     owner, wire = spelled[f.wire_name]
-                    self.problem(name, pointer("$defs", name, "properties", f.wire_name),
-                                 f"the wire name {f.wire_name!r} is the Python attribute of {owner}'s {wire!r}: "
-                                 "read from the wire, a key spelled like an attribute is an unknown key, and the "
-                                 "runtime escapes it everywhere in the message, which would hide this property",
-                                 "rename one of them (no wire name of a version may be spelled like "
-                                 "the snake_case attribute of another property)")
+                    self.problem(
+                        name,
+                        pointer("$defs", name, "properties", f.wire_name),
+                        f"the wire name {f.wire_name!r} is the Python attribute of {owner}'s {wire!r}: "
+                        "read from the wire, a key spelled like an attribute is an unknown key, and the "
+                        "runtime escapes it everywhere in the message, which would hide this property",
+                        "rename one of them (no wire name of a version may be spelled like "
+                        "the snake_case attribute of another property)",
+                    )
 
     # -- the protocol table
 
-    def build_protocol(self, types: dict[str, TypeDef], proto: Protocol) -> tuple[tuple[Method, ...], tuple[Feature, ...]]:
+    def build_protocol(
+        self, types: dict[str, TypeDef], proto: Protocol
+    ) -> tuple[tuple[Method, ...], tuple[Feature, ...]]:
         doc = self.loaded.protocol
         errors = {int(code) for code in doc["errors"]}
         for code in doc["errors"]:
             if not INT32[0] <= int(code) <= INT32[1]:
-                self.problem(None, pointer("errors", code), f"error code {code} does not fit in 32 bits",
-                             f"use a code from {INT32[0]} to {INT32[1]} (JSON-RPC codes are small integers)")
+                self.problem(
+                    None,
+                    pointer("errors", code),
+                    f"error code {code} does not fit in 32 bits",
+                    f"use a code from {INT32[0]} to {INT32[1]} (JSON-RPC codes are small integers)",
+                )
         methods = []
         error_constants = {str(e.get("name", "")).upper() for e in doc["errors"].values() if isinstance(e, dict)}
         constants: dict[str, list[str]] = {}
@@ -655,39 +853,75 @@ class _Builder:
                 ptr, py = pointer("methods", wire), method_name(wire)
                 if len(wires) > 1:
                     others = ", ".join(repr(w) for w in wires if w != wire)
-                    self.problem(None, ptr, f"methods {wire!r} and {others} {'both' if len(wires) == 2 else 'all'} "
-                                            f"become the constant {const} "
-                                            f"(and the stub {py})", "rename the methods so that they differ in letters")
+                    self.problem(
+                        None,
+                        ptr,
+                        f"methods {wire!r} and {others} {'both' if len(wires) == 2 else 'all'} "
+                        f"become the constant {const} "
+                        f"(and the stub {py})",
+                        "rename the methods so that they differ in letters",
+                    )
                 elif const in RESERVED_METHOD_CONSTANTS or const in error_constants:
-                    self.problem(None, ptr, f"method {wire!r} becomes the constant {const}, a name methods.py "
-                                            "already uses", "rename the method")
+                    self.problem(
+                        None,
+                        ptr,
+                        f"method {wire!r} becomes the constant {const}, a name methods.py already uses",
+                        "rename the method",
+                    )
                 elif py in KEYWORDS:
-                    self.problem(None, ptr, f"method {wire!r} becomes the stub name {py!r}, which is a Python "
-                                            "keyword", f"rename the method (for example session/{py})")
+                    self.problem(
+                        None,
+                        ptr,
+                        f"method {wire!r} becomes the stub name {py!r}, which is a Python keyword",
+                        f"rename the method (for example session/{py})",
+                    )
         for wire, m in doc["methods"].items():
             ptr = pointer("methods", wire)
             if "notificationParams" in m and m["kind"] != "request":
-                self.problem(None, ptr + "/notificationParams", "only a request can also be sent as a notification",
-                             "drop notificationParams, or make the method a request")
+                self.problem(
+                    None,
+                    ptr + "/notificationParams",
+                    "only a request can also be sent as a notification",
+                    "drop notificationParams, or make the method a request",
+                )
             for part in ("params", "result", "notificationParams"):
                 tname = m.get(part)
                 if tname is None:
                     continue
                 t = types.get(tname)
                 if t is None:
-                    self.problem(None, ptr + "/" + part, f"{part} type {tname!r} is not defined",
-                                 f"define {tname} in an area file, or correct the name")
+                    self.problem(
+                        None,
+                        ptr + "/" + part,
+                        f"{part} type {tname!r} is not defined",
+                        f"define {tname} in an area file, or correct the name",
+                    )
             for code in m["errors"]:
                 if code not in errors:
-                    self.problem(None, ptr + "/errors", f"error code {code} is not declared",
-                                 f'declare "{code}" in the errors table of protocol.json')
+                    self.problem(
+                        None,
+                        ptr + "/errors",
+                        f"error code {code} is not declared",
+                        f'declare "{code}" in the errors table of protocol.json',
+                    )
             cap = tuple(m["capability"].split(".")) if m["capability"] else None
             if cap is not None and m["side"] == "protocol":
-                self.problem(None, ptr + "/capability", "protocol-level methods cannot be gated",
-                             "set capability to null")
+                self.problem(
+                    None, ptr + "/capability", "protocol-level methods cannot be gated", "set capability to null"
+                )
                 cap = None
-            method = Method(wire, m["side"], m["kind"], m["params"], m["result"], cap,
-                            tuple(m["errors"]), m["stability"], m["description"], m.get("notificationParams"))
+            method = Method(
+                wire,
+                m["side"],
+                m["kind"],
+                m["params"],
+                m["result"],
+                cap,
+                tuple(m["errors"]),
+                m["stability"],
+                m["description"],
+                m.get("notificationParams"),
+            )
             if cap is not None:
                 self.check_path(proto, m["side"], cap, ptr + "/capability")
             methods.append(method)
@@ -715,40 +949,67 @@ class _Builder:
                     fptr = pointer("$defs", t.name, "properties", f.wire_name)
                     if f.unstable:
                         if f.required:
-                            self.problem(t.name, fptr + "/x-acp-stability",
-                                         "an unstable property of a stable definition cannot be required",
-                                         "drop it from required, or mark the whole definition unstable")
+                            self.problem(
+                                t.name,
+                                fptr + "/x-acp-stability",
+                                "an unstable property of a stable definition cannot be required",
+                                "drop it from required, or mark the whole definition unstable",
+                            )
                         continue
                     bad = [r for r in f.type.refs() if unstable(r)]
                     if bad:
-                        self.problem(t.name, fptr, f"stable property refers to the unstable definition {bad[0]!r}",
-                                     'mark the property "x-acp-stability": "unstable", or make the target stable')
+                        self.problem(
+                            t.name,
+                            fptr,
+                            f"stable property refers to the unstable definition {bad[0]!r}",
+                            'mark the property "x-acp-stability": "unstable", or make the target stable',
+                        )
             elif isinstance(t, AliasType):
                 bad = [r for r in t.type.refs() if unstable(r)]
                 if bad:
-                    self.problem(t.name, pointer("$defs", t.name), f"stable alias refers to the unstable definition {bad[0]!r}",
-                                 'mark the alias "x-acp-stability": "unstable", or make the target stable')
+                    self.problem(
+                        t.name,
+                        pointer("$defs", t.name),
+                        f"stable alias refers to the unstable definition {bad[0]!r}",
+                        'mark the alias "x-acp-stability": "unstable", or make the target stable',
+                    )
             elif isinstance(t, UnionType):
                 if t.variants and all(unstable(v.name) for v in t.variants):
-                    self.problem(t.name, pointer("$defs", t.name, "oneOf"),
-                                 "every branch of this stable union is unstable, so the stable protocol has none",
-                                 'mark the union "x-acp-stability": "unstable"')
+                    self.problem(
+                        t.name,
+                        pointer("$defs", t.name, "oneOf"),
+                        "every branch of this stable union is unstable, so the stable protocol has none",
+                        'mark the union "x-acp-stability": "unstable"',
+                    )
                 if t.default is not None and unstable(t.default):
-                    self.problem(t.name, pointer("$defs", t.name, "x-acp-union", "default"),
-                                 "the default branch of a stable union cannot be unstable", "choose a stable default")
+                    self.problem(
+                        t.name,
+                        pointer("$defs", t.name, "x-acp-union", "default"),
+                        "the default branch of a stable union cannot be unstable",
+                        "choose a stable default",
+                    )
         for m in proto.methods:
             ptr = pointer("methods", m.name)
             if m.stability == "unstable":
                 continue
-            for part, tname in (("params", m.params), ("result", m.result), ("notificationParams", m.notification_params)):
+            for part, tname in (
+                ("params", m.params),
+                ("result", m.result),
+                ("notificationParams", m.notification_params),
+            ):
                 if tname is not None and unstable(tname):
-                    self.problem(None, ptr + "/" + part, f"{m.stability} method uses the unstable type {tname!r}",
-                                 'set "stability": "unstable" on the method, or make the type stable')
+                    self.problem(
+                        None,
+                        ptr + "/" + part,
+                        f"{m.stability} method uses the unstable type {tname!r}",
+                        'set "stability": "unstable" on the method, or make the type stable',
+                    )
             self._check_stable_path(proto, m.side, m.capability, ptr + "/capability", m.stability)
         for feat in proto.features:
             if feat.stability != "unstable":
-                self._check_stable_path(proto, feat.side, feat.capability, pointer("features", feat.name, "capability"),
-                                        feat.stability)
+                self._check_stable_path(
+                    proto, feat.side, feat.capability, pointer("features", feat.name, "capability"), feat.stability
+                )
 
     def _check_stable_path(self, proto: Protocol, side: str, path: tuple[str, ...] | None, ptr: str, what: str) -> None:
         if not path or side == "protocol":
@@ -758,10 +1019,18 @@ class _Builder:
         except KeyError:
             return  # reported by check_path
         for f in walked:
-            if f.unstable or (f.type.kind == "ref" and f.type.name and proto.has_type(f.type.name)
-                              and proto.type(f.type.name).stability == "unstable"):
-                self.problem(None, ptr, f"a {what} entry is gated by {'.'.join(path)!r}, which passes through the unstable field {f.wire_name!r}",
-                             'set "stability": "unstable" on the entry, or make the capability stable')
+            if f.unstable or (
+                f.type.kind == "ref"
+                and f.type.name
+                and proto.has_type(f.type.name)
+                and proto.type(f.type.name).stability == "unstable"
+            ):
+                self.problem(
+                    None,
+                    ptr,
+                    f"a {what} entry is gated by {'.'.join(path)!r}, which passes through the unstable field {f.wire_name!r}",
+                    'set "stability": "unstable" on the entry, or make the capability stable',
+                )
                 return
 
     def check_path(self, proto: Protocol, side: str, path: tuple[str, ...], ptr: str) -> None:
@@ -772,8 +1041,12 @@ class _Builder:
             proto.resolve_path(side, path)
         except KeyError as exc:
             where = "initialize response" if side == "agent" else "initialize request"
-            self.problem(None, ptr, f"capability path {'.'.join(path)!r} does not exist: no {exc.args[0]!r} in the {where} ({root})",
-                         "use a dotted path of wire names that exists in the capability types")
+            self.problem(
+                None,
+                ptr,
+                f"capability path {'.'.join(path)!r} does not exist: no {exc.args[0]!r} in the {where} ({root})",
+                "use a dotted path of wire names that exists in the capability types",
+            )
 
 
 def _runtime_names() -> frozenset[str]:
@@ -798,22 +1071,59 @@ def _runtime_names() -> frozenset[str]:
 # tests/test_generator_inputs.py compares with this list), or are not valid class names at all:
 # the runtime's own names, read from its source, and those of typing, pydantic and the
 # version templates.
-RESERVED_NAMES = frozenset(n for n in KEYWORDS if n[:1].isupper()) | _runtime_names() | frozenset({
-    # what the generated models import from typing and pydantic
-    "Annotated", "Any", "ClassVar", "Literal", "Union", "Optional", "TYPE_CHECKING", "TypeAliasType",
-    "Field", "Discriminator", "Tag", "OnErrorOmit", "SerializeAsAny", "AfterValidator",
-    "BaseModel", "ConfigDict", "TypeAdapter", "ValidationError",
-    # what the version templates define beside the models
-    "Agent", "Client", "AgentPeer", "ClientPeer", "METHODS", "FEATURES", "ERRORS", "VERSION", "STATUS", "BATCHES",
-    "SessionState",
-})
+RESERVED_NAMES = (
+    frozenset(n for n in KEYWORDS if n[:1].isupper())
+    | _runtime_names()
+    | frozenset(
+        {
+            # what the generated models import from typing and pydantic
+            "Annotated",
+            "Any",
+            "ClassVar",
+            "Literal",
+            "Union",
+            "Optional",
+            "TYPE_CHECKING",
+            "TypeAliasType",
+            "Field",
+            "Discriminator",
+            "Tag",
+            "OnErrorOmit",
+            "SerializeAsAny",
+            "AfterValidator",
+            "BaseModel",
+            "ConfigDict",
+            "TypeAdapter",
+            "ValidationError",
+            # what the version templates define beside the models
+            "Agent",
+            "Client",
+            "AgentPeer",
+            "ClientPeer",
+            "METHODS",
+            "FEATURES",
+            "ERRORS",
+            "VERSION",
+            "STATUS",
+            "BATCHES",
+            "SessionState",
+        }
+    )
+)
 # Module-level names of <v>/methods.py that a method constant must not take.
-RESERVED_METHOD_CONSTANTS = frozenset({
-    "METHODS", "ERRORS",
-    # JSON-RPC's own error codes, defined beside the method constants (the
-    # version's own error names are checked against its error table)
-    "PARSE_ERROR", "INVALID_REQUEST", "METHOD_NOT_FOUND", "INVALID_PARAMS", "INTERNAL_ERROR",
-})
+RESERVED_METHOD_CONSTANTS = frozenset(
+    {
+        "METHODS",
+        "ERRORS",
+        # JSON-RPC's own error codes, defined beside the method constants (the
+        # version's own error names are checked against its error table)
+        "PARSE_ERROR",
+        "INVALID_REQUEST",
+        "METHOD_NOT_FOUND",
+        "INVALID_PARAMS",
+        "INTERNAL_ERROR",
+    }
+)
 # The runtime's sentinel tags (acp_types._runtime.UNKNOWN_TAG / DEFAULT_TAG): a
 # branch tagged with one would be routed as the unknown or the default branch.
 SENTINEL_TAGS = ("__acp_unknown__", "__acp_default__")
@@ -877,34 +1187,59 @@ def build_protocol(loaded: LoadedVersion) -> Protocol:
     for part in ("request", "response"):
         tname = doc["initialize"][part]
         if not isinstance(types.get(tname), ObjectType):
-            b.problem(None, f"/initialize/{part}", f"initialize {part} type {tname!r} is not an object definition",
-                      f"define {tname} as an object")
+            b.problem(
+                None,
+                f"/initialize/{part}",
+                f"initialize {part} type {tname!r} is not an object definition",
+                f"define {tname} as an object",
+            )
     for name in types:
         if name in RESERVED_NAMES:
-            b.problem(name, pointer("$defs", name), f"{name!r} is a Python keyword or a name the generated modules import",
-                      f"rename it (for example {name}Type); reserved: {', '.join(sorted(RESERVED_NAMES))}")
+            b.problem(
+                name,
+                pointer("$defs", name),
+                f"{name!r} is a Python keyword or a name the generated modules import",
+                f"rename it (for example {name}Type); reserved: {', '.join(sorted(RESERVED_NAMES))}",
+            )
     lowered: dict[str, str] = {}
     for name in types:
         key = name.lower()
         if key in lowered:
-            b.problem(name, pointer("$defs", name), f"{name!r} and {lowered[key]!r} differ only in case",
-                      "rename one (they would collide on case-insensitive file systems and in docs)")
+            b.problem(
+                name,
+                pointer("$defs", name),
+                f"{name!r} and {lowered[key]!r} differ only in case",
+                "rename one (they would collide on case-insensitive file systems and in docs)",
+            )
         lowered[key] = name
     proto = Protocol(
-        version=doc["version"], protocol_version=doc["protocolVersion"], status=doc["status"],
+        version=doc["version"],
+        protocol_version=doc["protocolVersion"],
+        status=doc["status"],
         batches=doc.get("batches", False),
-        description=doc["description"], source=loaded.label, digest=loaded.digest,
-        init_request=doc["initialize"]["request"], init_response=doc["initialize"]["response"],
-        errors=tuple(sorted((ErrorCode(int(c), e["name"], e["description"]) for c, e in doc["errors"].items()),
-                            key=lambda e: e.code)),
-        methods=(), features=(), types=tuple(types[n] for n in sorted(types)), bundle={},
+        description=doc["description"],
+        source=loaded.label,
+        digest=loaded.digest,
+        init_request=doc["initialize"]["request"],
+        init_response=doc["initialize"]["response"],
+        errors=tuple(
+            sorted(
+                (ErrorCode(int(c), e["name"], e["description"]) for c, e in doc["errors"].items()), key=lambda e: e.code
+            )
+        ),
+        methods=(),
+        features=(),
+        types=tuple(types[n] for n in sorted(types)),
+        bundle={},
     )
     methods, features = b.build_protocol(types, proto)
     b.check_stability(types, replace(proto, methods=methods, features=features))
     if b.problems:
         raise SchemaError(b.problems)
     proto = replace(proto, methods=methods, features=features)
-    return replace(proto, bundle=bundle_schema(loaded, proto), stable_bundle=bundle_schema(loaded, proto, stable_only=True))
+    return replace(
+        proto, bundle=bundle_schema(loaded, proto), stable_bundle=bundle_schema(loaded, proto, stable_only=True)
+    )
 
 
 def bundle_schema(loaded: LoadedVersion, proto: Protocol, stable_only: bool = False) -> dict[str, Any]:
@@ -926,12 +1261,13 @@ def bundle_schema(loaded: LoadedVersion, proto: Protocol, stable_only: bool = Fa
             continue
         schema = dict(loaded.definitions[t.name])
         if stable_only and isinstance(t, ObjectType) and any(f.unstable for f in t.fields):
-            schema["properties"] = {k: v for k, v in schema["properties"].items()
-                                    if v.get("x-acp-stability") != "unstable"}
+            schema["properties"] = {
+                k: v for k, v in schema["properties"].items() if v.get("x-acp-stability") != "unstable"
+            }
         if isinstance(t, UnionType):
             if stable_only:
                 t = replace(t, variants=tuple(v for v in t.variants if v.name not in dropped))
-                schema["oneOf"] = [b for b in schema["oneOf"] if b["$ref"][len(REF_PREFIX):] not in dropped]
+                schema["oneOf"] = [b for b in schema["oneOf"] if b["$ref"][len(REF_PREFIX) :] not in dropped]
             schema = _compile_union(t, schema)
         elif isinstance(t, ObjectType) and t.required_one_of:
             schema["anyOf"] = [{"required": [k]} for k in t.required_one_of]
@@ -949,13 +1285,24 @@ def bundle_schema(loaded: LoadedVersion, proto: Protocol, stable_only: bool = Fa
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": f"urn:acp-types:schema:{proto.version}" + (":stable" if stable_only else ""),
         "description": doc["description"],
-        "x-acp-version": {"version": proto.version, "protocolVersion": proto.protocol_version,
-                          "status": proto.status, "batches": proto.batches, "initialize": doc["initialize"]},
+        "x-acp-version": {
+            "version": proto.version,
+            "protocolVersion": proto.protocol_version,
+            "status": proto.status,
+            "batches": proto.batches,
+            "initialize": doc["initialize"],
+        },
         "x-acp-errors": doc["errors"],
-        "x-acp-methods": {m: doc["methods"][m] for m in sorted(doc["methods"])
-                          if not stable_only or doc["methods"][m]["stability"] == "stable"},
-        "x-acp-features": {f: doc["features"][f] for f in sorted(doc["features"])
-                           if not stable_only or doc["features"][f].get("stability", "stable") == "stable"},
+        "x-acp-methods": {
+            m: doc["methods"][m]
+            for m in sorted(doc["methods"])
+            if not stable_only or doc["methods"][m]["stability"] == "stable"
+        },
+        "x-acp-features": {
+            f: doc["features"][f]
+            for f in sorted(doc["features"])
+            if not stable_only or doc["features"][f].get("stability", "stable") == "stable"
+        },
         "$defs": defs,
     }
 
@@ -969,8 +1316,12 @@ def _compile_union(u: UnionType, schema: dict[str, Any]) -> dict[str, Any]:
         for v in u.variants:
             if v.tag is None:
                 continue
-            rules.append({"if": {"properties": {tag: {"const": v.tag}}, "required": [tag]},
-                          "then": {"$ref": REF_PREFIX + v.name}})
+            rules.append(
+                {
+                    "if": {"properties": {tag: {"const": v.tag}}, "required": [tag]},
+                    "then": {"$ref": REF_PREFIX + v.name},
+                }
+            )
         if u.default is not None:
             rules.append({"if": {"not": {"required": [tag]}}, "then": {"$ref": REF_PREFIX + u.default}})
         else:

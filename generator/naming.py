@@ -10,19 +10,64 @@ import re
 # keyword, and renaming every ``type`` field to ``type_`` would break the API).
 # This is the hard keyword list of every supported version, 3.10 to 3.13, plus
 # the soft keywords of 3.10 and 3.11 that earlier output already renamed.
-KEYWORDS = frozenset({
-    "False", "None", "True", "and", "as", "assert", "async", "await", "break",
-    "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
-    "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not",
-    "or", "pass", "raise", "return", "try", "while", "with", "yield",
-})
+KEYWORDS = frozenset(
+    {
+        "False",
+        "None",
+        "True",
+        "and",
+        "as",
+        "assert",
+        "async",
+        "await",
+        "break",
+        "class",
+        "continue",
+        "def",
+        "del",
+        "elif",
+        "else",
+        "except",
+        "finally",
+        "for",
+        "from",
+        "global",
+        "if",
+        "import",
+        "in",
+        "is",
+        "lambda",
+        "nonlocal",
+        "not",
+        "or",
+        "pass",
+        "raise",
+        "return",
+        "try",
+        "while",
+        "with",
+        "yield",
+    }
+)
 SOFT_KEYWORDS = frozenset({"_", "case", "match"})
 
 # Attributes of pydantic's BaseModel that a field must not shadow.
 _RESERVED = {
-    "construct", "copy", "dict", "from_orm", "json", "parse_file", "parse_obj",
-    "parse_raw", "schema", "schema_json", "update_forward_refs", "validate",
-    "fields", "to_wire", "to_json",
+    "construct",
+    "copy",
+    "dict",
+    "from_orm",
+    "json",
+    "parse_file",
+    "parse_obj",
+    "parse_raw",
+    "schema",
+    "schema_json",
+    "update_forward_refs",
+    "validate",
+    "fields",
+    "to_wire",
+    "to_json",
 }
 
 

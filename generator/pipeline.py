@@ -91,8 +91,16 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
     problems: list[Problem] = []
     versions = discover_versions(root)
     if not versions:
-        raise SchemaError([Problem(f"{prefix}/", "", "holds no version folder (v1/, v2/, ...)",
-                                   "point --schema at the folder that holds the version folders")])
+        raise SchemaError(
+            [
+                Problem(
+                    f"{prefix}/",
+                    "",
+                    "holds no version folder (v1/, v2/, ...)",
+                    "point --schema at the folder that holds the version folders",
+                )
+            ]
+        )
     for version in versions:
         try:
             proto = load_protocol(root / version, f"{prefix}/{version}")
@@ -100,9 +108,14 @@ def load_inputs(schema_root: Path | None = None) -> Inputs:
             problems.extend(exc.problems)
             continue
         if proto.version != version:
-            problems.append(Problem(f"{prefix}/{version}/protocol.json", "/version",
-                                    f"says {proto.version!r} but lives in {prefix}/{version}",
-                                    f'set "version": "{version}"'))
+            problems.append(
+                Problem(
+                    f"{prefix}/{version}/protocol.json",
+                    "/version",
+                    f"says {proto.version!r} but lives in {prefix}/{version}",
+                    f'set "version": "{version}"',
+                )
+            )
         protocols[version] = proto
     if problems:
         raise SchemaError(problems)
@@ -153,8 +166,9 @@ def _format(path: str, text: str) -> str:
         raise RenderBug(f"{path}: rendered text is not valid Python ({type(exc).__name__}: {str(exc)[:300]})") from exc
 
 
-def build_outputs(inputs: Inputs | None = None, *, versions: Iterable[str] | None = None,
-                  docs: bool = True) -> dict[str, str]:
+def build_outputs(
+    inputs: Inputs | None = None, *, versions: Iterable[str] | None = None, docs: bool = True
+) -> dict[str, str]:
     """Render every file of generated/ in memory.
 
     ``versions`` limits the package to those version modules, and ``docs=False``
@@ -183,14 +197,24 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
     """The package but its models: our Jinja templates, the runtime and the bundled schemas."""
     out: dict[str, str] = {}
     pkg_header = header("the version folders of schema/")
-    out[f"{PACKAGE}/__init__.py"] = _format(f"{PACKAGE}/__init__.py", templated.render(
-        "package/__init__.py.jinja2", header=pkg_header, versions=list(inputs.protocols),
-        protocols=list(inputs.protocols.values()), package_version=__version__
-    ))
-    out[f"{PACKAGE}/_protocol.py"] = _format(f"{PACKAGE}/_protocol.py", templated.render(
-        "package/_protocol.py.jinja2", header=header("generator/metaschemas/ and the RequestId of each version"),
-        **protocol_facts(inputs),
-    ))
+    out[f"{PACKAGE}/__init__.py"] = _format(
+        f"{PACKAGE}/__init__.py",
+        templated.render(
+            "package/__init__.py.jinja2",
+            header=pkg_header,
+            versions=list(inputs.protocols),
+            protocols=list(inputs.protocols.values()),
+            package_version=__version__,
+        ),
+    )
+    out[f"{PACKAGE}/_protocol.py"] = _format(
+        f"{PACKAGE}/_protocol.py",
+        templated.render(
+            "package/_protocol.py.jinja2",
+            header=header("generator/metaschemas/ and the RequestId of each version"),
+            **protocol_facts(inputs),
+        ),
+    )
     out.update(support_files())
     out[f"{PACKAGE}/py.typed"] = ""
     for proto in chosen:
@@ -214,14 +238,23 @@ def protocol_facts(inputs: Inputs) -> dict[str, list[str]]:
     feature = meta_document("protocol")["$defs"]["feature"]["properties"]
     id_types = {tuple(proto.bundle["$defs"]["RequestId"]["type"]) for proto in inputs.protocols.values()}
     if len(id_types) != 1:
-        raise SchemaError([Problem(f"{proto.source}/jsonrpc.json", "/$defs/RequestId/type",
-                                   "the versions define RequestId differently, but the JSON-RPC layer is shared",
-                                   "give RequestId the same type list in every version")
-                           for proto in inputs.protocols.values()])
+        raise SchemaError(
+            [
+                Problem(
+                    f"{proto.source}/jsonrpc.json",
+                    "/$defs/RequestId/type",
+                    "the versions define RequestId differently, but the JSON-RPC layer is shared",
+                    "give RequestId the same type list in every version",
+                )
+                for proto in inputs.protocols.values()
+            ]
+        )
     (json_types,) = id_types
     return {
-        "sides": method["side"]["enum"], "kinds": method["kind"]["enum"],
-        "stabilities": method["stability"]["enum"], "feature_sides": feature["side"]["enum"],
+        "sides": method["side"]["enum"],
+        "kinds": method["kind"]["enum"],
+        "stabilities": method["stability"]["enum"],
+        "feature_sides": feature["side"]["enum"],
         "request_id": [_JSON_TO_PYTHON[t] for t in json_types],
     }
 
@@ -294,20 +327,26 @@ def capability_rows(inputs: Inputs) -> dict[str, object]:
     rows = []
     for chain in chains:
         first = next(m for m in chain if m is not None)
-        rows.append({
-            "names": [f"`{m.name}`" if m else "—" for m in chain], "side": first.side,
-            "caps": [cap(m) for m in chain],
-            "stability": " / ".join(m.stability if m else "—" for m in chain),
-        })
+        rows.append(
+            {
+                "names": [f"`{m.name}`" if m else "—" for m in chain],
+                "side": first.side,
+                "caps": [cap(m) for m in chain],
+                "stability": " / ".join(m.stability if m else "—" for m in chain),
+            }
+        )
     by_version = [{f.name: f for f in proto.features} for proto in protos]
     feats = []
     for name in sorted(set().union(*by_version)):
         present = [features.get(name) for features in by_version]
         first_feature = next(f for f in present if f is not None)
-        feats.append({
-            "name": name, "side": first_feature.side,
-            "caps": [f"`{'.'.join(f.capability)}`" if f else "—" for f in present],
-            "description": first_feature.description,
-            "stability": " / ".join(f.stability if f else "—" for f in present),
-        })
+        feats.append(
+            {
+                "name": name,
+                "side": first_feature.side,
+                "caps": [f"`{'.'.join(f.capability)}`" if f else "—" for f in present],
+                "description": first_feature.description,
+                "stability": " / ".join(f.stability if f else "—" for f in present),
+            }
+        )
     return {"versions": [proto.version for proto in protos], "method_rows": rows, "feature_rows": feats}

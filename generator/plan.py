@@ -36,8 +36,13 @@ RUNTIME = "acp_types._runtime"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # JSON Schema constraint -> pydantic Field keyword (format is dropped, see _constraint_args).
 _CONSTRAINT_ARGS = {
-    "minimum": "ge", "maximum": "le", "pattern": "pattern",
-    "minLength": "min_length", "maxLength": "max_length", "minItems": "min_length", "maxItems": "max_length",
+    "minimum": "ge",
+    "maximum": "le",
+    "pattern": "pattern",
+    "minLength": "min_length",
+    "maxLength": "max_length",
+    "minItems": "min_length",
+    "maxItems": "max_length",
 }
 _SCALAR = {"string": "str", "integer": "JsonInt", "number": "int | float", "boolean": "bool"}
 
@@ -214,7 +219,9 @@ class _Planner:
                 if n == "array":
                     self.need("typing", "Annotated")
                     self.need(RUNTIME, "FAIL_FAST")
-                    parts.append(f"Annotated[list[{self.annotation(texpr.items, holder) if texpr.items else 'Any'}], FAIL_FAST]")
+                    parts.append(
+                        f"Annotated[list[{self.annotation(texpr.items, holder) if texpr.items else 'Any'}], FAIL_FAST]"
+                    )
                     if texpr.items is None:
                         self.need("typing", "Any")
                 else:
@@ -265,8 +272,7 @@ class _Planner:
             one_of = tuple(by_wire[k] for k in t.required_one_of)
             self.need("pydantic", "model_validator")
             self.need(RUNTIME, "required_one_of")
-        return ClassPlan(t.name, t.description, fields, spellings, t.name in self.forward,
-                         required_one_of=one_of)
+        return ClassPlan(t.name, t.description, fields, spellings, t.name in self.forward, required_one_of=one_of)
 
     def plan_field(self, t: ObjectType, f: Field) -> FieldPlan:
         ann = self.annotation(f.type, t.name, skip_items=f.skip_invalid_items, top=True)
@@ -302,8 +308,19 @@ class _Planner:
         if f.required and f.type.kind == "const" and not f.type.nullable:
             tag_default = repr(f.type.const)
             self.need("typing", "TYPE_CHECKING")
-        return FieldPlan(f.py_name, f.wire_name, self.quoted(ann), default, f.description, f.required,
-                         f.on_error_omit, f.skip_invalid_items, not_null, tag_default, f.on_error_default)
+        return FieldPlan(
+            f.py_name,
+            f.wire_name,
+            self.quoted(ann),
+            default,
+            f.description,
+            f.required,
+            f.on_error_omit,
+            f.skip_invalid_items,
+            not_null,
+            tag_default,
+            f.on_error_default,
+        )
 
     def plan_union(self, u: UnionType) -> AliasPlan:
         self.need("typing", "Annotated", "Union")
@@ -318,10 +335,15 @@ class _Planner:
             keys = {key: branch for key, branch in u.presence}
             tagged = ", ".join(f"Annotated[{self.ref(v.name, u.name)}, Tag({v.name!r})]" for v in u.variants)
             first = ", first=True" if u.overlap_first else ""  # "overlap": "first"
-            return AliasPlan(u.name, u.description,
-                             self.quoted(f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first})), "
-                                         "SerializeAsAny()]"),
-                             "presence-union")
+            return AliasPlan(
+                u.name,
+                u.description,
+                self.quoted(
+                    f"Annotated[Union[{tagged}], Discriminator(presence_discriminator({keys!r}{first})), "
+                    "SerializeAsAny()]"
+                ),
+                "presence-union",
+            )
         assert u.tag is not None
         attr = _tag_attr(self.proto, u)
         self.need("pydantic", "SerializeAsAny")
@@ -332,9 +354,12 @@ class _Planner:
         if not u.open and u.default is None and not nested and u.name not in self.cyclic:
             # Every branch carries its tag: pydantic-core looks the tag up itself.
             self.need("pydantic", "Field")
-            return AliasPlan(u.name, u.description,
-                             self.quoted(f"Annotated[Union[{members}], Field(discriminator={attr!r}), SerializeAsAny()]"),
-                             "union")
+            return AliasPlan(
+                u.name,
+                u.description,
+                self.quoted(f"Annotated[Union[{members}], Field(discriminator={attr!r}), SerializeAsAny()]"),
+                "union",
+            )
         # Open unions, default branches and nested unions: the tag is looked up by
         # tag_discriminator (one Python call per union), never by trying branches.
         self.need("pydantic", "Discriminator", "Tag")
@@ -358,11 +383,16 @@ class _Planner:
             hooks += ", unknown_default=True"
         if u.unknown_required:
             hooks += f", unknown_required={u.unknown_required!r}"
-        disc = (f"tag_discriminator({u.tag!r}, {attr!r}, frozenset({known!r}), "
-                f"open={u.open!r}, default={default_tag}{hooks})")
-        return AliasPlan(u.name, u.description,
-                         self.quoted(f"Annotated[Union[{', '.join(branches)}], Discriminator({disc}), SerializeAsAny()]"),
-                         "open-union" if u.open else "union")
+        disc = (
+            f"tag_discriminator({u.tag!r}, {attr!r}, frozenset({known!r}), "
+            f"open={u.open!r}, default={default_tag}{hooks})"
+        )
+        return AliasPlan(
+            u.name,
+            u.description,
+            self.quoted(f"Annotated[Union[{', '.join(branches)}], Discriminator({disc}), SerializeAsAny()]"),
+            "open-union" if u.open else "union",
+        )
 
     def plan_enum(self, e: EnumType) -> AliasPlan:
         self.need("typing", "Literal")
@@ -371,8 +401,12 @@ class _Planner:
             return AliasPlan(e.name, e.description, f"Literal[{literals}]", "enum")
         self.need("typing", "Annotated", "Union")
         self.need("pydantic", "Field")
-        return AliasPlan(e.name, e.description,
-                         f'Annotated[Union[Literal[{literals}], str], Field(union_mode="left_to_right")]', "open-enum")
+        return AliasPlan(
+            e.name,
+            e.description,
+            f'Annotated[Union[Literal[{literals}], str], Field(union_mode="left_to_right")]',
+            "open-enum",
+        )
 
     def plan_alias(self, a: AliasType) -> AliasPlan:
         ann = self.annotation(a.type, a.name, top=True)
@@ -474,4 +508,3 @@ def plan_models(proto: Protocol) -> ModulePlan:
 
 
 __all__ = ["AliasPlan", "ClassPlan", "DefinitionPlan", "FieldPlan", "ModulePlan", "PlanError", "plan_models"]
-

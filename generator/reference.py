@@ -45,26 +45,57 @@ REF = "#/$defs/"
 # The JSON-RPC envelopes: our runtime models them (acp_types._jsonrpc), not the schema.
 ENVELOPE = re.compile(r"^(Agent|Client|ProtocolLevel|Ext|Proxy)(Request|Response|Notification)$")
 # `format` values that name the Rust type behind a number, not a wire format
-RUST_FORMATS = frozenset({"int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64",
-                          "float", "double"})
+RUST_FORMATS = frozenset(
+    {"int8", "int16", "int32", "int64", "uint", "uint8", "uint16", "uint32", "uint64", "float", "double"}
+)
 UNSIGNED_BITS = {"uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64}
-_CONSTRAINTS = ("format", "pattern", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems",
-                "uniqueItems")
+_CONSTRAINTS = (
+    "format",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+)
 _SIDES = {"agentMethods": "agent", "clientMethods": "client", "protocolMethods": "protocol"}
 # Rules about names only: they change generated code, never a message.
-NAMING_RULES = frozenset(r.id for r in (rules.TYPE_ADDED, rules.TYPE_REMOVED, rules.TYPE_RENAMED,
-                                         rules.TYPE_ANNOTATION_CHANGED))
+NAMING_RULES = frozenset(
+    r.id for r in (rules.TYPE_ADDED, rules.TYPE_REMOVED, rules.TYPE_RENAMED, rules.TYPE_ANNOTATION_CHANGED)
+)
 
 
 # Every keyword the translator reads (or knows to carry no wire rule: annotations); any other one in a
 # reference is reported as unsupported by name, so nothing in a new publication is dropped unseen.
-_READ_KEYWORDS = frozenset({"$ref", "allOf", "anyOf", "oneOf", "not", "type", "const", "properties", "required",
-                            "items", "additionalProperties", "default", "discriminator", "x-method", "x-side",
-                            "x-deserialize-default-on-error", "x-deserialize-skip-invalid-items",
-                            "x-deserialize-default-on-null", *_CONSTRAINTS})
+_READ_KEYWORDS = frozenset(
+    {
+        "$ref",
+        "allOf",
+        "anyOf",
+        "oneOf",
+        "not",
+        "type",
+        "const",
+        "properties",
+        "required",
+        "items",
+        "additionalProperties",
+        "default",
+        "discriminator",
+        "x-method",
+        "x-side",
+        "x-deserialize-default-on-error",
+        "x-deserialize-skip-invalid-items",
+        "x-deserialize-default-on-null",
+        *_CONSTRAINTS,
+    }
+)
 # unevaluatedProperties: true is JSON Schema's default; contentEncoding is an annotation in 2020-12
-_ANNOTATIONS = frozenset({"title", "description", "contentEncoding", "x-docs-ignore", "examples", "deprecated",
-                          "$comment"})
+_ANNOTATIONS = frozenset(
+    {"title", "description", "contentEncoding", "x-docs-ignore", "examples", "deprecated", "$comment"}
+)
 _SCHEMA_LISTS = ("allOf", "anyOf", "oneOf")
 _SCHEMA_VALUES = ("items", "additionalProperties", "not", "unevaluatedProperties")
 
@@ -138,13 +169,17 @@ def locate(path: Path, unstable: bool = False) -> Located:
         return Located(schema, meta)
     stable = schema.parent / "schema.json"
     if not stable.is_file() or stable.resolve() == schema.resolve():
-        raise UsageError(f"{stable}: an unstable reference is read against the stable {stable.name} beside it, "
-                         "which tells what is unstable; pass the published folder as it is")
+        raise UsageError(
+            f"{stable}: an unstable reference is read against the stable {stable.name} beside it, "
+            "which tells what is unstable; pass the published folder as it is"
+        )
     stable_meta = _meta_beside(stable, "meta.json")
     if (meta is None) != (stable_meta is None):
         present, absent = (meta, "meta.json") if stable_meta is None else (stable_meta, UNSTABLE_META)
-        raise UsageError(f"{schema.parent / absent}: is missing while {present} is there; an unstable reference "
-                         "is read with both meta files or with neither (then from the x-method annotations)")
+        raise UsageError(
+            f"{schema.parent / absent}: is missing while {present} is there; an unstable reference "
+            "is read with both meta files or with neither (then from the x-method annotations)"
+        )
     return Located(schema, meta, (stable, stable_meta))
 
 
@@ -180,16 +215,22 @@ class _Translator:
         for d in self.src.values():
             branches = (d.get("anyOf") or d.get("oneOf")) if isinstance(d, dict) else None
             if isinstance(branches, list) and (tag := _tag_of(branches)) is not None:
-                self.tag_values.update({_pascal(str(b["properties"][tag]["const"])) for b in branches
-                                        if isinstance(b, dict) and isinstance(b.get("properties"), dict)
-                                        and isinstance(b["properties"].get(tag), dict)
-                                        and "const" in b["properties"][tag]})
+                self.tag_values.update(
+                    {
+                        _pascal(str(b["properties"][tag]["const"]))
+                        for b in branches
+                        if isinstance(b, dict)
+                        and isinstance(b.get("properties"), dict)
+                        and isinstance(b["properties"].get(tag), dict)
+                        and "const" in b["properties"][tag]
+                    }
+                )
 
     def _count(self, node: Any) -> None:
         if isinstance(node, dict):
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith(REF):
-                self.uses[ref[len(REF):]] += 1
+                self.uses[ref[len(REF) :]] += 1
             for value in node.values():
                 self._count(value)
         elif isinstance(node, list):
@@ -200,11 +241,14 @@ class _Translator:
         self.problems.append(Problem(self.label, ptr, message, hint))
 
     def target(self, ref: Any, ptr: str) -> str | None:
-        if not isinstance(ref, str) or not ref.startswith(REF) or ref[len(REF):] not in self.src:
-            self.problem(ptr, f"$ref {ref!r} does not point to a definition of this schema",
-                         "the reference must be one self-contained schema.json")
+        if not isinstance(ref, str) or not ref.startswith(REF) or ref[len(REF) :] not in self.src:
+            self.problem(
+                ptr,
+                f"$ref {ref!r} does not point to a definition of this schema",
+                "the reference must be one self-contained schema.json",
+            )
             return None
-        return ref[len(REF):]
+        return ref[len(REF) :]
 
     def run(self) -> dict[str, dict[str, Any]]:
         for name in sorted(self.src):
@@ -220,7 +264,7 @@ class _Translator:
                 self.definition(name, d)
         for union, tag, value in self.nested:
             for ref in self.out.get(union, {}).get("oneOf", []):
-                branch = self.out.get(ref["$ref"][len(REF):], {})
+                branch = self.out.get(ref["$ref"][len(REF) :], {})
                 if "properties" in branch:
                     branch["properties"] = {tag: {"type": "string", "const": value}, **branch["properties"]}
                     branch["required"] = [tag] + [r for r in branch.get("required", []) if r != tag]
@@ -275,7 +319,7 @@ class _Translator:
         nullable = False
         for i, b in enumerate(branches):
             t = b.get("type")
-            for one in ([t] if isinstance(t, str) else t or []):
+            for one in [t] if isinstance(t, str) else t or []:
                 if one == "null":
                     nullable = True
                 elif one not in types:
@@ -291,22 +335,27 @@ class _Translator:
             out["items"] = items[0]
         return out
 
-    def arrays_of_one_kind(self, name: str, desc: str, items: list[dict[str, Any]], ptr: str,
-                           nullable: bool) -> dict[str, Any]:
+    def arrays_of_one_kind(
+        self, name: str, desc: str, items: list[dict[str, Any]], ptr: str, nullable: bool
+    ) -> dict[str, Any]:
         """``anyOf`` of arrays of different definitions: an array whose items are all of one branch."""
-        refs = [x.get("$ref", "")[len(REF):] for x in items]
+        refs = [x.get("$ref", "")[len(REF) :] for x in items]
         if not all(r in self.src for r in refs):
             self.problem(ptr, f"{name}: arrays of one kind must each hold a named definition", "fix the reference")
             return {"description": desc}
         item_name = f"{name}Item"
-        self.out[item_name] = self.presence_union(item_name, f"One entry of {name}.",
-                                                  [(r, list(self.src[r].get("required", []))) for r in refs], ptr)
-        out: dict[str, Any] = {"description": desc, "type": ["array", "null"] if nullable else "array",
-                               "items": {"$ref": REF + item_name}, "x-acp-same-kind": True}
+        self.out[item_name] = self.presence_union(
+            item_name, f"One entry of {name}.", [(r, list(self.src[r].get("required", []))) for r in refs], ptr
+        )
+        out: dict[str, Any] = {
+            "description": desc,
+            "type": ["array", "null"] if nullable else "array",
+            "items": {"$ref": REF + item_name},
+            "x-acp-same-kind": True,
+        }
         return out
 
-    def presence_union(self, name: str, desc: str, branches: list[tuple[str, list[str]]], ptr: str
-                       ) -> dict[str, Any]:
+    def presence_union(self, name: str, desc: str, branches: list[tuple[str, list[str]]], ptr: str) -> dict[str, Any]:
         """Untagged branches (name, required keys) told apart by a required key only each one has; the first
         listed wins."""
         presence: dict[str, str] = {}
@@ -314,12 +363,18 @@ class _Translator:
             others = set().union(*(set(r) for o, r in branches if o != b))
             own = [key for key in req if key not in others]  # in the order the branch lists them
             if not own:
-                self.problem(ptr, f"{name}: branch {b!r} has no required key of its own to be told apart by",
-                             "this shape of untagged union is not understood")
+                self.problem(
+                    ptr,
+                    f"{name}: branch {b!r} has no required key of its own to be told apart by",
+                    "this shape of untagged union is not understood",
+                )
                 continue
             presence[own[0]] = b
-        return {"description": desc, "oneOf": [{"$ref": REF + b} for b, _ in branches],
-                "x-acp-union": {"presence": presence, "overlap": "first"}}
+        return {
+            "description": desc,
+            "oneOf": [{"$ref": REF + b} for b, _ in branches],
+            "x-acp-union": {"presence": presence, "overlap": "first"},
+        }
 
     def flat_inline(self, b: dict[str, Any], ptr: str) -> tuple[dict[str, Any], list[str], list[list[str]]]:
         """An inline object branch's properties and required keys."""
@@ -330,8 +385,10 @@ class _Translator:
     def flat(self, name: str, ptr: str) -> tuple[dict[str, Any], list[str], list[list[str]]]:
         """A definition's properties with its own untagged ``anyOf`` scopes merged in as optional."""
         d = self.src[name]
-        props: dict[str, Any] = {k: self.prop(v, k in d.get("required", []), ptr + pointer("properties", k))
-                                 for k, v in d.get("properties", {}).items()}
+        props: dict[str, Any] = {
+            k: self.prop(v, k in d.get("required", []), ptr + pointer("properties", k))
+            for k, v in d.get("properties", {}).items()
+        }
         required = list(d.get("required", []))
         one_of: list[list[str]] = []
         keys = self.scopes(name, d, ptr, props)
@@ -352,8 +409,11 @@ class _Translator:
             if not isinstance(alternatives, list) or _tag_of(alternatives):
                 continue
             for i, b in enumerate(alternatives):
-                refs = [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else []) \
-                    if isinstance(b, dict) else [None]
+                refs = (
+                    [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else [])
+                    if isinstance(b, dict)
+                    else [None]
+                )
                 for ref in refs:
                     t = self.target(ref, f"{ptr}/{word}/{i}")
                     if t is None:
@@ -363,13 +423,20 @@ class _Translator:
                         props.setdefault(k, v)
                     keys.extend(k for k in sub_req if k not in keys)
             if word == "oneOf" and keys:
-                self.unsupported.append((name, f"{ptr}/oneOf", f"`{name}` must carry exactly one of {keys} "
-                                         "(a oneOf of alternatives); our format says at least one "
-                                         "(x-acp-required-one-of), so an object with several is read, not refused"))
+                self.unsupported.append(
+                    (
+                        name,
+                        f"{ptr}/oneOf",
+                        f"`{name}` must carry exactly one of {keys} "
+                        "(a oneOf of alternatives); our format says at least one "
+                        "(x-acp-required-one-of), so an object with several is read, not refused",
+                    )
+                )
         return keys
 
-    def object(self, desc: str, props: dict[str, Any], required: list[str], one_of: list[list[str]],
-               ptr: str) -> dict[str, Any]:
+    def object(
+        self, desc: str, props: dict[str, Any], required: list[str], one_of: list[list[str]], ptr: str
+    ) -> dict[str, Any]:
         out: dict[str, Any] = {"description": desc, "type": "object", "properties": props}
         if required:
             out["required"] = [r for r in required if r in props]
@@ -377,8 +444,9 @@ class _Translator:
             out["x-acp-required-one-of"] = one_of[0]
         return out
 
-    def union(self, name: str, desc: str, branches: list[Any], common: dict[str, Any], common_req: list[str],
-              ptr: str) -> None:
+    def union(
+        self, name: str, desc: str, branches: list[Any], common: dict[str, Any], common_req: list[str], ptr: str
+    ) -> None:
         tag = _tag_of(branches)
         if tag is None:
             if any(_any_value(b) for b in branches):
@@ -395,11 +463,17 @@ class _Translator:
                     self.out[bname] = self.object(str(b.get("description") or bname), props, req, [], f"{ptr}/{i}")
                     refs.append((bname, req))
                     continue
-                one = [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else []) \
-                    if isinstance(b, dict) else []
+                one = (
+                    [x.get("$ref") for x in b.get("allOf", [])] + ([b["$ref"]] if "$ref" in b else [])
+                    if isinstance(b, dict)
+                    else []
+                )
                 if len(one) != 1:
-                    self.problem(f"{ptr}/{i}", f"{name}: an untagged branch must be one definition or an inline "
-                                 f"object, not {_describe(b)}", "this shape of untagged union is not understood")
+                    self.problem(
+                        f"{ptr}/{i}",
+                        f"{name}: an untagged branch must be one definition or an inline object, not {_describe(b)}",
+                        "this shape of untagged union is not understood",
+                    )
                     continue
                 t = self.target(one[0], f"{ptr}/{i}")
                 if t is not None:
@@ -437,15 +511,22 @@ class _Translator:
             targets = [t for t in (self.target(r, bptr) for r in refs) if t is not None]
             value = tprop.get("const")
             inner = self.src.get(targets[0], {}) if len(targets) == 1 else {}
-            if value is not None and not common and not (set(props) - {tag}) and "properties" not in inner \
-                    and isinstance(inner.get("anyOf"), list) and _tag_of(inner["anyOf"]):
+            if (
+                value is not None
+                and not common
+                and not (set(props) - {tag})
+                and "properties" not in inner
+                and isinstance(inner.get("anyOf"), list)
+                and _tag_of(inner["anyOf"])
+            ):
                 # a branch that is itself a union tagged by another property: each of its
                 # branches carries this union's tag too
                 self.nested.append((targets[0], tag, value))
                 variants.append(targets[0])
                 continue
-            merged: dict[str, Any] = {k: self.prop(v, k in common_req, ptr + pointer("properties", k))
-                                      for k, v in common.items()}
+            merged: dict[str, Any] = {
+                k: self.prop(v, k in common_req, ptr + pointer("properties", k)) for k, v in common.items()
+            }
             req = [r for r in common_req]
             one_of: list[list[str]] = []
             for t in targets:
@@ -473,8 +554,11 @@ class _Translator:
                 req = [tag] + [r for r in req if r != tag]
                 if reuse:
                     bname = targets[0]
-                elif self.tag_values[_pascal(str(value))] == 1 and _pascal(str(value)) not in self.src \
-                        and _pascal(str(value)) not in self.out:
+                elif (
+                    self.tag_values[_pascal(str(value))] == 1
+                    and _pascal(str(value)) not in self.src
+                    and _pascal(str(value)) not in self.out
+                ):
                     bname = _pascal(str(value))
                 else:
                     bname = name + _pascal(str(value))
@@ -489,8 +573,7 @@ class _Translator:
                 spec["unknown"] = "default"
         if open_union and unknown_required:
             spec["unknownRequired"] = unknown_required
-        out: dict[str, Any] = {"description": desc, "oneOf": [{"$ref": REF + v} for v in variants],
-                               "x-acp-union": spec}
+        out: dict[str, Any] = {"description": desc, "oneOf": [{"$ref": REF + v} for v in variants], "x-acp-union": spec}
         if open_union:
             out["x-acp-open"] = True
         self.out[name] = out
@@ -498,11 +581,21 @@ class _Translator:
     # -- property schemas
 
     def prop(self, p: Any, required: bool, ptr: str) -> dict[str, Any]:
-        if ptr.endswith("/properties/_meta") and isinstance(p, dict) and p.get("additionalProperties") is True \
-                and p.get("type") == ["object", "null"]:
+        if (
+            ptr.endswith("/properties/_meta")
+            and isinstance(p, dict)
+            and p.get("additionalProperties") is True
+            and p.get("type") == ["object", "null"]
+        ):
             # every `_meta` has the same shape: our schemas name it Meta
-            self.out.setdefault("Meta", {"description": "Metadata reserved for extensions.",
-                                         "type": ["object", "null"], "additionalProperties": True})
+            self.out.setdefault(
+                "Meta",
+                {
+                    "description": "Metadata reserved for extensions.",
+                    "type": ["object", "null"],
+                    "additionalProperties": True,
+                },
+            )
             meta: dict[str, Any] = {"$ref": REF + "Meta"}
             if p.get("x-deserialize-default-on-error") is True:
                 meta["x-acp-on-error"] = "omit"
@@ -521,7 +614,7 @@ class _Translator:
             rest = [b for b in p["anyOf"] if not (isinstance(b, dict) and b.get("type") == "null")]
             if len(rest) == 1 and len(p["anyOf"]) == 2:
                 inner = self.prop(rest[0], required, ptr + "/anyOf/0")
-                if "$ref" in inner and _takes_any(self.src.get(inner["$ref"][len(REF):])):
+                if "$ref" in inner and _takes_any(self.src.get(inner["$ref"][len(REF) :])):
                     out["$ref"] = inner["$ref"]  # it takes null already
                 elif "$ref" in inner:
                     out["anyOf"] = [{"$ref": inner["$ref"]}, {"type": "null"}]
@@ -540,13 +633,14 @@ class _Translator:
                     out[key] = p[key]
             bits = UNSIGNED_BITS.get(str(p.get("format")))
             if bits is not None and "maximum" not in p:
-                out["maximum"] = 2 ** bits - 1  # what the Rust type can hold
+                out["maximum"] = 2**bits - 1  # what the Rust type can hold
             if "items" in p:
                 out["items"] = self.prop(p["items"], False, ptr + "/items")
             if "additionalProperties" in p:
                 extra = p["additionalProperties"]
-                out["additionalProperties"] = True if extra is True else self.prop(extra, False,
-                                                                                 ptr + "/additionalProperties")
+                out["additionalProperties"] = (
+                    True if extra is True else self.prop(extra, False, ptr + "/additionalProperties")
+                )
             elif out.get("type") == "object" or (isinstance(out.get("type"), list) and "object" in out["type"]):
                 out["additionalProperties"] = True
         if "default" in p:
@@ -562,8 +656,14 @@ class _Translator:
         if p.get("x-deserialize-default-on-null") is True and p.get("x-deserialize-default-on-error") is not True:
             # null read as the default value (an empty list or map), and nothing else forgiven: our markers
             # forgive every invalid value or none
-            self.unsupported.append((_location(ptr), ptr, "a null value is read as the default "
-                                     "(x-deserialize-default-on-null), which no marker of our format says"))
+            self.unsupported.append(
+                (
+                    _location(ptr),
+                    ptr,
+                    "a null value is read as the default "
+                    "(x-deserialize-default-on-null), which no marker of our format says",
+                )
+            )
         if p.get("x-deserialize-skip-invalid-items") is True and any_array:
             out["x-acp-invalid-items"] = "skip"
         return out
@@ -623,8 +723,8 @@ def _rename(node: Any, names: dict[str, str]) -> Any:
     if isinstance(node, dict):
         out: dict[str, Any] = {}
         for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and value[len(REF):] in names:
-                out[key] = REF + names[value[len(REF):]]
+            if key == "$ref" and isinstance(value, str) and value[len(REF) :] in names:
+                out[key] = REF + names[value[len(REF) :]]
             elif key == "x-acp-union" and isinstance(value, dict):
                 spec = dict(value)
                 if spec.get("default") in names:
@@ -651,7 +751,7 @@ def _walk(defs: dict[str, Any], root: str, path: tuple[str, ...]) -> bool:
         if prop is None:
             return False
         ref = prop.get("$ref") or next((b.get("$ref") for b in prop.get("anyOf", []) if "$ref" in b), None)
-        current = ref[len(REF):] if isinstance(ref, str) else None
+        current = ref[len(REF) :] if isinstance(ref, str) else None
     return True
 
 
@@ -668,8 +768,9 @@ class _Pair:
     other_sides: dict[str, tuple[str, str]]  # wire name -> (x-side, pointer): sides our format has no place for
 
 
-def _annotated_meta(defs: dict[str, Any], version: str, label: str
-                    ) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]], list[Problem]]:
+def _annotated_meta(
+    defs: dict[str, Any], version: str, label: str
+) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]], list[Problem]]:
     """The method tables a meta file would hold, from the definitions' ``x-method`` / ``x-side``.
 
     ``x-side`` names the side that handles the method (agent, client, or protocol for both); a method any
@@ -686,8 +787,14 @@ def _annotated_meta(defs: dict[str, Any], version: str, label: str
             continue
         wire, side, ptr = d.get("x-method"), d.get("x-side"), pointer("$defs", name)
         if not isinstance(wire, str) or not isinstance(side, str):
-            problems.append(Problem(label, ptr, "x-method and x-side come together, each a string",
-                                    "mark a method's definitions with both"))
+            problems.append(
+                Problem(
+                    label,
+                    ptr,
+                    "x-method and x-side come together, each a string",
+                    "mark a method's definitions with both",
+                )
+            )
         elif side in groups:
             meta[groups[side]][wire] = wire
             ptrs.setdefault(wire, ptr)
@@ -701,8 +808,16 @@ def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: b
     schema, schema_bytes = _read(schema_path)
     label = str(schema_path)
     if not isinstance(schema, dict) or not isinstance(schema.get("$defs"), dict):
-        raise SchemaError([Problem(label, "", "a reference schema holds its definitions under $defs",
-                                   f"pass the published {schema_path.name}")])
+        raise SchemaError(
+            [
+                Problem(
+                    label,
+                    "",
+                    "a reference schema holds its definitions under $defs",
+                    f"pass the published {schema_path.name}",
+                )
+            ]
+        )
     files = {schema_path.name: schema_bytes}
     others: dict[str, tuple[str, str]] = {}
     if meta_path is None:
@@ -714,16 +829,30 @@ def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: b
         meta, meta_bytes = _read(meta_path)
         meta_label = str(meta_path)
         files[meta_path.name] = meta_bytes
-        if not isinstance(meta, dict) or not isinstance(meta.get("version"), int) or not any(
-                isinstance(meta.get(k), dict) for k in _SIDES):
-            raise SchemaError([Problem(meta_label, "", f"{meta_path.name} needs an integer version and method "
-                                       "tables (agentMethods, clientMethods, protocolMethods)",
-                                       f"pass the published {meta_path.name}")])
+        if (
+            not isinstance(meta, dict)
+            or not isinstance(meta.get("version"), int)
+            or not any(isinstance(meta.get(k), dict) for k in _SIDES)
+        ):
+            raise SchemaError(
+                [
+                    Problem(
+                        meta_label,
+                        "",
+                        f"{meta_path.name} needs an integer version and method "
+                        "tables (agentMethods, clientMethods, protocolMethods)",
+                        f"pass the published {meta_path.name}",
+                    )
+                ]
+            )
         if f"v{meta['version']}" != version:
-            raise UsageError(f"{meta_label}: this reference is protocol version {meta['version']}, "
-                             f"not {version}; pass --version v{meta['version']}")
-        ptrs = {str(wire): pointer(group, key) for group in _SIDES
-                for key, wire in sorted((meta.get(group) or {}).items())}
+            raise UsageError(
+                f"{meta_label}: this reference is protocol version {meta['version']}, "
+                f"not {version}; pass --version v{meta['version']}"
+            )
+        ptrs = {
+            str(wire): pointer(group, key) for group in _SIDES for key, wire in sorted((meta.get(group) or {}).items())
+        }
     t = _Translator(schema["$defs"], label)
     defs = t.run()
     if check and t.problems:
@@ -749,8 +878,9 @@ def _mark_unstable(defs: dict[str, dict[str, Any]], stable: dict[str, dict[str, 
                     prop["x-acp-stability"] = "unstable"
 
 
-def read_reference(path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None,
-                   unstable: bool = False) -> Protocol:
+def read_reference(
+    path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None, unstable: bool = False
+) -> Protocol:
     """The reference schema at ``path`` as a :class:`Protocol`, in our names (``names``: reference -> ours).
 
     With ``unstable`` (or ``path`` naming a ``schema.unstable.json``) the unstable reference is read, and
@@ -767,8 +897,9 @@ class Reference:
     unsupported: tuple[Change, ...]
 
 
-def load_reference(path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None,
-                   unstable: bool = False) -> Reference:
+def load_reference(
+    path: Path, version: str, canonical: Protocol, names: dict[str, str] | None = None, unstable: bool = False
+) -> Reference:
     """:func:`read_reference`, with the constructs it could not translate listed as changes."""
     where = locate(path, unstable)
     pair = _read_pair(where.schema, where.meta, version, check=False)
@@ -782,11 +913,15 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
     targets = Counter(names.values())
     clashes = sorted((k, v) for k, v in names.items() if (v in defs and v not in names) or targets[v] > 1)
     if clashes:
-        raise UsageError("; ".join(f"a naming entry of the differences file maps the reference's {k!r} to "
-                                   f"{v!r}, which the reference {label} " + ("also gives another of its names"
-                                                                             if targets[v] > 1 else "defines itself")
-                                   for k, v in clashes)
-                         + ": drop or update the entry (one reference definition per name of ours)")
+        raise UsageError(
+            "; ".join(
+                f"a naming entry of the differences file maps the reference's {k!r} to "
+                f"{v!r}, which the reference {label} "
+                + ("also gives another of its names" if targets[v] > 1 else "defines itself")
+                for k, v in clashes
+            )
+            + ": drop or update the entry (one reference definition per name of ours)"
+        )
     if names:
         defs = {names.get(n, n): _rename(d, names) for n, d in defs.items()}
     stable_methods: set[str] | None = None
@@ -819,18 +954,27 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
                 # a method sent both as a request and as a notification: the request form has the result
                 params = [n for n in params if n.endswith("Request")] or params
             if len(params) != 1 or len(results) > 1:
-                t.problems.append(Problem(meta_label, ptr, f"method {wire!r}: expected one params definition "
-                                          f"and at most one result marked x-method, found {found or 'none'}",
-                                          "mark the method's definitions with x-method"))
+                t.problems.append(
+                    Problem(
+                        meta_label,
+                        ptr,
+                        f"method {wire!r}: expected one params definition "
+                        f"and at most one result marked x-method, found {found or 'none'}",
+                        "mark the method's definitions with x-method",
+                    )
+                )
                 continue
             ours = canonical.method(wire)
             cap = ours.capability if ours and handler != "protocol" else None
-            root = (canonical.init_response if handler == "agent" else canonical.init_request)
+            root = canonical.init_response if handler == "agent" else canonical.init_request
             if cap is not None and not _walk(defs, root, cap):
                 cap = None
             methods[wire] = {
-                "side": handler, "kind": "request" if results else "notification", "params": params[0],
-                "result": results[0] if results else None, "capability": ".".join(cap) if cap else None,
+                "side": handler,
+                "kind": "request" if results else "notification",
+                "params": params[0],
+                "result": results[0] if results else None,
+                "capability": ".".join(cap) if cap else None,
                 "errors": list(ours.errors) if ours else [],
                 "stability": _method_stability(wire, ours.stability if ours else None, canonical, stable_methods),
                 "description": ours.description if ours else wire,
@@ -839,8 +983,13 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
         raise SchemaError(t.problems)
     init = methods.get("initialize")
     if init is None or init["result"] is None:
-        raise SchemaError([Problem(meta_label, "", "the reference has no initialize request with a result",
-                                   "pass a complete reference")])
+        raise SchemaError(
+            [
+                Problem(
+                    meta_label, "", "the reference has no initialize request with a result", "pass a complete reference"
+                )
+            ]
+        )
     features = {}
     for f in canonical.features:
         root = canonical.init_response if f.side == "agent" else canonical.init_request
@@ -849,25 +998,41 @@ def load_reference(path: Path, version: str, canonical: Protocol, names: dict[st
             if where.unstable and not _walk(stable_defs, root, f.capability):
                 features[f.name]["stability"] = "unstable"
     doc = {
-        "version": version, "protocolVersion": meta["version"], "status": canonical.status,
-        "batches": canonical.batches, "description": f"reference schema {label}",
+        "version": version,
+        "protocolVersion": meta["version"],
+        "status": canonical.status,
+        "batches": canonical.batches,
+        "description": f"reference schema {label}",
         "initialize": {"request": init["params"], "response": init["result"]},
         "errors": {str(e.code): {"name": e.name, "description": e.description} for e in canonical.errors},
-        "methods": methods, "features": features,
+        "methods": methods,
+        "features": features,
     }
-    loaded = LoadedVersion(label=label, protocol=doc, definitions=defs, def_files={n: label for n in defs},
-                           files=files)
-    unsupported = [_unsupported("method", wire, f"method `{wire}` is handled by the `{side}` side (x-side at "
-                                f"{label}#{ptr}), which our format has no place for (agent, client, protocol)")
-                   for wire, (side, ptr) in sorted(pair.other_sides.items())]
-    unsupported += [_unsupported("type", names.get(n, n), f"{message} ({label}#{ptr})")
-                    for n, ptr, message in t.unsupported]
+    loaded = LoadedVersion(label=label, protocol=doc, definitions=defs, def_files={n: label for n in defs}, files=files)
+    unsupported = [
+        _unsupported(
+            "method",
+            wire,
+            f"method `{wire}` is handled by the `{side}` side (x-side at "
+            f"{label}#{ptr}), which our format has no place for (agent, client, protocol)",
+        )
+        for wire, (side, ptr) in sorted(pair.other_sides.items())
+    ]
+    unsupported += [
+        _unsupported("type", names.get(n, n), f"{message} ({label}#{ptr})") for n, ptr, message in t.unsupported
+    ]
     protocol = build_protocol(loaded)
     one_of = {names.get(n, n): tuple(keys) for n, keys in t.unknown_one_of.items()}
     if one_of:
-        protocol = replace(protocol, types=tuple(
-            replace(x, unknown_required_one_of=one_of[x.name]) if isinstance(x, UnionType) and x.name in one_of
-            else x for x in protocol.types))
+        protocol = replace(
+            protocol,
+            types=tuple(
+                replace(x, unknown_required_one_of=one_of[x.name])
+                if isinstance(x, UnionType) and x.name in one_of
+                else x
+                for x in protocol.types
+            ),
+        )
     return Reference(protocol, tuple(unsupported))
 
 
@@ -922,12 +1087,29 @@ def load_differences(path: Path) -> list[Deliberate]:
     ids: set[str] = set()
     for i, e in enumerate(doc["differences"]):
         if e["id"] in ids:
-            raise SchemaError([Problem(str(path), pointer("differences", i, "id"), f"id {e['id']!r} appears twice",
-                                       "give every entry its own id")])
+            raise SchemaError(
+                [
+                    Problem(
+                        str(path),
+                        pointer("differences", i, "id"),
+                        f"id {e['id']!r} appears twice",
+                        "give every entry its own id",
+                    )
+                ]
+            )
         ids.add(e["id"])
-        out.append(Deliberate(e["id"], tuple(e["versions"]), e["kind"], tuple(e.get("locations", ())),
-                              tuple(e.get("rules", ())), tuple(sorted(e.get("names", {}).items())),
-                              e["reason"], e["source"]))
+        out.append(
+            Deliberate(
+                e["id"],
+                tuple(e["versions"]),
+                e["kind"],
+                tuple(e.get("locations", ())),
+                tuple(e.get("rules", ())),
+                tuple(sorted(e.get("names", {}).items())),
+                e["reason"],
+                e["source"],
+            )
+        )
     return out
 
 
@@ -956,8 +1138,13 @@ class Finding:
         return self.change.unstable
 
 
-def findings(canonical: Protocol, reference: Protocol, entries: list[Deliberate],
-             against_unstable: bool = False, unsupported: tuple[Change, ...] = ()) -> list[Finding]:
+def findings(
+    canonical: Protocol,
+    reference: Protocol,
+    entries: list[Deliberate],
+    against_unstable: bool = False,
+    unsupported: tuple[Change, ...] = (),
+) -> list[Finding]:
     """Every change from ours to the reference with the entry explaining it. Against an unstable reference
     the unstable surface is compared like the rest, so no change counts as "unstable only". ``unsupported``
     (what the reader could not express) is listed among them."""
@@ -974,8 +1161,10 @@ def _fails(found: list[Finding], fail_on: str | None) -> bool:
     if fail_on is None:
         return False
     levels = FAIL_LEVELS[fail_on]
-    return any(f.deliberate is None and not f.naming and not f.unstable
-               and (levels is None or f.change.level in levels) for f in found)
+    return any(
+        f.deliberate is None and not f.naming and not f.unstable and (levels is None or f.change.level in levels)
+        for f in found
+    )
 
 
 def _groups(found: list[Finding]) -> tuple[list[Finding], list[Finding], list[Finding], list[Finding]]:
@@ -998,22 +1187,29 @@ def _breaks(c: Change) -> str:
 
 def _line(f: Finding) -> str:
     c = f.change
-    ctx = "; ".join(x for x in (c.level, c.direction or "", _breaks(c),
-                                f"entry {f.deliberate.id}" if f.deliberate else "") if x)
+    ctx = "; ".join(
+        x for x in (c.level, c.direction or "", _breaks(c), f"entry {f.deliberate.id}" if f.deliberate else "") if x
+    )
     return f"{c.location}: {c.message} [{c.rule_id}; {ctx}]"
 
 
-def text_report(canonical: Protocol, reference: Protocol, found: list[Finding],
-                differences: str = "schema/differences.json") -> str:
+def text_report(
+    canonical: Protocol, reference: Protocol, found: list[Finding], differences: str = "schema/differences.json"
+) -> str:
     open_, deliberate, naming, unstable = _groups(found)
-    lines = [f"{canonical.source} ({canonical.version}) -> reference {reference.source}",
-             "(each change reads as going from our canonical schema to the reference)",
-             f"{len(open_)} unexplained difference{'s' if len(open_) != 1 else ''}"
-             f" ({', '.join(f'{n} {lvl}' for lvl, n in counts([f.change for f in open_]).items() if n) or 'none'}), "
-             f"{len(deliberate)} deliberate, {len(naming)} naming only, {len(unstable)} unstable only"]
-    for title, group in (("DIFFERENCES", open_), (f"DELIBERATE ({differences})", deliberate),
-                         ("NAMING ONLY (generated code, not the wire)", naming),
-                         ("UNSTABLE ONLY (our unstable surface, x-acp-stability)", unstable)):
+    lines = [
+        f"{canonical.source} ({canonical.version}) -> reference {reference.source}",
+        "(each change reads as going from our canonical schema to the reference)",
+        f"{len(open_)} unexplained difference{'s' if len(open_) != 1 else ''}"
+        f" ({', '.join(f'{n} {lvl}' for lvl, n in counts([f.change for f in open_]).items() if n) or 'none'}), "
+        f"{len(deliberate)} deliberate, {len(naming)} naming only, {len(unstable)} unstable only",
+    ]
+    for title, group in (
+        ("DIFFERENCES", open_),
+        (f"DELIBERATE ({differences})", deliberate),
+        ("NAMING ONLY (generated code, not the wire)", naming),
+        ("UNSTABLE ONLY (our unstable surface, x-acp-stability)", unstable),
+    ):
         if not group:
             continue
         lines += ["", f"{title} ({len(group)})"]
@@ -1027,20 +1223,34 @@ def text_report(canonical: Protocol, reference: Protocol, found: list[Finding],
 
 def markdown_report(canonical: Protocol, reference: Protocol, found: list[Finding]) -> str:
     open_, deliberate, naming, unstable = _groups(found)
-    lines = [f"# `{canonical.source}` compared with the reference `{reference.source}`", "",
-             f"{len(open_)} unexplained, {len(deliberate)} deliberate, {len(naming)} naming only, "
-             f"{len(unstable)} unstable only.", ""]
-    for title, group in (("Differences", open_), ("Deliberate", deliberate), ("Naming only", naming),
-                         ("Unstable only", unstable)):
+    lines = [
+        f"# `{canonical.source}` compared with the reference `{reference.source}`",
+        "",
+        f"{len(open_)} unexplained, {len(deliberate)} deliberate, {len(naming)} naming only, "
+        f"{len(unstable)} unstable only.",
+        "",
+    ]
+    for title, group in (
+        ("Differences", open_),
+        ("Deliberate", deliberate),
+        ("Naming only", naming),
+        ("Unstable only", unstable),
+    ):
         if not group:
             continue
-        lines += [f"## {title} ({len(group)})", "", "| level | location | change | breaks | rule | entry |",
-                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [
+            f"## {title} ({len(group)})",
+            "",
+            "| level | location | change | breaks | rule | entry |",
+            "| --- | --- | --- | --- | --- | --- |",
+        ]
         for f in group:
             c = f.change
-            lines.append(f"| {c.level} | `{md_cell(c.location)}` | {md_cell(c.message)} | "
-                         f"{md_cell(breaks(c, _SIDES_NAMED))} | `{c.rule_id}` | "
-                         f"{f.deliberate.id if f.deliberate else ''} |")
+            lines.append(
+                f"| {c.level} | `{md_cell(c.location)}` | {md_cell(c.message)} | "
+                f"{md_cell(breaks(c, _SIDES_NAMED))} | `{c.rule_id}` | "
+                f"{f.deliberate.id if f.deliberate else ''} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -1048,11 +1258,20 @@ def markdown_report(canonical: Protocol, reference: Protocol, found: list[Findin
 def json_report(canonical: Protocol, reference: Protocol, found: list[Finding]) -> str:
     open_, deliberate, naming, unstable = _groups(found)
     doc = {
-        "format": 1, "canonical": canonical.source, "reference": reference.source, "version": canonical.version,
-        "counts": {"unexplained": counts([f.change for f in open_]), "deliberate": len(deliberate),
-                   "naming": len(naming), "unstable": len(unstable)},
-        "changes": [{**f.change.to_json(), "deliberate": f.deliberate.id if f.deliberate else None,
-                     "naming": f.naming} for f in found],
+        "format": 1,
+        "canonical": canonical.source,
+        "reference": reference.source,
+        "version": canonical.version,
+        "counts": {
+            "unexplained": counts([f.change for f in open_]),
+            "deliberate": len(deliberate),
+            "naming": len(naming),
+            "unstable": len(unstable),
+        },
+        "changes": [
+            {**f.change.to_json(), "deliberate": f.deliberate.id if f.deliberate else None, "naming": f.naming}
+            for f in found
+        ],
     }
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 

@@ -21,9 +21,17 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 
 def _too_big(label: str, size: int) -> SchemaError:
-    return SchemaError([Problem(label, "", f"{size} bytes, more than the {MAX_INPUT_BYTES // (1024 * 1024)} MiB "
-                                           "an input file may hold; it was not read",
-                                "a schema file is far smaller: check that this is the file you meant")])
+    return SchemaError(
+        [
+            Problem(
+                label,
+                "",
+                f"{size} bytes, more than the {MAX_INPUT_BYTES // (1024 * 1024)} MiB "
+                "an input file may hold; it was not read",
+                "a schema file is far smaller: check that this is the file you meant",
+            )
+        ]
+    )
 
 
 def read_bounded(path: Path, label: str | None = None) -> bytes:
@@ -77,9 +85,7 @@ class GitSource:
 
     def _git(self, *args: str) -> bytes:
         try:
-            done = subprocess.run(
-                ["git", "-C", str(self.repo), *args], capture_output=True, check=False
-            )
+            done = subprocess.run(["git", "-C", str(self.repo), *args], capture_output=True, check=False)
         except FileNotFoundError as exc:
             raise UsageError("git is not installed") from exc
         if done.returncode != 0:

@@ -126,8 +126,10 @@ def resolve_out(out_dir: Path) -> Path:
     if raw == "":
         raise UsageError("--out is empty; name a folder")
     if os.path.islink(raw) and not os.path.exists(raw):
-        raise UsageError(f"{raw}: a symlink to {os.readlink(raw)!r}, which does not exist; "
-                         "point it at a folder or pass the folder itself")
+        raise UsageError(
+            f"{raw}: a symlink to {os.readlink(raw)!r}, which does not exist; "
+            "point it at a folder or pass the folder itself"
+        )
     real = Path(os.path.realpath(raw))
     if real.parent == real:
         raise UsageError(f"{raw}: the file system root cannot be an output folder")
@@ -201,10 +203,12 @@ def check_owned(out_dir: Path, paths: set[str] | None) -> None:
 
 
 def _check_sibling(path: Path) -> None:
-    if os.path.lexists(path) and not (os.path.isdir(path) and not os.path.islink(path)
-                                      and (has_marker(path) or _is_empty_dir(path))):
-        raise UsageError(f"{path}: exists and was not made by the generator, which would use this name "
-                         "for its work; move it away")
+    if os.path.lexists(path) and not (
+        os.path.isdir(path) and not os.path.islink(path) and (has_marker(path) or _is_empty_dir(path))
+    ):
+        raise UsageError(
+            f"{path}: exists and was not made by the generator, which would use this name for its work; move it away"
+        )
 
 
 @contextmanager

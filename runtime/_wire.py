@@ -84,9 +84,7 @@ class JsonLimitError(ValueError):
 
 
 def _too_deep() -> JsonLimitError:
-    return JsonLimitError(
-        "depth", f"nested deeper than {MAX_DEPTH} levels of arrays and objects"
-    )
+    return JsonLimitError("depth", f"nested deeper than {MAX_DEPTH} levels of arrays and objects")
 
 
 def _bad_float(value: float) -> JsonLimitError:
@@ -98,9 +96,7 @@ def _bad_int() -> JsonLimitError:
 
 
 def _lone_surrogate() -> JsonLimitError:
-    return JsonLimitError(
-        "unicode", "a string holds a lone surrogate, which is not Unicode text"
-    )
+    return JsonLimitError("unicode", "a string holds a lone surrogate, which is not Unicode text")
 
 
 def _float(value: float) -> float:
@@ -168,11 +164,7 @@ def check_value(value: Any, depth: int = 0) -> Any:
                 if not item.isascii() and _SURROGATE.search(item):
                     raise _lone_surrogate().at(key)
                 continue
-            if (
-                ti is bool
-                or item is None
-                or (ti is int and -_INT_BOUND < item < _INT_BOUND)
-            ):
+            if ti is bool or item is None or (ti is int and -_INT_BOUND < item < _INT_BOUND):
                 continue
             try:
                 new = check_value(item, depth)
@@ -190,11 +182,7 @@ def check_value(value: Any, depth: int = 0) -> Any:
             if not item.isascii() and _SURROGATE.search(item):
                 raise _lone_surrogate().at(index)
             continue
-        if (
-            ti is bool
-            or item is None
-            or (ti is int and -_INT_BOUND < item < _INT_BOUND)
-        ):
+        if ti is bool or item is None or (ti is int and -_INT_BOUND < item < _INT_BOUND):
             continue
         try:
             new = check_value(item, depth)
@@ -245,9 +233,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JsonLimitError(
-                    "duplicate", f"the key {key!r} appears twice in one object"
-                )
+                raise JsonLimitError("duplicate", f"the key {key!r} appears twice in one object")
             seen.add(key)
     return out
 
@@ -277,9 +263,7 @@ def decode(data: str | bytes | bytearray | memoryview) -> Any:
         try:
             data = bytes(data).decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise JsonLimitError(
-                "unicode", f"the message is not UTF-8: {exc}"
-            ) from None
+            raise JsonLimitError("unicode", f"the message is not UTF-8: {exc}") from None
     try:
         value = _DECODER.decode(data)
     except JsonLimitError:

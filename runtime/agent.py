@@ -287,7 +287,9 @@ class Session:
         else:
             from acp_types.v2 import models as m2
 
-            await conn.notify("session/update", m2.UpdateSessionNotification(session_id=self.id, update=cast(Any, update)))
+            await conn.notify(
+                "session/update", m2.UpdateSessionNotification(session_id=self.id, update=cast(Any, update))
+            )
 
     async def set_title(self, title: str | None) -> None:
         self.title = title
@@ -423,9 +425,7 @@ class Turn:
             await self.session.send(m2.ToolCallProgress(tool_call_id=tool_id, **fields))
         return ToolCall(self, tool_id, title)
 
-    async def permission(
-        self, tool: ToolCall, options: Sequence[PermissionOption] = ALLOW_OR_REJECT
-    ) -> str | None:
+    async def permission(self, tool: ToolCall, options: Sequence[PermissionOption] = ALLOW_OR_REJECT) -> str | None:
         """Ask the user; the chosen option's id, or ``None`` when the client cancelled the request.
 
         v2 reports ``requires_action`` while asking and ``running`` after.
@@ -449,7 +449,9 @@ class Turn:
         await self.session.send(m2.RequiresActionStateUpdate())
         try:
             answer2 = await P2(cast(Any, conn)).session_request_permission(
-                m2.RequestPermissionRequest(session_id=self.session.id, title=tool.title, subject=subject, options=opts2)
+                m2.RequestPermissionRequest(
+                    session_id=self.session.id, title=tool.title, subject=subject, options=opts2
+                )
             )
         finally:
             if not self.session._cancelled:
@@ -482,7 +484,9 @@ class Replay:
     def __init__(self, session: Session) -> None:
         self.session = session
 
-    async def message(self, role: Literal["user", "agent", "thought"], text: str, message_id: str | None = None) -> None:
+    async def message(
+        self, role: Literal["user", "agent", "thought"], text: str, message_id: str | None = None
+    ) -> None:
         version = self.session.version
         mid = message_id or _new_id("msg")
         if version == "v1":
@@ -676,7 +680,9 @@ def _setup_fields(version: str, setup: Setup | None) -> dict[str, Any]:
 
         fields["modes"] = m1.SessionModeState(
             current_mode_id=setup.mode or setup.modes[0].id,
-            available_modes=[m1.SessionMode(**_some(id=x.id, name=x.name, description=x.description)) for x in setup.modes],
+            available_modes=[
+                m1.SessionMode(**_some(id=x.id, name=x.name, description=x.description)) for x in setup.modes
+            ],
         )
     if version == "v2" and setup.commands:
         from acp_types.v2 import models as m2
@@ -708,7 +714,13 @@ def _tool_content(version: str, text: str | None, edits: Sequence[Edit]) -> list
             else:
                 out.append(m.Diff(path=e.path, old_text=e.old_text, new_text=e.new_text))
         else:
-            op = m.DiffAddChange if e.old_text is None else m.DiffDeleteChange if e.new_text is None else m.DiffModifyChange
+            op = (
+                m.DiffAddChange
+                if e.old_text is None
+                else m.DiffDeleteChange
+                if e.new_text is None
+                else m.DiffModifyChange
+            )
             out.append(m.Diff(changes=[op(path=e.path)], patch=m.DiffPatch(format="git_patch", text=_patch(e))))
     return out
 
@@ -749,7 +761,9 @@ class _Surface:
         if version == "v1":
             from acp_types.v1 import models as m1
 
-            methods1: list[Any] = [m1.AuthMethodAgent(**_some(id=a.id, name=a.name, description=a.description)) for a in app.auth_methods]
+            methods1: list[Any] = [
+                m1.AuthMethodAgent(**_some(id=a.id, name=a.name, description=a.description)) for a in app.auth_methods
+            ]
             return m1.InitializeResponse(
                 protocol_version=1,
                 agent_capabilities=m1.AgentCapabilities.model_validate(caps),
@@ -758,7 +772,10 @@ class _Surface:
             )
         from acp_types.v2 import models as m2
 
-        methods2: list[Any] = [m2.AuthMethodAgent(**_some(method_id=a.id, name=a.name, description=a.description)) for a in app.auth_methods]
+        methods2: list[Any] = [
+            m2.AuthMethodAgent(**_some(method_id=a.id, name=a.name, description=a.description))
+            for a in app.auth_methods
+        ]
         return m2.InitializeResponse(
             protocol_version=2,
             capabilities=m2.AgentCapabilities.model_validate(caps),
@@ -840,7 +857,9 @@ class _Surface:
         page = await self.app.list_sessions(query)
         m = self.m
         infos = [
-            m.SessionInfo(**_some(session_id=i.session_id, cwd=i.cwd, title=i.title, updated_at=i.updated_at), archived=i.archived)
+            m.SessionInfo(
+                **_some(session_id=i.session_id, cwd=i.cwd, title=i.title, updated_at=i.updated_at), archived=i.archived
+            )
             for i in page.sessions
         ]
         return m.ListSessionsResponse(sessions=infos, **_some(next_cursor=page.next_cursor))
@@ -936,8 +955,18 @@ class _Surface:
 
 # -- starting ----------------------------------------------------------------
 
-_LIBRARY = {"session_new", "session_close", "session_cancel", "session_load", "session_resume",
-            "session_set_config_option", "session_set_mode", "authenticate", "auth_login", "initialize"}
+_LIBRARY = {
+    "session_new",
+    "session_close",
+    "session_cancel",
+    "session_load",
+    "session_resume",
+    "session_set_config_option",
+    "session_set_mode",
+    "authenticate",
+    "auth_login",
+    "initialize",
+}
 
 
 def check(app: App, versions: Sequence[str] = ("v1", "v2")) -> None:
@@ -948,7 +977,10 @@ def check(app: App, versions: Sequence[str] = ("v1", "v2")) -> None:
         module = importlib.import_module(f"acp_types.{version}")
         allowed = importlib.import_module(f"acp_types.{version}.capabilities").method_allowed
         caps = app.capabilities(version)
-        init = {"protocolVersion": module.PROTOCOL_VERSION, "agentCapabilities" if version == "v1" else "capabilities": caps}
+        init = {
+            "protocolVersion": module.PROTOCOL_VERSION,
+            "agentCapabilities" if version == "v1" else "capabilities": caps,
+        }
         if version == "v2":
             init["info"] = {"name": app.name, "version": app.version}
         response = module.METHODS["initialize"].validate_result(init)
@@ -997,8 +1029,9 @@ async def serve(
     client did not advertise (``connection.CapabilityNotAdvertised`` in the app).
     """
     check(app, versions)
-    conn = AgentConnection(reader, writer, app.handler, versions=versions,
-                           strict_capabilities=strict_capabilities, **options)
+    conn = AgentConnection(
+        reader, writer, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
+    )
     async with conn:
         await conn.wait_closed()
     for session in app.sessions.values():
@@ -1024,4 +1057,3 @@ async def serve_stdio(
     with _stdout_to_stderr() as wire, open(wire, "wb", buffering=0, closefd=False) as out:
         reader, writer = await pipe_streams(sys.stdin.buffer, out)
         await serve(app, reader, writer, versions=versions, **options)
-

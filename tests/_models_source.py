@@ -20,7 +20,9 @@ def shared_definitions(tree: ast.Module) -> dict[str, ast.expr]:
     return {
         node.targets[0].id: node.value
         for node in tree.body
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+        if isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
         and node.targets[0].id.startswith(SHARED_PREFIX)
     }
 
@@ -38,6 +40,14 @@ def models_tree(text: str) -> ast.Module:
     """``text`` (a models module) parsed, its shared annotations inlined and their definitions dropped."""
     tree = ast.parse(text)
     shared = shared_definitions(tree)
-    tree.body = [node for node in tree.body if not (isinstance(node, ast.Assign) and len(node.targets) == 1
-                 and isinstance(node.targets[0], ast.Name) and node.targets[0].id in shared)]
+    tree.body = [
+        node
+        for node in tree.body
+        if not (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in shared
+        )
+    ]
     return ast.fix_missing_locations(_Inline(shared).visit(tree))

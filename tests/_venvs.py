@@ -55,8 +55,12 @@ def _ensure_venv_locked(venv: Path, python: str, requirements: Path, timeout: fl
     made = subprocess.run([python, "-m", "venv", str(venv)], capture_output=True, text=True, timeout=300)
     if made.returncode != 0:
         raise AssertionError(f"{python} -m venv {venv} failed: {made.stderr[-2000:]}")
-    done = subprocess.run([venv_python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                           "-r", str(requirements)], capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(
+        [venv_python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(requirements)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     if done.returncode != 0:
         raise AssertionError(f"{requirements.name} does not install with {python}: {done.stderr[-2000:]}")
     stamp.write_text(digest)
@@ -65,8 +69,9 @@ def _ensure_venv_locked(venv: Path, python: str, requirements: Path, timeout: fl
 
 def _version_of(python: str) -> tuple[int, int] | None:
     try:
-        out = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if out.returncode != 0:
@@ -109,8 +114,11 @@ def run_on_range_ends(pytest_args: list[str]) -> int:
     for end in sorted({SUPPORTED[0], SUPPORTED[-1]} - {running}):
         name = f"{end[0]}.{end[1]}"
         if end not in found:
-            print(f"python {name} not found: the tests did not run on that end of the supported range"
-                  + (" (ACP_TYPES_REQUIRE_RANGE_ENDS=1 requires it)" if required else ""), flush=True)
+            print(
+                f"python {name} not found: the tests did not run on that end of the supported range"
+                + (" (ACP_TYPES_REQUIRE_RANGE_ENDS=1 requires it)" if required else ""),
+                flush=True,
+            )
             worst = max(worst, 1 if required else 0)
             continue
         python = interpreter_env(end, found[end])

@@ -20,33 +20,36 @@ VERSIONS = tuple(importlib.import_module("acp_types").VERSIONS)
 # range in `make test`) leaves out the tests marked slow: whole modules that
 # run the generator end to end, build environments or spawn agents, and any
 # test that needs the whole tree rendered (the `rendered` fixture).
-SLOW_MODULES = frozenset({
-    "test_connection_interop.py",  # the official SDKs, in environments of their own
-    "test_connection_process.py",  # the example agent and client as processes
-    "test_connection_typing.py",  # mypy over the typed API
-    "test_golden.py",  # whole-tree renders under several hash seeds and job counts
-    "test_hostile_schemas.py",  # a generator run per bad or hostile schema
-    "test_interpreters.py",  # a render per supported interpreter
-    "test_manifest.py",  # full checks of generated/ in subprocesses
-    "test_output_folder.py",  # the command line on real folders
-    "test_package.py",  # builds a wheel
-    "test_pydantic_floor.py",  # an environment with the oldest pydantic allowed
-    "test_versions.py",  # generates a third version package
-})
+SLOW_MODULES = frozenset(
+    {
+        "test_connection_interop.py",  # the official SDKs, in environments of their own
+        "test_connection_process.py",  # the example agent and client as processes
+        "test_connection_typing.py",  # mypy over the typed API
+        "test_golden.py",  # whole-tree renders under several hash seeds and job counts
+        "test_hostile_schemas.py",  # a generator run per bad or hostile schema
+        "test_interpreters.py",  # a render per supported interpreter
+        "test_manifest.py",  # full checks of generated/ in subprocesses
+        "test_output_folder.py",  # the command line on real folders
+        "test_package.py",  # builds a wheel
+        "test_pydantic_floor.py",  # an environment with the oldest pydantic allowed
+        "test_versions.py",  # generates a third version package
+    }
+)
 # Single tests of other modules that take seconds each: whole renders or many fresh processes.
-SLOW_TESTS = frozenset({
-    "test_validation_gives_the_same_answer_in_any_order_in_fresh_processes",  # test_parser_limits.py
-    "test_a_message_costs_memory_in_proportion_to_its_size",  # test_parser_limits.py
-    "test_cli_output_is_deterministic",  # test_diff.py
-    "test_sigkill_at_random_moments_leaves_old_or_new",  # test_atomic_write.py
-})
+SLOW_TESTS = frozenset(
+    {
+        "test_validation_gives_the_same_answer_in_any_order_in_fresh_processes",  # test_parser_limits.py
+        "test_a_message_costs_memory_in_proportion_to_its_size",  # test_parser_limits.py
+        "test_cli_output_is_deterministic",  # test_diff.py
+        "test_sigkill_at_random_moments_leaves_old_or_new",  # test_atomic_write.py
+    }
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         name = getattr(item, "originalname", item.name)
-        if (item.path.name in SLOW_MODULES or name in SLOW_TESTS
-                or "rendered" in getattr(item, "fixturenames", ())):
+        if item.path.name in SLOW_MODULES or name in SLOW_TESTS or "rendered" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
 
 

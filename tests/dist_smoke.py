@@ -40,10 +40,14 @@ def smoke(artifact: Path) -> None:
         env_dir = Path(tmp) / "venv"
         venv.create(env_dir, with_pip=True)
         python = str(env_dir / "bin" / "python")
-        subprocess.run([python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(artifact)],
-                       check=True, cwd=tmp)
-        done = subprocess.run([python, "-I", "-c", SMOKE, _version_of(artifact)], cwd=tmp,
-                              capture_output=True, text=True)
+        subprocess.run(
+            [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(artifact)],
+            check=True,
+            cwd=tmp,
+        )
+        done = subprocess.run(
+            [python, "-I", "-c", SMOKE, _version_of(artifact)], cwd=tmp, capture_output=True, text=True
+        )
         if done.returncode != 0:
             sys.exit(f"{artifact.name}: the smoke test failed in a fresh venv:\n{done.stderr}")
         print(f"{artifact.name}: {done.stdout.strip()}")

@@ -50,7 +50,9 @@ class Wire:
             msg = json.loads(line)
             self.lines.append(msg)
             if "method" in msg and "id" in msg:  # a request from the agent
-                self.out.write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": self._serve(msg)}).encode() + b"\n")
+                self.out.write(
+                    json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": self._serve(msg)}).encode() + b"\n"
+                )
             elif "id" in msg and msg["id"] in self.answers:
                 self.answers.pop(msg["id"]).set_result(msg)
 
@@ -123,13 +125,19 @@ def test_v2_acknowledges_then_streams_then_goes_idle() -> None:
         sid = await w.new()
         answer = await w.prompt(sid, "a b")
         await w.until(idle)
-        turn = w.lines[w.lines.index(answer):]
+        turn = w.lines[w.lines.index(answer) :]
         assert turn[0] == answer  # the answer comes before anything of the turn
         # and names the id of the user message the turn then inserts (seed 001)
         assert answer["result"] == {"messageId": turn[1]["params"]["update"]["messageId"]}
         kinds = [(u["sessionUpdate"], u.get("state")) for u in (m["params"]["update"] for m in turn[1:])]
-        assert kinds == [("user_message", None), ("state_update", "running"), ("agent_thought_chunk", None),
-                         ("agent_message_chunk", None), ("agent_message_chunk", None), ("state_update", "idle")]
+        assert kinds == [
+            ("user_message", None),
+            ("state_update", "running"),
+            ("agent_thought_chunk", None),
+            ("agent_message_chunk", None),
+            ("agent_message_chunk", None),
+            ("state_update", "idle"),
+        ]
         updates = [m["params"]["update"] for m in turn[1:]]
         assert updates[0]["content"] == [{"type": "text", "text": "a b"}]
         assert updates[-1]["stopReason"] == "end_turn"
@@ -166,7 +174,9 @@ def test_cancel_close_and_archive_stop_the_running_turn_with_cancelled(version: 
         w = await Wire(version).open(Words())
         sid = await w.new()
         prompt = asyncio.ensure_future(w.prompt(sid, "forever"))
-        await w.until(lambda m: m.get("params", {}).get("update", {}).get("content", {}) == {"type": "text", "text": "x "})
+        await w.until(
+            lambda m: m.get("params", {}).get("update", {}).get("content", {}) == {"type": "text", "text": "x "}
+        )
         if how == "session/cancel":
             w.notify(how, {"sessionId": sid})
             stop = await prompt
@@ -178,14 +188,15 @@ def test_cancel_close_and_archive_stop_the_running_turn_with_cancelled(version: 
         else:
             await w.until(idle)
             assert [u for u in w.updates() if u.get("state") == "idle"] == [
-                {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"}]
+                {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"}
+            ]
         await asyncio.sleep(0.05)
         end = (await prompt) if version == "v1" else next(m for m in w.lines if idle(m))
         last = w.lines.index(end)
         if how != "session/cancel":
             assert last < w.lines.index(stop)  # the turn has ended when close/archive answer
             last = w.lines.index(stop)
-        assert not [m for m in w.lines[last + 1:] if m.get("method") == "session/update"]  # nothing after
+        assert not [m for m in w.lines[last + 1 :] if m.get("method") == "session/update"]  # nothing after
         if how == "session/archive":
             info = [u for u in w.updates() if u["sessionUpdate"] == "session_info_update"]
             assert info == [{"sessionUpdate": "session_info_update", "archived": True}]
@@ -250,12 +261,18 @@ def test_load_and_resume_replay_the_conversation_before_answering(version: str) 
         if version == "v2":
             await w.until(idle)
         mark = len(w.lines)
-        method, params = ("session/load", {}) if version == "v1" else ("session/resume", {"replayFrom": {"type": "start"}})
+        method, params = (
+            ("session/load", {}) if version == "v1" else ("session/resume", {"replayFrom": {"type": "start"}})
+        )
         answer = await w.call(method, {"sessionId": sid, "cwd": "/tmp", "mcpServers": []} | params)
-        replay = [m["params"]["update"] for m in w.lines[mark:w.lines.index(answer)]]
-        texts = [(u["sessionUpdate"], (u["content"][0] if isinstance(u["content"], list) else u["content"])["text"])
-                 for u in replay]
-        user, agent_ = ("user_message_chunk", "agent_message_chunk") if version == "v1" else ("user_message", "agent_message")
+        replay = [m["params"]["update"] for m in w.lines[mark : w.lines.index(answer)]]
+        texts = [
+            (u["sessionUpdate"], (u["content"][0] if isinstance(u["content"], list) else u["content"])["text"])
+            for u in replay
+        ]
+        user, agent_ = (
+            ("user_message_chunk", "agent_message_chunk") if version == "v1" else ("user_message", "agent_message")
+        )
         thought = "agent_thought_chunk"
         assert texts == [(user, "hello there"), (thought, "thinking"), (agent_, "hello there ")]
         assert len({u["messageId"] for u in replay}) == 3
@@ -289,14 +306,19 @@ def test_permission_and_file_read_and_diff_in_both_versions() -> None:
         v1 = await main("v1")
         asks = [m for m in v1 if m.get("method") == "session/request_permission"]
         assert asks[0]["params"]["toolCall"]["title"] == "Edit /w/a.py"
-        assert [m["method"] for m in v1 if "method" in m and "id" in m] == ["fs/read_text_file", "session/request_permission"]
+        assert [m["method"] for m in v1 if "method" in m and "id" in m] == [
+            "fs/read_text_file",
+            "session/request_permission",
+        ]
         done = [m["params"]["update"] for m in v1 if m.get("method") == "session/update"][-1]
         assert done["content"] == [{"type": "diff", "path": "/w/a.py", "oldText": "x = 0\n", "newText": "x = 2\n"}]
         v2 = await main("v2")
         ups = [m["params"]["update"] for m in v2 if m.get("method") == "session/update"]
         states = [u["state"] for u in ups if u["sessionUpdate"] == "state_update"]
         assert states == ["running", "requires_action", "running", "idle"]
-        diff = [u for u in ups if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"][0]["content"][0]
+        diff = [u for u in ups if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"][0][
+            "content"
+        ][0]
         assert diff["changes"] == [{"operation": "modify", "path": "/w/a.py"}]
         assert "-x = 1\n+x = 2\n" in diff["patch"]["text"]  # v2 has no fs: the agent's own view of the file
         assert not [m for m in v2 if m.get("method") == "fs/read_text_file"]
@@ -340,11 +362,14 @@ class Raw:
         return self.answer
 
 
-@pytest.mark.parametrize("method, answer, where", [
-    ("session/load", {"modes": 3}, "/modes"),
-    ("session/archive", {"sesions": []}, "/sesions"),
-    ("session/load", {"configOptions": [{"type": "select"}]}, "configOptions"),
-])
+@pytest.mark.parametrize(
+    "method, answer, where",
+    [
+        ("session/load", {"modes": 3}, "/modes"),
+        ("session/archive", {"sesions": []}, "/sesions"),
+        ("session/load", {"configOptions": [{"type": "select"}]}, "configOptions"),
+    ],
+)
 def test_a_wrong_result_is_refused_with_the_version_named_never_sent_changed(
     method: str, answer: Any, where: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -387,8 +412,9 @@ def test_print_in_the_agent_goes_to_stderr_not_the_wire(tmp_path: Path) -> None:
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT["v1"]},
         {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}},
     ]
-    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     assert proc.stdin is not None and proc.stdout is not None
     for line in lines:
         proc.stdin.write(json.dumps(line) + "\n")
@@ -396,7 +422,11 @@ def test_print_in_the_agent_goes_to_stderr_not_the_wire(tmp_path: Path) -> None:
     proc.stdout.readline()
     sid = json.loads(proc.stdout.readline())["result"]["sessionId"]
     prompt = {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]}
-    out, err = proc.communicate(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt}) + "\n",
-                                timeout=30)
-    assert [json.loads(line)["id"] if "id" in json.loads(line) else "update" for line in out.splitlines()] == ["update", 3]
+    out, err = proc.communicate(
+        json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt}) + "\n", timeout=30
+    )
+    assert [json.loads(line)["id"] if "id" in json.loads(line) else "update" for line in out.splitlines()] == [
+        "update",
+        3,
+    ]
     assert "debug output" in err

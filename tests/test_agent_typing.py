@@ -12,9 +12,14 @@ TYPING = ROOT / "tests" / "typing"
 
 
 def _mypy(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--show-error-codes", str(path)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600,
-                          env={"MYPYPATH": str(ROOT / "generated"), "PATH": "/usr/bin:/bin"})
+    return subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--show-error-codes", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        env={"MYPYPATH": str(ROOT / "generated"), "PATH": "/usr/bin:/bin"},
+    )
 
 
 def test_the_typed_agent_passes_mypy_strict() -> None:

@@ -31,8 +31,10 @@ def test_method_table_rows(version: str) -> None:
     assert archive.errors == (-32002,)
     assert archive.stability == "unstable"  # published in the unstable schemas since November 2026
     assert archive.params is m.ArchiveSessionRequest and archive.result is m.ArchiveSessionResponse
-    expected = {"v1": ("agentCapabilities", "sessionCapabilities", "archive"),
-                "v2": ("capabilities", "session", "archive")}[version]
+    expected = {
+        "v1": ("agentCapabilities", "sessionCapabilities", "archive"),
+        "v2": ("capabilities", "session", "archive"),
+    }[version]
     assert archive.capability == expected
     cancel = m.METHODS["session/cancel"]
     assert cancel.kind == "notification" and cancel.result is None
@@ -114,7 +116,11 @@ def test_capability_helpers_v2_markers_and_baseline() -> None:
     assert v2.method_allowed("session/resume", init)
     assert not v2.method_allowed("session/archive", init)
     assert not v2.feature_supported("session.additionalDirectories", init)
-    without = {"protocolVersion": 2, "capabilities": {"session": {"mcp": {"stdio": None}}}, "info": {"name": "a", "version": "1"}}
+    without = {
+        "protocolVersion": 2,
+        "capabilities": {"session": {"mcp": {"stdio": None}}},
+        "info": {"name": "a", "version": "1"},
+    }
     assert not v2.feature_supported("mcp.stdio", without)
     archived = {"capabilities": {"session": {"archive": {}}}}
     assert v2.method_allowed("session/archive", archived)
@@ -128,8 +134,12 @@ def test_agent_and_client_stubs(version: str) -> None:
         expected = {name for name, spec in m.METHODS.items() if spec.side in (side, "protocol")}
         stubs = {name for name, fn in inspect.getmembers(proto, inspect.iscoroutinefunction)}
         # camelCase segments (document/didOpen) become snake_case (document_did_open)
-        wanted = {re.sub(r"[^0-9a-z]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.removeprefix("$/")).lower()).strip("_"): name
-                  for name in expected}
+        wanted = {
+            re.sub(r"[^0-9a-z]+", "_", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.removeprefix("$/")).lower()).strip(
+                "_"
+            ): name
+            for name in expected
+        }
         assert stubs == set(wanted), stubs ^ set(wanted)
         for name in stubs:
             fn = getattr(proto, name)
@@ -159,13 +169,18 @@ def test_a_subclass_of_a_model_reads_the_wire_as_the_model_does(version: str) ->
     checked = 0
     for name in m.models.__all__ if hasattr(m.models, "__all__") else dir(m.models):
         model = getattr(m.models, name)
-        if not (isinstance(model, type) and issubclass(model, m.models.AcpModel)) or model.__module__ != m.models.__name__:
+        if (
+            not (isinstance(model, type) and issubclass(model, m.models.AcpModel))
+            or model.__module__ != m.models.__name__
+        ):
             continue
         mine = type("Mine" + name, (model,), {"__module__": __name__})
         for field, info in model.model_fields.items():
             theirs = mine.model_fields[field]
             assert (theirs.alias, theirs.metadata, theirs.default) == (info.alias, info.metadata, info.default), (
-                name, field)
+                name,
+                field,
+            )
         checked += 1
     assert checked > 100
     base = m.NewSessionResponse

@@ -54,9 +54,13 @@ def _state(out: Path) -> str:
 @pytest.mark.parametrize("after", [0, 1, 5, 20, 41, 42, 43, 44, 1000])
 def test_injected_failure_leaves_old_or_new(after: int, tmp_path: Path) -> None:
     out, spec = _setup(tmp_path)
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(out), str(spec)], cwd=ROOT,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", writer.FAIL_ENV: str(after)},
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(out), str(spec)],
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", writer.FAIL_ENV: str(after)},
+        capture_output=True,
+        text=True,
+    )
     assert "Traceback" not in done.stderr, done.stderr
     state = _state(out)
     assert state in ("old", "new"), state
@@ -74,8 +78,11 @@ def test_sigkill_at_random_moments_leaves_old_or_new(tmp_path: Path) -> None:
     seen = set()
     for _ in range(12):
         out, spec = _setup(tmp_path)
-        proc = subprocess.Popen([sys.executable, "-c", SCRIPT, str(out), str(spec)], cwd=ROOT,
-                                env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, str(out), str(spec)],
+            cwd=ROOT,
+            env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        )
         time.sleep(rng.uniform(0.0, 0.25))
         proc.send_signal(signal.SIGKILL)
         proc.wait()

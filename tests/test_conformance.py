@@ -33,15 +33,20 @@ RAW_ECHO = [sys.executable, str(ROOT / "tests" / "echo_handler.py")]
 FAST = _agent.Options(timeout=3, turn_timeout=3, long_prompt="Count: " + " ".join(map(str, range(1, 1501))))
 
 
-
 def _run(command: list[str], versions: list[str], checks: list[conformance.Check], options: _agent.Options = FAST):
     return asyncio.run(conformance.run("agent", command, versions, checks, options))
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
-    return subprocess.run([sys.executable, "-m", "acp_types.conformance", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "acp_types.conformance", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def _expected(check: conformance.Check, version: str) -> str:
@@ -55,7 +60,12 @@ def test_the_reference_agent_passes_every_check_in_both_versions() -> None:
     assert {r.version for r in results} == {"v1", "v2"}
     # what it advertised is what it implements
     table = {row["method"]: row for row in info["v2"]["table"]}
-    assert table["session/archive"] == {"method": "session/archive", "advertised": "yes", "gated": True, "observed": "answered"}
+    assert table["session/archive"] == {
+        "method": "session/archive",
+        "advertised": "yes",
+        "gated": True,
+        "observed": "answered",
+    }
 
 
 def test_every_check_has_a_mutant() -> None:
@@ -91,8 +101,11 @@ SAMPLE = ["PL-03"]
 def _changes(mutant: str, version: str) -> dict[str, str]:
     """The checks whose verdict the mutant changes, but SKIPPED ones that name the check they wait for."""
     results, _ = _run([*REF, "--mutant", mutant], [version], conformance.checks("agent"))
-    return {r.key: r.verdict for r in results if r.verdict != _expected(r.check, r.version)
-            and not (r.verdict == "SKIPPED" and f"see {mutant}" in r.detail)}
+    return {
+        r.key: r.verdict
+        for r in results
+        if r.verdict != _expected(r.check, r.version) and not (r.verdict == "SKIPPED" and f"see {mutant}" in r.detail)
+    }
 
 
 @pytest.mark.parametrize("mutant", sorted(ref_agent.MUTANTS) if EXACT else SAMPLE)
@@ -108,8 +121,16 @@ def test_a_mutant_fails_no_other_check(mutant: str) -> None:
 HANG = [sys.executable, "-c", "import sys, time; sys.stdin.readline(); time.sleep(120)  # acp-kit-hang"]
 CRASH = [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.exit(3)"]
 GARBAGE = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('not json at all\\n')"]
-LONG_LINE = [sys.executable, "-c", "import sys; sys.stdin.readline(); sys.stdout.write('x' * (3 << 20)); sys.stdout.flush(); import time; time.sleep(120)"]
-CHILD = [sys.executable, "-c", "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)  # acp-kit-child']); sys.stdin.readline(); time.sleep(120)"]
+LONG_LINE = [
+    sys.executable,
+    "-c",
+    "import sys; sys.stdin.readline(); sys.stdout.write('x' * (3 << 20)); sys.stdout.flush(); import time; time.sleep(120)",
+]
+CHILD = [
+    sys.executable,
+    "-c",
+    "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)  # acp-kit-child']); sys.stdin.readline(); time.sleep(120)",
+]
 
 
 def _alive(marker: str) -> list[int]:
@@ -124,12 +145,16 @@ def _alive(marker: str) -> list[int]:
     return found
 
 
-@pytest.mark.parametrize(("command", "detail"), [
-    (HANG, "no answer to initialize"),
-    (CRASH, "exited with status 3"),
-    (GARBAGE, ""),
-    (LONG_LINE, "no answer to initialize"),
-], ids=["hang", "crash", "garbage", "long-line"])
+@pytest.mark.parametrize(
+    ("command", "detail"),
+    [
+        (HANG, "no answer to initialize"),
+        (CRASH, "exited with status 3"),
+        (GARBAGE, ""),
+        (LONG_LINE, "no answer to initialize"),
+    ],
+    ids=["hang", "crash", "garbage", "long-line"],
+)
 def test_a_broken_agent_ends_with_a_verdict(command: list[str], detail: str) -> None:
     options = _agent.Options(timeout=1, turn_timeout=1)
     results, _ = _run(command, ["v1"], conformance.checks("agent", ("core",)), options)
@@ -147,8 +172,12 @@ def test_every_process_the_kit_started_is_ended() -> None:
 
 
 def test_the_garbage_lines_are_framing_failures_with_evidence() -> None:
-    noisy = [sys.executable, "-c", "import runpy, sys; print('hello from a print()'); sys.stdout.flush();"
-             f" sys.argv = [{REF[1]!r}]; runpy.run_path({REF[1]!r}, run_name='__main__')"]
+    noisy = [
+        sys.executable,
+        "-c",
+        "import runpy, sys; print('hello from a print()'); sys.stdout.flush();"
+        f" sys.argv = [{REF[1]!r}]; runpy.run_path({REF[1]!r}, run_name='__main__')",
+    ]
     check = next(c for c in conformance.checks("agent") if c.id == "TRN-01")
     results, _ = _run(noisy, ["v2"], [check])
     assert results[0].verdict == "FAILURE"
@@ -180,15 +209,37 @@ def test_exit_1_on_a_must_failure_and_the_baseline(tmp_path: Path) -> None:
 
 
 def test_the_reports_in_every_format(tmp_path: Path) -> None:
-    out = _cli("agent", "--protocol", "v2", "--suite", "seeds", "--timeout", "3",
-               "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
-               "--markdown", str(tmp_path / "r.md"), "--transcript", str(tmp_path / "t"), "--", *REF, "--mutant", "SET-18")
+    out = _cli(
+        "agent",
+        "--protocol",
+        "v2",
+        "--suite",
+        "seeds",
+        "--timeout",
+        "3",
+        "--json",
+        str(tmp_path / "r.json"),
+        "--junit",
+        str(tmp_path / "r.xml"),
+        "--markdown",
+        str(tmp_path / "r.md"),
+        "--transcript",
+        str(tmp_path / "t"),
+        "--",
+        *REF,
+        "--mutant",
+        "SET-18",
+    )
     assert out.returncode == 1
     assert "\033[" not in out.stdout  # no colour off a terminal
     data = json.loads((tmp_path / "r.json").read_text())
     by_id = {c["id"]: c for c in data["checks"]}
     assert by_id["SET-18"]["verdict"] == "FAILURE" and by_id["SET-18"]["evidence"]
-    assert by_id["SET-18"]["level"] == "MUST" and by_id["SET-18"]["binds"] == "agent" and "seed 001" in by_id["SET-18"]["source"]
+    assert (
+        by_id["SET-18"]["level"] == "MUST"
+        and by_id["SET-18"]["binds"] == "agent"
+        and "seed 001" in by_id["SET-18"]["source"]
+    )
     assert data["summary"]["MUST"]["FAILURE"] == sum(c["verdict"] == "FAILURE" for c in data["checks"])
     assert data["outcome"]["unexpected_failures"] == ["SET-18@v2"]
     suite = ET.parse(tmp_path / "r.xml").getroot()

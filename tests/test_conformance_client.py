@@ -34,7 +34,12 @@ def test_the_reference_client_passes_every_check(version: str) -> None:
     results, info = _run([*REF, "--protocol", version, "--", "{agent}"], [version], conformance.checks("client"))
     wrong = [f"{r.key}: {r.verdict} {r.detail}" for r in results if r.verdict != "SUCCESS"]
     assert not wrong, "\n".join(wrong)
-    assert [row["method"] for row in info[version]["table"]] == ["initialize", "session/cancel", "session/new", "session/prompt"]
+    assert [row["method"] for row in info[version]["table"]] == [
+        "initialize",
+        "session/cancel",
+        "session/new",
+        "session/prompt",
+    ]
 
 
 def test_every_client_check_has_a_mutant() -> None:
@@ -64,12 +69,16 @@ def test_each_client_mutant_fails_its_own_check() -> None:
 
 def test_a_method_of_another_version_is_judged_not_a_crash() -> None:
     # session/load is a v1 method: a v1 client talking to a v2 agent sends it, and INI-08 says so
-    script = ("import sys, json\n"
-              "def send(m): sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n"
-              "send({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {'protocolVersion': 1}}); sys.stdin.readline()\n"
-              "send({'jsonrpc': '2.0', 'id': 2, 'method': 'session/load', 'params': {'sessionId': 's', 'cwd': '/', 'mcpServers': []}})\n"
-              "sys.stdin.readline()\n")
-    results, _ = _run([sys.executable, "-c", script], ["v2"], [c for c in conformance.checks("client") if c.id == "INI-08"])
+    script = (
+        "import sys, json\n"
+        "def send(m): sys.stdout.write(json.dumps(m) + '\\n'); sys.stdout.flush()\n"
+        "send({'jsonrpc': '2.0', 'id': 1, 'method': 'initialize', 'params': {'protocolVersion': 1}}); sys.stdin.readline()\n"
+        "send({'jsonrpc': '2.0', 'id': 2, 'method': 'session/load', 'params': {'sessionId': 's', 'cwd': '/', 'mcpServers': []}})\n"
+        "sys.stdin.readline()\n"
+    )
+    results, _ = _run(
+        [sys.executable, "-c", script], ["v2"], [c for c in conformance.checks("client") if c.id == "INI-08"]
+    )
     assert results[0].verdict == "FAILURE" and "session/load" in results[0].detail
 
 
@@ -78,5 +87,7 @@ def test_a_client_on_its_own_stdio_and_one_that_never_starts_its_agent() -> None
     results, _ = _run([sys.executable, "-c", "print('not a message')"], ["v1"], conformance.checks("client"))
     trn = next(r for r in results if r.check.id == "TRN-03")
     assert trn.verdict == "FAILURE" and "not valid messages" in trn.detail
-    results, info = _run([sys.executable, "-c", "import sys; sys.exit(4)", "{agent}"], ["v2"], conformance.checks("client"))
+    results, info = _run(
+        [sys.executable, "-c", "import sys; sys.exit(4)", "{agent}"], ["v2"], conformance.checks("client")
+    )
     assert {r.verdict for r in results} == {"SKIPPED"} and "status 4" in results[0].detail

@@ -24,9 +24,29 @@ BASELINES = ROOT / "tests" / "conformance" / "baselines"
 
 def _kit(baseline: str, *command: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
-    return subprocess.run([sys.executable, "-m", "acp_types.conformance", "agent", "--protocol", "v1", "--suite", "core",
-                           "--timeout", "5", "--expected-failures", str(BASELINES / baseline), "--", *command],
-                          capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "acp_types.conformance",
+            "agent",
+            "--protocol",
+            "v1",
+            "--suite",
+            "core",
+            "--timeout",
+            "5",
+            "--expected-failures",
+            str(BASELINES / baseline),
+            "--",
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=ROOT,
+    )
 
 
 def test_the_python_sdk_agent_breaks_only_its_baseline() -> None:

@@ -63,8 +63,14 @@ def pipe() -> tuple[asyncio.StreamReader, MemoryWriter]:
     return reader, MemoryWriter(reader)
 
 
-def pair(agent: Any, client: Any = None, *, agent_versions: tuple[str, ...] = ("v1", "v2"),
-         client_versions: tuple[str, ...] = ("v2", "v1"), **kw: Any) -> tuple[AgentConnection, ClientConnection]:
+def pair(
+    agent: Any,
+    client: Any = None,
+    *,
+    agent_versions: tuple[str, ...] = ("v1", "v2"),
+    client_versions: tuple[str, ...] = ("v2", "v1"),
+    **kw: Any,
+) -> tuple[AgentConnection, ClientConnection]:
     to_agent_r, to_agent_w = pipe()
     to_client_r, to_client_w = pipe()
     a = AgentConnection(to_agent_r, to_client_w, agent, versions=agent_versions)
@@ -102,12 +108,15 @@ async def echo_session(c: ClientConnection, ask: str, prompt: str) -> str:
     return "".join(c.handler.text)  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize("agent_versions, ask, settled", [
-    (("v1", "v2"), "v2", "v2"),
-    (("v1", "v2"), "v1", "v1"),
-    (("v1",), "v2", "v1"),   # a client asking v2 accepts a v1 answer
-    (("v2",), "v1", None),   # a v1-only client refuses a v2 answer
-])
+@pytest.mark.parametrize(
+    "agent_versions, ask, settled",
+    [
+        (("v1", "v2"), "v2", "v2"),
+        (("v1", "v2"), "v1", "v1"),
+        (("v1",), "v2", "v1"),  # a client asking v2 accepts a v1 answer
+        (("v2",), "v1", None),  # a v1-only client refuses a v2 answer
+    ],
+)
 def test_version_negotiation_and_streamed_echo(agent_versions: tuple[str, ...], ask: str, settled: str | None) -> None:
     async def main() -> None:
         client_versions = ("v2", "v1") if ask == "v2" else ("v1",)
@@ -254,10 +263,14 @@ def test_v2_batches_are_handled_entry_by_entry() -> None:
     async def main() -> None:
         raw = Raw(EchoAgent)
         await raw.initialize("v2")
-        raw.send(json.dumps([
-            {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
-            {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": 1}},
-        ]))
+        raw.send(
+            json.dumps(
+                [
+                    {"jsonrpc": "2.0", "id": 1, "method": "session/list", "params": {}},
+                    {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": 1}},
+                ]
+            )
+        )
         line = await asyncio.wait_for(raw.from_agent_r.readline(), 5)
         answers = {a["id"]: a for a in json.loads(line)}  # one array answers the batch
         assert answers[1]["result"] == {"sessions": []}
@@ -317,9 +330,16 @@ def test_notifications_are_handled_in_arrival_order() -> None:
     class Agent(EchoAgent):
         async def session_prompt(self, params: Any) -> Any:
             for i in range(200):
-                await self.conn.notify("session/update", {
-                    "sessionId": params.session_id,
-                    "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": f"{i},"}}})
+                await self.conn.notify(
+                    "session/update",
+                    {
+                        "sessionId": params.session_id,
+                        "update": {
+                            "sessionUpdate": "agent_message_chunk",
+                            "content": {"type": "text", "text": f"{i},"},
+                        },
+                    },
+                )
             return v1.PromptResponse(stop_reason="end_turn")
 
     class Jittery(Collector):
@@ -470,8 +490,16 @@ def test_the_end_of_input_fails_pending_requests_clearly() -> None:
 
 
 def test_typed_discoverable_api() -> None:
-    assert {"parse_message", "PendingRequests", "MessageError", "Notification", "Request",
-            "Response", "AgentPeer", "RESOURCE_NOT_FOUND"} <= set(v1.__all__)
+    assert {
+        "parse_message",
+        "PendingRequests",
+        "MessageError",
+        "Notification",
+        "Request",
+        "Response",
+        "AgentPeer",
+        "RESOURCE_NOT_FOUND",
+    } <= set(v1.__all__)
     assert v1.Notification is v1.messages.Notification and v2.Batch is v2.messages.Batch
     assert (v1.AUTH_REQUIRED, v1.RESOURCE_NOT_FOUND, v1.REQUEST_CANCELLED) == (-32000, -32002, -32800)
     assert v2.ERRORS[-32002] == "resource_not_found"
@@ -483,16 +511,19 @@ def test_typed_discoverable_api() -> None:
     assert v2.METHODS["$/cancel_request"].handler == "cancel_request"
 
 
-@pytest.mark.parametrize("line, kind, has_id, rid", [
-    ('{"jsonrpc":"2.0","method":"session/new","params":{}}', "notification", False, None),
-    ('{"jsonrpc":"2.0","id":null,"method":"session/new","params":{}}', "request", True, None),
-    ('{"jsonrpc":"2.0","id":3,"method":"session/new","params":{}}', "request", True, 3),
-    ('{"jsonrpc":"2.0","id":3}', None, True, 3),
-    ('{"jsonrpc":"2.0","result":{}}', "response", False, None),
-    ('{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}', "error", True, 1),
-    ('[1]', "batch", False, None),
-    ('nope', None, False, None),
-])
+@pytest.mark.parametrize(
+    "line, kind, has_id, rid",
+    [
+        ('{"jsonrpc":"2.0","method":"session/new","params":{}}', "notification", False, None),
+        ('{"jsonrpc":"2.0","id":null,"method":"session/new","params":{}}', "request", True, None),
+        ('{"jsonrpc":"2.0","id":3,"method":"session/new","params":{}}', "request", True, 3),
+        ('{"jsonrpc":"2.0","id":3}', None, True, 3),
+        ('{"jsonrpc":"2.0","result":{}}', "response", False, None),
+        ('{"jsonrpc":"2.0","id":1,"error":{"code":"x"}}', "error", True, 1),
+        ("[1]", "batch", False, None),
+        ("nope", None, False, None),
+    ],
+)
 def test_message_error_says_what_failed(line: str, kind: str | None, has_id: bool, rid: Any) -> None:
     with pytest.raises(v1.MessageError) as info:
         v1.parse_message(line)
@@ -691,7 +722,17 @@ def test_an_answer_queued_behind_a_notification_is_delivered_when_the_connection
 
 def test_help_states_the_limits() -> None:
     doc = connection.__doc__ or ""
-    for name in ("max_line_size", "max_in_flight", "max_queued", "max_batch", "close_timeout",
-                 "HOLD_LIMIT", "WRITE_HIGH_WATER", "OFF_LOOP_ABOVE", "LOG_BURST", "ResponseTooLarge",
-                 "$/cancel_request"):
+    for name in (
+        "max_line_size",
+        "max_in_flight",
+        "max_queued",
+        "max_batch",
+        "close_timeout",
+        "HOLD_LIMIT",
+        "WRITE_HIGH_WATER",
+        "OFF_LOOP_ABOVE",
+        "LOG_BURST",
+        "ResponseTooLarge",
+        "$/cancel_request",
+    ):
         assert name in doc, name

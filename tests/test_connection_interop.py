@@ -59,8 +59,18 @@ def test_python_sdk_client_drives_our_agent(sdk_python: str) -> None:
 @pytest.mark.parametrize("protocol", ["v2", "v1"])
 def test_our_client_drives_the_python_sdk_agent(sdk_python: str, protocol: str) -> None:
     # the SDK speaks v1 only: our client asking v2 accepts its v1 answer
-    out = _run([*CLIENT, "--protocol", protocol, "--prompt", "hi from the sdk", "--",
-                sdk_python, str(INTEROP / "sdk_agent.py")])
+    out = _run(
+        [
+            *CLIENT,
+            "--protocol",
+            protocol,
+            "--prompt",
+            "hi from the sdk",
+            "--",
+            sdk_python,
+            str(INTEROP / "sdk_agent.py"),
+        ]
+    )
     assert (out.returncode, out.stdout) == (0, "hi from the sdk\n"), out.stderr
 
 

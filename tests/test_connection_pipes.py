@@ -122,8 +122,10 @@ def test_a_cancel_request_in_the_same_chunk_cancels_a_suspended_handler() -> Non
         raw.send(request(0, "initialize", init_params("v1").to_wire()))
         await raw.answer()
         # the cancel arrives before the handler's task has taken even one step
-        raw.send(request("r1", "session/list", {}),
-                 {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "r1"}})
+        raw.send(
+            request("r1", "session/list", {}),
+            {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "r1"}},
+        )
         got = await raw.answer()
         assert got["id"] == "r1" and got["error"]["code"] == -32800
         # 3.12+ starts the handler eagerly, so it sees the cancellation; before, it never starts

@@ -23,11 +23,16 @@ CLIENT = [sys.executable, str(ROOT / "examples" / "client.py")]
 
 @pytest.mark.parametrize("protocol", ["v1", "v2"])
 def test_the_example_client_prints_what_the_example_agent_streams(protocol: str) -> None:
-    out = subprocess.run([*CLIENT, "--protocol", protocol, "--prompt", "hi", "--", *AGENT],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [*CLIENT, "--protocol", protocol, "--prompt", "hi", "--", *AGENT], capture_output=True, text=True, timeout=30
+    )
     assert (out.returncode, out.stdout, out.stderr) == (0, "hi\n", "")
-    out = subprocess.run([*CLIENT, "--protocol", protocol, "--prompt", "streamed in  pieces", "--", *AGENT],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [*CLIENT, "--protocol", protocol, "--prompt", "streamed in  pieces", "--", *AGENT],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert out.stdout == "streamed in  pieces\n"
 
 
@@ -37,8 +42,7 @@ def test_the_readme_command_line_with_the_prompt_after_the_agent_command() -> No
 
 
 async def _hostile_session() -> None:
-    proc = await asyncio.create_subprocess_exec(*AGENT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                limit=1 << 20)
+    proc = await asyncio.create_subprocess_exec(*AGENT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, limit=1 << 20)
     assert proc.stdin is not None and proc.stdout is not None
     stdin, stdout = proc.stdin, proc.stdout
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-GOOD = '''
+GOOD = """
 from acp_types import connection, v1, v2
 
 
@@ -30,24 +30,37 @@ async def calls(conn: connection.ClientConnection) -> None:
     peer = v2.AgentPeer(conn)
     created: v2.NewSessionResponse = await peer.session_new(v2.NewSessionRequest(cwd="/"))
     await peer.session_cancel(v2.CancelSessionNotification(session_id=created.session_id))
-'''
+"""
 
-BAD = '''
+BAD = """
 from acp_types import v1, v2
 
 wrong: v1.PromptRequest = v1.parse_params("session/new", {})
 also_wrong: v2.ListSessionsResponse = v2.parse_result("session/new", {})
 row_wrong: v1.NewSessionResponse = v1.METHODS["session/new"].validate_params({})
-'''
+"""
 
 
 def test_the_typed_api_type_checks_and_mistakes_are_caught(tmp_path: Path) -> None:
     (tmp_path / "good.py").write_text(GOOD)
     (tmp_path / "bad.py").write_text(BAD)
-    cmd = [sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
-           "--cache-dir", str(tmp_path / ".mypy_cache"), str(tmp_path / "good.py"), str(tmp_path / "bad.py")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--strict",
+        "--follow-imports=silent",
+        "--cache-dir",
+        str(tmp_path / ".mypy_cache"),
+        str(tmp_path / "good.py"),
+        str(tmp_path / "bad.py"),
+    ]
     env = {**os.environ, "MYPYPATH": str(ROOT / "generated")}
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)
     errors = [line for line in out.stdout.splitlines() if ": error:" in line]
-    assert [e.split(":")[0].rsplit("/", 1)[-1] + ":" + e.split(":")[1] for e in errors] == ["bad.py:4", "bad.py:5", "bad.py:6"], out.stdout
+    assert [e.split(":")[0].rsplit("/", 1)[-1] + ":" + e.split(":")[1] for e in errors] == [
+        "bad.py:4",
+        "bad.py:5",
+        "bad.py:6",
+    ], out.stdout
     assert 'has type "NewSessionRequest", variable has type "PromptRequest"' in out.stdout

@@ -51,27 +51,55 @@ def ref(name: str) -> dict[str, str]:
     return {"$ref": f"#/$defs/{name}"}
 
 
-def method(side: str, params: str, result: str | None, capability: str | None = None,
-           kind: str = "request", stability: str = "stable", errors: list[int] | None = None) -> dict[str, Any]:
-    return {"side": side, "kind": kind, "params": params, "result": result, "capability": capability,
-            "errors": errors or [], "stability": stability, "description": "A method."}
+def method(
+    side: str,
+    params: str,
+    result: str | None,
+    capability: str | None = None,
+    kind: str = "request",
+    stability: str = "stable",
+    errors: list[int] | None = None,
+) -> dict[str, Any]:
+    return {
+        "side": side,
+        "kind": kind,
+        "params": params,
+        "result": result,
+        "capability": capability,
+        "errors": errors or [],
+        "stability": stability,
+        "description": "A method.",
+    }
 
 
 def base_doc(direction: str = REQ) -> dict[str, Any]:
     """A valid version: initialize, one gated agent method `run`, and a `Payload` reachable from its
     params (direction request) or its result (direction response)."""
     defs: dict[str, Any] = {
-        "InitializeRequest": obj({"protocolVersion": {"type": "integer"},
-                                  "clientCapabilities": ref("ClientCapabilities")}, ("protocolVersion",)),
-        "InitializeResponse": obj({"protocolVersion": {"type": "integer"},
-                                   "agentCapabilities": ref("AgentCapabilities")}, ("protocolVersion",)),
+        "InitializeRequest": obj(
+            {"protocolVersion": {"type": "integer"}, "clientCapabilities": ref("ClientCapabilities")},
+            ("protocolVersion",),
+        ),
+        "InitializeResponse": obj(
+            {"protocolVersion": {"type": "integer"}, "agentCapabilities": ref("AgentCapabilities")},
+            ("protocolVersion",),
+        ),
         "ClientCapabilities": obj({"fs": {"type": "boolean"}}),
-        "AgentCapabilities": obj({"run": {"type": "boolean"}, "extra": {"type": "boolean"},
-                                  "feat": {"type": "boolean"}}),
+        "AgentCapabilities": obj(
+            {"run": {"type": "boolean"}, "extra": {"type": "boolean"}, "feat": {"type": "boolean"}}
+        ),
         "RunRequest": obj({"sessionId": {"type": "string"}}, ("sessionId",)),
         "RunResponse": obj({"done": {"type": "boolean"}}, ("done",)),
-        "Payload": obj({"name": {"type": "string"}, "count": {"type": "integer"}, "shape": ref("Shape"),
-                        "color": ref("Color"), "id": ref("PayloadId")}, ("name",)),
+        "Payload": obj(
+            {
+                "name": {"type": "string"},
+                "count": {"type": "integer"},
+                "shape": ref("Shape"),
+                "color": ref("Color"),
+                "id": ref("PayloadId"),
+            },
+            ("name",),
+        ),
         "PayloadId": {"type": "string", "description": "An alias."},
         "Shape": {"description": "A union.", "oneOf": [ref("Circle"), ref("Square")], "x-acp-union": {"tag": "kind"}},
         "Circle": obj({"kind": {"type": "string", "const": "circle"}, "r": {"type": "number"}}, ("kind",)),
@@ -82,7 +110,10 @@ def base_doc(direction: str = REQ) -> dict[str, Any]:
     holder = "RunRequest" if direction == REQ else "RunResponse"
     defs[holder]["properties"]["payload"] = ref("Payload")
     protocol = {
-        "version": "v1", "protocolVersion": 1, "status": "stable", "description": "A test version.",
+        "version": "v1",
+        "protocolVersion": 1,
+        "status": "stable",
+        "description": "A test version.",
         "initialize": {"request": "InitializeRequest", "response": "InitializeResponse"},
         "errors": {"-32002": {"name": "resource_not_found", "description": "Not found."}},
         "methods": {
@@ -97,8 +128,11 @@ def base_doc(direction: str = REQ) -> dict[str, Any]:
 def write_version(doc: dict[str, Any], folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "protocol.json").write_text(json.dumps(doc["protocol"], indent=2), "utf-8")
-    area = {"$schema": "https://json-schema.org/draft/2020-12/schema", "description": "All definitions.",
-            "$defs": doc["defs"]}
+    area = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "description": "All definitions.",
+        "$defs": doc["defs"],
+    }
     (folder / "types.json").write_text(json.dumps(area, indent=2), "utf-8")
     return folder
 
@@ -159,8 +193,9 @@ def default_branch(doc: dict[str, Any], branch: str) -> None:
 
 
 def box_for_square(doc: dict[str, Any]) -> None:
-    doc["defs"]["Box"] = obj({"kind": {"type": "string", "const": "square"}, "w": {"type": "number"},
-                              "h": {"type": "number"}}, ("kind",))
+    doc["defs"]["Box"] = obj(
+        {"kind": {"type": "string", "const": "square"}, "w": {"type": "number"}, "h": {"type": "number"}}, ("kind",)
+    )
     doc["defs"]["Shape"]["oneOf"] = [ref("Circle"), ref("Box")]
 
 
@@ -175,6 +210,7 @@ def both(*edits: Edit) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         for e in edits:
             e(doc)
+
     return run
 
 
@@ -210,24 +246,28 @@ def _rename_field(doc: dict[str, Any]) -> None:
 def _add_method(capability: str | None) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["protocol"]["methods"]["run/again"] = method("agent", "RunRequest", "RunResponse", capability)
+
     return run
 
 
 def _method(**changes: Any) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         run_method(doc).update(changes)
+
     return run
 
 
 def _feature(**changes: Any) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["protocol"]["features"]["feat"].update(changes)
+
     return run
 
 
 def _count(**changes: Any) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         field(doc, "Payload", "count").update(changes)
+
     return run
 
 
@@ -239,6 +279,7 @@ def _add_field(required: bool) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["defs"]["Payload"]["properties"]["note"] = {"type": "string"}
         set_required(doc, "Payload", "note", required)
+
     return run
 
 
@@ -246,24 +287,28 @@ def _remove_field(wire: str) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         del doc["defs"]["Payload"]["properties"][wire]
         set_required(doc, "Payload", wire, False)
+
     return run
 
 
 def _open(name: str) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["defs"][name]["x-acp-open"] = True
+
     return run
 
 
 def _enum(values: list[str]) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["defs"]["Color"]["enum"] = values
+
     return run
 
 
 def _doc(**changes: Any) -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["protocol"].update(changes)
+
     return run
 
 
@@ -284,6 +329,7 @@ def _presence(overlap: bool) -> Edit:
             doc["defs"]["Shape"]["x-acp-union"]["overlap"] = "first"
         doc["defs"]["Circle"]["required"] = ["kind", "r"]
         doc["defs"]["Square"]["required"] = ["kind", "side"]
+
     return run
 
 
@@ -293,6 +339,7 @@ def _shapes(same_kind: bool) -> Edit:
         if same_kind:
             doc["defs"]["Shapes"]["x-acp-same-kind"] = True
         doc["defs"]["Payload"]["properties"]["shapes"] = ref("Shapes")
+
     return run
 
 
@@ -342,8 +389,13 @@ CASES: list[Case] = [
     Case("request-required-field-removed", B, W, _remove_field("name")),
     Case("response-required-field-removed", B, W, _remove_field("name"), direction=RESP),
     Case("response-optional-field-removed", B, SRC, _remove_field("count"), direction=RESP),
-    Case("field-renamed", B, W, both(_rename_field, _doc(version="v2")),
-         crossmap=_map(fields=[("Payload.count", "Payload.total")])),
+    Case(
+        "field-renamed",
+        B,
+        W,
+        both(_rename_field, _doc(version="v2")),
+        crossmap=_map(fields=[("Payload.count", "Payload.total")]),
+    ),
     Case("request-field-became-required", B, W, _require("count", True)),
     Case("response-field-became-required", B, W, _require("count", True), direction=RESP),
     Case("request-field-became-optional", B, W, _require("name", False)),
@@ -353,13 +405,25 @@ CASES: list[Case] = [
     Case("request-field-became-non-nullable", B, W, nothing, base=nullable_count),
     Case("response-field-became-non-nullable", B, W, nothing, base=nullable_count, direction=RESP),
     Case("field-type-changed", B, W, _count(type="string")),
-    Case("type-annotation-changed", S, SRC, both(
-        lambda d: d["defs"].update(Count={"type": "integer", "description": "An alias."}),
-        lambda d: d["defs"]["Payload"]["properties"].update(count=ref("Count")))),
+    Case(
+        "type-annotation-changed",
+        S,
+        SRC,
+        both(
+            lambda d: d["defs"].update(Count={"type": "integer", "description": "An alias."}),
+            lambda d: d["defs"]["Payload"]["properties"].update(count=ref("Count")),
+        ),
+    ),
     Case("constraints-changed", P, W, _count(minimum=0)),
     Case("field-default-changed", P, W, _count(default=1)),
-    Case("field-patch-changed", P, W, both(nullable_count, _count(**{"x-acp-patch": True})), base=nullable_count,
-         direction=RESP),
+    Case(
+        "field-patch-changed",
+        P,
+        W,
+        both(nullable_count, _count(**{"x-acp-patch": True})),
+        base=nullable_count,
+        direction=RESP,
+    ),
     Case("tolerance-added", S, W, _count(**{"x-acp-on-error": "omit"})),
     Case("request-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"})),
     Case("response-tolerance-removed", P, W, nothing, base=_count(**{"x-acp-on-error": "omit"}), direction=RESP),
@@ -367,33 +431,60 @@ CASES: list[Case] = [
     Case("request-closed-union-variant-added", B, W, add_square_variant),
     Case("request-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape")),
     Case("response-closed-union-variant-added", B, W, add_square_variant, direction=RESP),
-    Case("response-open-union-variant-added", P, W, both(_open("Shape"), add_square_variant), base=_open("Shape"),
-         direction=RESP),
+    Case(
+        "response-open-union-variant-added",
+        P,
+        W,
+        both(_open("Shape"), add_square_variant),
+        base=_open("Shape"),
+        direction=RESP,
+    ),
     Case("request-union-variant-removed", B, W, drop_square),
     Case("response-union-variant-removed", B, W, drop_square, direction=RESP),
     Case("union-variant-tag-changed", B, W, lambda d: field(d, "Square", "kind").update(const="box")),
     Case("union-variant-type-changed", P, W, box_for_square),
     Case("union-discriminator-changed", B, W, lambda d: retag(d, "type")),
-    Case("union-default-changed", B, W, lambda d: default_branch(d, "Square"), base=lambda d: default_branch(d, "Circle")),
+    Case(
+        "union-default-changed", B, W, lambda d: default_branch(d, "Square"), base=lambda d: default_branch(d, "Circle")
+    ),
     Case("union-became-open", P, SRC, _open("Shape")),
     Case("request-union-became-closed", B, W, nothing, base=_open("Shape")),
     Case("response-union-became-closed", B, W, nothing, base=_open("Shape"), direction=RESP),
     # issue 12: how receivers read what the reference reads
     Case("union-unknown-reading-changed", P, W, _unknown_default, base=_plain_default),
-    Case("union-unknown-required-changed", P, W,
-         both(_open("Shape"), lambda d: d["defs"]["Shape"]["x-acp-union"].update(unknownRequired=["r"])),
-         base=_open("Shape")),
+    Case(
+        "union-unknown-required-changed",
+        P,
+        W,
+        both(_open("Shape"), lambda d: d["defs"]["Shape"]["x-acp-union"].update(unknownRequired=["r"])),
+        base=_open("Shape"),
+    ),
     Case("union-overlap-changed", P, W, _presence(True), base=_presence(False)),
-    Case("object-required-one-of-changed", P, W,
-         lambda d: d["defs"]["Payload"].update({"x-acp-required-one-of": ["count", "id"]})),
+    Case(
+        "object-required-one-of-changed",
+        P,
+        W,
+        lambda d: d["defs"]["Payload"].update({"x-acp-required-one-of": ["count", "id"]}),
+    ),
     Case("alias-same-kind-changed", P, W, _shapes(True), base=_shapes(False)),
     # enums
     Case("request-closed-enum-value-added", B, W, _enum(["red", "green", "blue"])),
-    Case("request-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
-         base=_open("Color")),
+    Case(
+        "request-open-enum-value-added",
+        P,
+        W,
+        both(_open("Color"), _enum(["red", "green", "blue"])),
+        base=_open("Color"),
+    ),
     Case("response-closed-enum-value-added", B, W, _enum(["red", "green", "blue"]), direction=RESP),
-    Case("response-open-enum-value-added", P, W, both(_open("Color"), _enum(["red", "green", "blue"])),
-         base=_open("Color"), direction=RESP),
+    Case(
+        "response-open-enum-value-added",
+        P,
+        W,
+        both(_open("Color"), _enum(["red", "green", "blue"])),
+        base=_open("Color"),
+        direction=RESP,
+    ),
     Case("request-enum-value-removed", B, W, _enum(["red"])),
     Case("response-enum-value-removed", B, W, _enum(["red"]), direction=RESP),
     Case("enum-became-open", P, SRC, _open("Color")),
@@ -616,8 +707,15 @@ def test_v1_to_v2_agrees_with_the_protocol_notes(v1_to_v2) -> None:
     removed_variants = {c.old for c in _find(changes, "request-union-variant-removed", "SessionUpdate")}
     assert {"ToolCall", "Plan"} <= removed_variants
     added_variants = {c.new for c in changes if c.location == "SessionUpdate" and c.rule_id.endswith("variant-added")}
-    assert {"UserMessage", "AgentMessage", "AgentThought", "StateUpdate", "ToolCallContentChunk",
-            "TerminalUpdate", "TerminalOutputChunk"} <= added_variants
+    assert {
+        "UserMessage",
+        "AgentMessage",
+        "AgentThought",
+        "StateUpdate",
+        "ToolCallContentChunk",
+        "TerminalUpdate",
+        "TerminalOutputChunk",
+    } <= added_variants
 
 
 def test_v1_to_v2_report_is_in_generated_docs(v1_to_v2, rendered: dict[str, str]) -> None:
@@ -683,6 +781,7 @@ def test_cli_exit_codes_follow_fail_on(pair: Path, capsys, monkeypatch) -> None:
 def _unstable_method(name: str = "run/again", stability: str = "unstable") -> Edit:
     def run(doc: dict[str, Any]) -> None:
         doc["protocol"]["methods"][name] = method("agent", "RunRequest", "RunResponse", None, stability=stability)
+
     return run
 
 
@@ -694,10 +793,18 @@ def test_changes_to_the_unstable_surface_are_marked(tmp_path: Path) -> None:
         (nothing, _add_method(None), "ungated-method-added", False),
         (_unstable_method(), _unstable_method(stability="stable"), "method-stabilized", False),
         (nothing, _count(**{"x-acp-stability": "unstable"}), "field-destabilized", False),
-        (nothing, lambda d: d["defs"]["Payload"]["properties"].update(note={"type": "string", "x-acp-stability": "unstable"}),
-         "optional-field-added", True),
-        (nothing, both(add_square_variant, lambda d: d["defs"]["Triangle"].update({"x-acp-stability": "unstable"})),
-         "request-closed-union-variant-added", True),
+        (
+            nothing,
+            lambda d: d["defs"]["Payload"]["properties"].update(note={"type": "string", "x-acp-stability": "unstable"}),
+            "optional-field-added",
+            True,
+        ),
+        (
+            nothing,
+            both(add_square_variant, lambda d: d["defs"]["Triangle"].update({"x-acp-stability": "unstable"})),
+            "request-closed-union-variant-added",
+            True,
+        ),
         (nothing, add_square_variant, "request-closed-union-variant-added", False),
     ]
     for i, (base_edit, rev_edit, rule_id, unstable) in enumerate(cases):
@@ -724,13 +831,18 @@ def test_cli_ignore_unstable(tmp_path: Path, capsys, monkeypatch) -> None:
     _add_field(True)(both_kinds)  # a breaking change to the stable surface as well
     write_version(both_kinds, tmp_path / "mixed" / "v1")
     assert run_cli(["old/v1", "gone/v1", "--fail-on", "breaking"], tmp_path, capsys, monkeypatch)[0] == 1
-    code, out, _ = run_cli(["old/v1", "gone/v1", "--fail-on", "breaking", "--ignore-unstable"], tmp_path, capsys,
-                           monkeypatch)
+    code, out, _ = run_cli(
+        ["old/v1", "gone/v1", "--fail-on", "breaking", "--ignore-unstable"], tmp_path, capsys, monkeypatch
+    )
     assert code == 0 and "[unstable]" in out
-    assert run_cli(["old/v1", "promoted/v1", "--fail-on", "any", "--ignore-unstable"], tmp_path, capsys,
-                   monkeypatch)[0] == 1
-    assert run_cli(["old/v1", "mixed/v1", "--fail-on", "breaking", "--ignore-unstable"], tmp_path, capsys,
-                   monkeypatch)[0] == 1
+    assert (
+        run_cli(["old/v1", "promoted/v1", "--fail-on", "any", "--ignore-unstable"], tmp_path, capsys, monkeypatch)[0]
+        == 1
+    )
+    assert (
+        run_cli(["old/v1", "mixed/v1", "--fail-on", "breaking", "--ignore-unstable"], tmp_path, capsys, monkeypatch)[0]
+        == 1
+    )
 
 
 def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
@@ -740,16 +852,31 @@ def test_cli_formats(pair: Path, capsys, monkeypatch) -> None:
     assert "[request-required-field-added; request, sent by the client; breaks new agent reading an old client]" in text
     assert "\033[" not in text  # not a terminal: no colour
     code, md, _ = run_cli(["old/v1", "new/v1", "--format", "markdown"], pair, capsys, monkeypatch)
-    assert "| `Payload.note` | required field `note` added to `Payload` | wire | request, sent by the client " \
-           "| new agent reading an old client | `request-required-field-added` |" in md
+    assert (
+        "| `Payload.note` | required field `note` added to `Payload` | wire | request, sent by the client "
+        "| new agent reading an old client | `request-required-field-added` |" in md
+    )
     code, js, _ = run_cli(["old/v1", "new/v1", "--format", "json"], pair, capsys, monkeypatch)
     doc = json.loads(js)
     assert set(doc) == {"format", "old", "new", "crossVersionMap", "summary", "changes"}
     assert doc["summary"] == {"breaking": 1, "possibly-breaking": 0, "safe": 1}
     assert doc["old"]["source"] == "old/v1"
     first = doc["changes"][0]
-    assert set(first) == {"rule", "level", "axis", "scope", "location", "message", "old", "new", "direction",
-                          "sentBy", "hint", "unstable", "breaks"}
+    assert set(first) == {
+        "rule",
+        "level",
+        "axis",
+        "scope",
+        "location",
+        "message",
+        "old",
+        "new",
+        "direction",
+        "sentBy",
+        "hint",
+        "unstable",
+        "breaks",
+    }
     assert (first["rule"], first["scope"], first["location"]) == ("method-added", "method", "run/again")
     for text_out in (text, md, js):
         assert str(pair) not in text_out
@@ -776,16 +903,25 @@ def test_cli_finds_the_map_beside_new(inputs, capsys, monkeypatch) -> None:
 def test_cli_output_is_deterministic(tmp_path: Path) -> None:
     outputs = []
     for seed in ("1", "977"):
-        done = subprocess.run([sys.executable, "-m", "generator", "diff", "schema/v1", "schema/v2", "--format", "json"],
-                              cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, "-m", "generator", "diff", "schema/v1", "schema/v2", "--format", "json"],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
 
 
 def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args], cwd=cwd,
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_cli_against_a_git_revision(tmp_path: Path, capsys, monkeypatch) -> None:
@@ -798,8 +934,9 @@ def test_cli_against_a_git_revision(tmp_path: Path, capsys, monkeypatch) -> None
     rev = copy.deepcopy(base)
     _require("count", True)(rev)
     write_version(rev, repo / "schema" / "v1")
-    code, js, err = run_cli(["HEAD:schema/v1", "schema/v1", "--format", "json", "--fail-on", "breaking"],
-                            repo, capsys, monkeypatch)
+    code, js, err = run_cli(
+        ["HEAD:schema/v1", "schema/v1", "--format", "json", "--fail-on", "breaking"], repo, capsys, monkeypatch
+    )
     assert code == 1, err
     doc = json.loads(js)
     assert doc["old"]["source"] == "HEAD:schema/v1"
@@ -808,12 +945,15 @@ def test_cli_against_a_git_revision(tmp_path: Path, capsys, monkeypatch) -> None
     assert code == 0 and "no changes" in out
 
 
-@pytest.mark.parametrize("args, message", [
-    (["nowhere/v1", "schema/v1"], "nowhere/v1: no such schema folder"),
-    (["schema/v1", "bad/v1"], "bad/v1/protocol.json"),
-    (["nosuchrev:schema/v1", "schema/v1"], "unknown revision 'nosuchrev'"),
-    (["HEAD:schema/v9", "schema/v1"], "no folder 'schema/v9' at revision 'HEAD'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["nowhere/v1", "schema/v1"], "nowhere/v1: no such schema folder"),
+        (["schema/v1", "bad/v1"], "bad/v1/protocol.json"),
+        (["nosuchrev:schema/v1", "schema/v1"], "unknown revision 'nosuchrev'"),
+        (["HEAD:schema/v9", "schema/v1"], "no folder 'schema/v9' at revision 'HEAD'"),
+    ],
+)
 def test_cli_bad_input_exits_2(args: list[str], message: str, tmp_path: Path, capsys, monkeypatch) -> None:
     repo = tmp_path / "clone"
     write_version(base_doc(), repo / "schema" / "v1")
@@ -856,8 +996,9 @@ def test_cli_map_option(tmp_path: Path, capsys, monkeypatch) -> None:
     code, js, _ = run_cli(args, tmp_path, capsys, monkeypatch)
     rules = {c["rule"] for c in json.loads(js)["changes"]}
     assert json.loads(js)["crossVersionMap"] is False and {"method-removed", "method-added"} <= rules
-    (tmp_path / "map.json").write_text(json.dumps(
-        {"methods": [{"v1": "run", "v2": "run/go"}], "types": [], "fields": [], "capabilities": []}), "utf-8")
+    (tmp_path / "map.json").write_text(
+        json.dumps({"methods": [{"v1": "run", "v2": "run/go"}], "types": [], "fields": [], "capabilities": []}), "utf-8"
+    )
     code, js, _ = run_cli([*args, "--map", "map.json"], tmp_path, capsys, monkeypatch)
     assert "method-renamed" in {c["rule"] for c in json.loads(js)["changes"]}
     # found on its own when it sits beside the new folder
@@ -879,8 +1020,11 @@ def test_every_rule_is_emitted_through_its_constant() -> None:
 
     source = "\n".join((ROOT / "generator" / path).read_text("utf-8") for path in ("diff/compare.py", "reference.py"))
     tree = ast.parse(source)
-    named = {node.attr for node in ast.walk(tree)
-             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rules"}
+    named = {
+        node.attr
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "rules"
+    }
     reached: set[str] = set()
     for name in named:
         value = getattr(rule_module, name)
@@ -917,17 +1061,22 @@ def test_twins_are_judged_alike() -> None:
 
     for request_rule, response_rule in TWINS.items():
         a, b = rule(request_rule), rule(response_rule)
-        assert (a.level, a.axis, a.new_reader, a.old_reader) == (b.level, b.axis, b.new_reader, b.old_reader), \
+        assert (a.level, a.axis, a.new_reader, a.old_reader) == (b.level, b.axis, b.new_reader, b.old_reader), (
             request_rule
+        )
 
 
-@pytest.mark.parametrize("case_rule, direction, breaks", [
-    # the issue's example: a client on the new schema rejects every answer of an agent on the old one
-    ("response-required-field-added", RESP, "new client reading an old agent"),
-    ("request-required-field-added", REQ, "new agent reading an old client"),
-    ("response-field-became-optional", RESP, "old client reading a new agent"),
-    ("request-closed-union-variant-added", REQ, "old agent reading a new client"),
-], ids=lambda x: x if isinstance(x, str) and "-" in x else None)
+@pytest.mark.parametrize(
+    "case_rule, direction, breaks",
+    [
+        # the issue's example: a client on the new schema rejects every answer of an agent on the old one
+        ("response-required-field-added", RESP, "new client reading an old agent"),
+        ("request-required-field-added", REQ, "new agent reading an old client"),
+        ("response-field-became-optional", RESP, "old client reading a new agent"),
+        ("request-closed-union-variant-added", REQ, "old agent reading a new client"),
+    ],
+    ids=lambda x: x if isinstance(x, str) and "-" in x else None,
+)
 def test_a_change_names_the_pairing_it_breaks(case_rule: str, direction: str, breaks: str, tmp_path: Path) -> None:
     from generator.diff.report import breaks as breaks_text
 
@@ -977,8 +1126,10 @@ def test_snapshot_release_and_the_changelog(tmp_path: Path, capsys, monkeypatch)
     text = docs["docs/changelog-v1.md"]
     assert text.startswith("# Changes to v1 since the 2026-08 release\n")
     assert f"git revision `{head[:12]}`" in text
-    assert ("| `Payload.note` | required field `note` added to `Payload` | wire | response, sent by the agent "
-            "| new client reading an old agent | `response-required-field-added` |") in text
+    assert (
+        "| `Payload.note` | required field `note` added to `Payload` | wire | response, sent by the agent "
+        "| new client reading an old agent | `response-required-field-added` |"
+    ) in text
     assert changelog.changelogs(protocols, schema, "schema") == docs, "deterministic"
     # a later release replaces the snapshot and removes the old one
     _git(repo, "add", ".")
@@ -998,7 +1149,8 @@ def test_an_edited_snapshot_is_refused(tmp_path: Path, monkeypatch) -> None:
     changelog.snapshot_release(schema, "2026-08")
     protocols = {"v1": load(schema / "v1", "schema/v1")}
     (schema / "releases" / "2026-08" / "v1" / "protocol.json").write_text(
-        (schema / "v1" / "protocol.json").read_text("utf-8") + "\n", "utf-8")
+        (schema / "v1" / "protocol.json").read_text("utf-8") + "\n", "utf-8"
+    )
     with pytest.raises(SchemaError) as info:
         changelog.changelogs(protocols, schema, "schema")
     (problem,) = info.value.problems
@@ -1010,12 +1162,16 @@ def test_an_edited_snapshot_is_refused(tmp_path: Path, monkeypatch) -> None:
     assert "schema/releases/2026-08/v1/ is missing" in info.value.problems[0].message
 
 
-@pytest.mark.parametrize("args, message", [
-    (["snapshot-release", "2026-8"], "a release is named by its year and month"),
-    (["snapshot-release", "2026-08", "--revision", "nosuchrev"], "nosuchrev"),
-])
-def test_snapshot_release_bad_input_writes_nothing(args: list[str], message: str, tmp_path: Path, capsys,
-                                                   monkeypatch) -> None:
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["snapshot-release", "2026-8"], "a release is named by its year and month"),
+        (["snapshot-release", "2026-08", "--revision", "nosuchrev"], "nosuchrev"),
+    ],
+)
+def test_snapshot_release_bad_input_writes_nothing(
+    args: list[str], message: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
     repo = _release_repo(tmp_path)
     monkeypatch.chdir(repo)
     assert cli.main(["--schema", str(repo / "schema"), *args]) == 2
@@ -1029,8 +1185,9 @@ def test_the_project_baseline_is_the_recorded_revision() -> None:
     from generator.loader import load_version
     from generator.sources import GitSource
 
-    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
-                             text=True).stdout.strip()
+    shallow = subprocess.run(
+        ["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
     baselines = changelog.load_baselines(ROOT / "schema")
     assert {b.version for b in baselines} == {"v1", "v2"}
     for b in baselines:

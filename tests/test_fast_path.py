@@ -42,13 +42,16 @@ CHANGED = {
     "commas": _NEW.replace("@", _BOOL + ",1e400"),
     "brackets": _NEW.replace("@", "[" * 130 + "]" * 130),  # an item too deep, dropped: "[]" stays one
     "quotes": _NEW.replace(  # two default-on-error arrays: a string holding "[][]" and 1e400 become []
-        "@", '{"type":"select","id":"m","name":"M","currentValue":"x","options":'
-             '[{"group":"g","name":"G","options":"[][]"}]}').replace(
-        '"s",', '"s","modes":{"currentModeId":"a","availableModes":1e400},'),
+        "@",
+        '{"type":"select","id":"m","name":"M","currentValue":"x","options":'
+        '[{"group":"g","name":"G","options":"[][]"}]}',
+    ).replace('"s",', '"s","modes":{"currentModeId":"a","availableModes":1e400},'),
     "nulls (l)": _NEW.replace("@", _BOOL).replace('"s",', '"s","_meta":{"x":1e400},'),
     "escaped ASCII": _NEW.replace(
-        "@", '{"type":"select","id":"m","name":"M","currentValue":"x","category":[1e400],'
-             '"options":[{"value":"x","name":"\\u0022\\u0022\\u002c\\u005b"}]}'),
+        "@",
+        '{"type":"select","id":"m","name":"M","currentValue":"x","category":[1e400],'
+        '"options":[{"value":"x","name":"\\u0022\\u0022\\u002c\\u005b"}]}',
+    ),
     # kept, but beyond the limits: only the write-back shows them
     "depth": _NEW.replace("@", _BOOL).replace('"s",', '"s","_meta":{"x":' + "[" * 130 + "]" * 130 + "},"),
     "digits": _NEW.replace("@", _BOOL).replace('"s",', '"s","_meta":{"x":' + "7" * 1001 + "},"),
@@ -61,8 +64,12 @@ CHANGED = {
 
 def _variants(message: Any) -> list[Any]:
     text = json.dumps(message)
-    return [text, json.dumps(message, separators=(",", ":")), json.dumps(message, ensure_ascii=True),
-            text.encode("utf-8")]
+    return [
+        text,
+        json.dumps(message, separators=(",", ":")),
+        json.dumps(message, ensure_ascii=True),
+        text.encode("utf-8"),
+    ]
 
 
 def corpus() -> list[tuple[str, Any, str | None]]:
@@ -99,14 +106,20 @@ def corpus() -> list[tuple[str, Any, str | None]]:
             cases.append((version, skip.replace("@", '{"a":' + number + ',"a":1}'), "session/new"))
         # keys spelled like attributes: the models' slow path
         for spelled in ('"meta":{"a":1}', '"session_id":"s2"', '"_meta":{"a":1},"meta":null'):
-            cases.append((version, '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1",'
-                          + spelled + "}}", None))
+            cases.append(
+                (
+                    version,
+                    '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1",' + spelled + "}}",
+                    None,
+                )
+            )
         for line in CHANGED.values():
             cases.append((version, line, "session/new"))
             cases.append((version, line.encode(), "session/new"))
-        for spaced in ('[ ]', '[\n]'):  # an empty array written with a space: not shown, read alike
-            cases.append((version, _NEW.replace("@", _BOOL).replace('"s",', '"s","_meta":{"x":' + spaced + '},'),
-                          "session/new"))
+        for spaced in ("[ ]", "[\n]"):  # an empty array written with a space: not shown, read alike
+            cases.append(
+                (version, _NEW.replace("@", _BOOL).replace('"s",', '"s","_meta":{"x":' + spaced + "},"), "session/new")
+            )
         for escaped in ('"\\u003a"', '"a\\u003Ab"', '"x:y"'):
             colon = '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1","s":@,"s":@}}'
             cases.append((version, colon.replace("@", escaped), None))
@@ -122,13 +135,33 @@ def messages(version: str) -> Any:
 
 def outcome(msg: Any) -> tuple[Any, ...]:
     if isinstance(msg, MessageError):
-        return ("error", type(msg).__name__, msg.code, msg.message, msg.id, msg.method, msg.data, msg.kind,
-                msg.has_id, msg.answerable)
+        return (
+            "error",
+            type(msg).__name__,
+            msg.code,
+            msg.message,
+            msg.id,
+            msg.method,
+            msg.data,
+            msg.kind,
+            msg.has_id,
+            msg.answerable,
+        )
     if isinstance(msg, _jsonrpc.Batch):
         return ("batch", tuple(outcome(e) for e in msg.entries), msg.to_json())
     payload = getattr(msg, "params", getattr(msg, "result", getattr(msg, "error", None)))
-    return ("ok", type(msg).__name__, msg.to_json(), msg.to_wire(), getattr(msg, "id", None), msg.method,
-            dict(msg.extra), type(payload), getattr(payload, "model_fields_set", None), repr(payload))
+    return (
+        "ok",
+        type(msg).__name__,
+        msg.to_json(),
+        msg.to_wire(),
+        getattr(msg, "id", None),
+        msg.method,
+        dict(msg.extra),
+        type(payload),
+        getattr(payload, "model_fields_set", None),
+        repr(payload),
+    )
 
 
 def general(version: str, data: Any, **kw: Any) -> Any:
@@ -247,9 +280,11 @@ def test_no_spelling_note_outlives_a_message_and_a_stale_one_changes_no_answer(v
     from acp_types._runtime import _SEEN
 
     lines = [(d, method) for v, d, method in CORPUS if v == version]
-    lines += [('{"jsonrpc":"1.0","method":"session/cancel","params":{"sessionId":"s1","session_id":"x"}}', None),
-              ('{"jsonrpc":"1.0","id":1,"result":{"sessionId":"s","session_id":"x"}}', "session/new"),
-              ('{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","session_id":"x","modes":5},"x":{}}', "session/new")]
+    lines += [
+        ('{"jsonrpc":"1.0","method":"session/cancel","params":{"sessionId":"s1","session_id":"x"}}', None),
+        ('{"jsonrpc":"1.0","id":1,"result":{"sessionId":"s","session_id":"x"}}', "session/new"),
+        ('{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s","session_id":"x","modes":5},"x":{}}', "session/new"),
+    ]
     for stale in (False, True):
         for data, method in lines[:: 3 if stale else 1]:
             _SEEN.keys = {"session_id"} if stale else None

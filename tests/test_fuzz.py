@@ -46,10 +46,37 @@ def _deep(depth: int) -> Any:
 
 
 HOSTILE: list[Any] = [
-    True, False, None, 0, -1, 7.0, -0.0, 1.5, 2**63, -(2**64), 10**400, 1e308, 5e-324,
-    "", "x" * 300, "\u0000", "ünï😀", "https://a.test:80/x?y=a:b", "\\u003a", DEFAULT_TAG, UNKNOWN_TAG,
-    "_acme/x", "session/cancel", "2.0", [], {}, [None], {"": None}, {"_meta": {"k": [1, {"x": None}]}},
-    _deep(MAX_DEPTH - 4), _deep(MAX_DEPTH + 2),
+    True,
+    False,
+    None,
+    0,
+    -1,
+    7.0,
+    -0.0,
+    1.5,
+    2**63,
+    -(2**64),
+    10**400,
+    1e308,
+    5e-324,
+    "",
+    "x" * 300,
+    "\u0000",
+    "ünï😀",
+    "https://a.test:80/x?y=a:b",
+    "\\u003a",
+    DEFAULT_TAG,
+    UNKNOWN_TAG,
+    "_acme/x",
+    "session/cancel",
+    "2.0",
+    [],
+    {},
+    [None],
+    {"": None},
+    {"_meta": {"k": [1, {"x": None}]}},
+    _deep(MAX_DEPTH - 4),
+    _deep(MAX_DEPTH + 2),
 ]
 """Values a mutation puts in place of another (all of them JSON)."""
 
@@ -116,7 +143,7 @@ def mutate(rng: random.Random, message: Any) -> str:
         # write one member twice
         i = text.index('":')
         start = text.rindex('"', 0, i) if '"' in text[:i] else 0
-        text = text[:start] + text[start:i + 2] + "0," + text[start:]
+        text = text[:start] + text[start : i + 2] + "0," + text[start:]
     elif roll < 0.12:
         cut = rng.randrange(len(text) + 1)
         text = text[:cut] + rng.choice(["", "}", "]", ",", '"', "\\", "\ud800", "NaN", " "]) + text[cut:]

@@ -77,8 +77,11 @@ def test_builtins_of_names_every_builtin_the_model_annotations_use(inputs: Input
                 continue
             # tag fields are declared under `if TYPE_CHECKING:` / `else:` (see generator/plan.py)
             body = [s for stmt in classes[t.name].body for s in (stmt.body if isinstance(stmt, ast.If) else [stmt])]
-            annotations = {stmt.target.id: stmt.annotation for stmt in body
-                           if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)}
+            annotations = {
+                stmt.target.id: stmt.annotation
+                for stmt in body
+                if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
+            }
             for f in t.fields:
                 used = {n.id for n in ast.walk(annotations[f.py_name]) if isinstance(n, ast.Name) and n.id in names}
                 used -= {"None"}
@@ -90,8 +93,10 @@ def test_builtins_of_names_every_builtin_the_model_annotations_use(inputs: Input
 def test_a_diff_side_nested_too_deeply_is_exit_2(tmp_path: Path) -> None:
     side = tmp_path / "side" / "v1"
     shutil.copytree(ROOT / "schema" / "v1", side)
-    (side / "zz_deep.json").write_text('{"$schema": "https://json-schema.org/draft/2020-12/schema", '
-                                       f'"description": "d", "$defs": {{"Deep": {{"description": "d", "default": {DEEP}}}}}}}')
+    (side / "zz_deep.json").write_text(
+        '{"$schema": "https://json-schema.org/draft/2020-12/schema", '
+        f'"description": "d", "$defs": {{"Deep": {{"description": "d", "default": {DEEP}}}}}}}'
+    )
     done = _run("diff", str(ROOT / "schema" / "v1"), str(side), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "zz_deep.json" in done.stderr and "nested too deeply" in done.stderr
@@ -126,14 +131,18 @@ def test_validate_reports_a_lone_surrogate_without_crashing_the_terminal(tmp_pat
     shutil.copytree(ROOT / "schema", schema)
     (schema / "v1" / "zz_case.json").write_text(
         '{"$schema": "https://json-schema.org/draft/2020-12/schema", "description": "d", '
-        '"$defs": {"\\ud800Bad": {"description": "\\udc00", "type": "string"}}}')
-    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "validate"], cwd=tmp_path,
-                          capture_output=True, env={**ENV, "LC_ALL": "C", "PYTHONIOENCODING": "ascii"})
+        '"$defs": {"\\ud800Bad": {"description": "\\udc00", "type": "string"}}}'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
+        cwd=tmp_path,
+        capture_output=True,
+        env={**ENV, "LC_ALL": "C", "PYTHONIOENCODING": "ascii"},
+    )
     stderr = done.stderr.decode("ascii", "replace")
     assert done.returncode == 2, stderr
     assert "lone surrogate" in stderr and "Traceback" not in stderr
     assert os.listdir(tmp_path) == ["schema"]
-
 
 
 def _limited(megabytes: int):  # type: ignore[no-untyped-def]
@@ -156,8 +165,15 @@ def test_a_schema_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path
     shutil.copytree(ROOT / "schema", schema)
     _sparse(schema / "v1" / "zz_huge.json")
     for command in (["validate"], ["diff", "schema/v1", "schema/v2"]):
-        done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), *command], cwd=tmp_path,
-                              capture_output=True, text=True, env=ENV, preexec_fn=_limited(1024), timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "generator", "--schema", str(schema), *command],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=ENV,
+            preexec_fn=_limited(1024),
+            timeout=120,
+        )
         assert done.returncode == 2, done.stderr
         assert "schema/v1/zz_huge.json: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
@@ -168,9 +184,25 @@ def test_a_reference_schema_over_the_size_limit_is_refused_before_it_is_read(tmp
     reference.mkdir()
     _sparse(reference / "schema.json")
     (reference / "meta.json").write_text('{"agentMethods": {}, "clientMethods": {}, "version": 1}')
-    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(ROOT / "schema"), "compare-reference",
-                           "--version", "v1", str(reference)], cwd=tmp_path, capture_output=True, text=True, env=ENV,
-                          preexec_fn=_limited(1024), timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "generator",
+            "--schema",
+            str(ROOT / "schema"),
+            "compare-reference",
+            "--version",
+            "v1",
+            str(reference),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        preexec_fn=_limited(1024),
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert f"{reference / 'schema.json'}: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -187,7 +219,7 @@ def test_a_file_just_over_the_limit_is_refused_and_one_at_it_is_read(tmp_path: P
         read_bounded(over)
 
 
-_RECURSIVE = r'''
+_RECURSIVE = r"""
 import json
 from pydantic import ValidationError
 from acp_types._runtime import validate_payload
@@ -240,7 +272,7 @@ except TypeError:
 else:
     raise AssertionError("a misspelled keyword was accepted")
 print("ok")
-'''
+"""
 
 
 def test_recursive_types_generate_import_and_round_trip(tmp_path: Path) -> None:
@@ -254,7 +286,12 @@ def test_recursive_types_generate_import_and_round_trip(tmp_path: Path) -> None:
     assert "model_rebuild" not in models  # pydantic builds each model on first use, after the module ran
     run = tmp_path / "run"
     run.mkdir()
-    check = subprocess.run([sys.executable, "-c", _RECURSIVE], cwd=run, capture_output=True, text=True,
-                           env={**ENV, "PYTHONPATH": str(tmp_path / "out")})
+    check = subprocess.run(
+        [sys.executable, "-c", _RECURSIVE],
+        cwd=run,
+        capture_output=True,
+        text=True,
+        env={**ENV, "PYTHONPATH": str(tmp_path / "out")},
+    )
     assert check.returncode == 0, check.stderr
     assert check.stdout == "ok\n"

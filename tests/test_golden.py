@@ -37,8 +37,13 @@ def test_generated_tree_matches_schemas(rendered: dict[str, str]) -> None:
 
 def _generate(out: Path, seed: str, jobs: str = "") -> dict[str, bytes]:
     env = {**os.environ, "PYTHONHASHSEED": seed, "ACP_TYPES_JOBS": jobs}
-    done = subprocess.run([sys.executable, "-m", "generator", "generate", "--out", str(out)],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "generate", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
     return writer.existing_files(out)
 
@@ -73,8 +78,9 @@ def test_check_reports_stale_files_and_exits_1(tmp_path: Path, rendered: dict[st
     writer.write_tree(out, rendered)
     (out / "acp_types" / "v1" / "methods.py").write_text("# edited by hand\n")
     (out / "acp_types" / "orphan.py").write_text("x = 1\n")
-    done = subprocess.run([sys.executable, "-m", "generator", "check", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "check", "--out", str(out)], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 1
     assert "acp_types/v1/methods.py: differs" in done.stderr
     assert "acp_types/orphan.py" in done.stderr

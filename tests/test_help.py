@@ -43,8 +43,16 @@ def test_version_page_is_a_short_guide(version: str) -> None:
     assert f"from acp_types.{version} import {model}" in page
     assert f"help(acp_types.{version}.{model})" in page
     # the entry points and tables are on the page itself
-    for name in ("parse_params", "parse_result", "parse_message", "method_allowed", "METHODS", "ERRORS",
-                 "RESOURCE_NOT_FOUND", "SCHEMA_PATH"):
+    for name in (
+        "parse_params",
+        "parse_result",
+        "parse_message",
+        "method_allowed",
+        "METHODS",
+        "ERRORS",
+        "RESOURCE_NOT_FOUND",
+        "SCHEMA_PATH",
+    ):
         assert name in page, name
     # no model is documented on the guide page
     assert f"class {model}" not in page
@@ -93,8 +101,9 @@ def test_star_import_binds_every_public_name(version: str) -> None:
         f"import acp_types.{version} as m\n"
         "print(json.dumps(sorted(k for k in globals() if not k.startswith('_'))))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         cwd=ROOT / "generated", check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT / "generated", check=True
+    )
     bound = set(json.loads(out.stdout)) - {"json", "m"}
     assert _schema_names(version) <= bound
     assert set(list(api(version).__all__)) == bound

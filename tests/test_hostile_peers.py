@@ -61,8 +61,13 @@ class Peer:
     """The agent as a subprocess, and a peer that writes and reads its pipes from threads."""
 
     def __init__(self, *args: str, script: Path = AGENT, drain_stderr: bool = True) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(script), *args], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            bufsize=0,
+        )
         self.lines: list[bytes] = []
         self.stderr = bytearray()
         self.reading = threading.Event()
@@ -306,8 +311,9 @@ def test_a_response_too_long_to_read_fails_its_request_and_is_never_answered(pee
 def test_an_agent_streaming_faster_than_the_client_handles_does_not_grow_the_client() -> None:
     # item 4, the client's side: a 1 ms session_update handler, 200,000 chunks streamed at it
     script = Path(__file__).resolve().parent / "hostile" / "slow_client.py"
-    out = subprocess.run([sys.executable, str(script), str(count(200_000)), str(WRITE_FOR)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, str(script), str(count(200_000)), str(WRITE_FOR)], capture_output=True, text=True, timeout=120
+    )
     assert (out.returncode, out.stderr) == (0, "")
     growth, handled = map(int, out.stdout.split())
     print(f"a client's 1 ms handler fed {count(200_000)} chunks: handled {handled}, growth {growth >> 20} MiB")

@@ -100,7 +100,9 @@ def test_rejected_with_file_pointer_and_fix(name: str, tmp_path: Path) -> None:
     before = writer.existing_files(out)
     done = subprocess.run(
         [sys.executable, "-m", "generator", "--schema", "schema", "generate", "--out", str(out)],
-        cwd=tmp_path, capture_output=True, env=ENV,
+        cwd=tmp_path,
+        capture_output=True,
+        env=ENV,
     )
     stderr = done.stderr.decode("utf-8", "replace")
     assert "Traceback" not in stderr, stderr
@@ -114,7 +116,7 @@ def test_rejected_with_file_pointer_and_fix(name: str, tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "schema"]
 
 
-_CHECK = r'''
+_CHECK = r"""
 import importlib, json, os, sys, typing, inspect
 import pydantic
 spec = json.loads(sys.stdin.read())
@@ -175,7 +177,7 @@ for name, payload in spec["payloads"].items():
     if model.model_validate_json(parsed.model_dump_json(by_alias=True, exclude_unset=True)) != parsed:
         problems.append(f"{name}: JSON round trip differs")
 print(json.dumps(problems))
-'''
+"""
 
 
 @pytest.mark.parametrize("name", ACCEPTED)
@@ -192,7 +194,10 @@ def test_accepted_keeps_text_as_data(name: str, tmp_path: Path) -> None:
     run = tmp_path / "run"
     run.mkdir()
     done = subprocess.run(
-        [sys.executable, "-c", _CHECK], cwd=run, capture_output=True, text=True,
+        [sys.executable, "-c", _CHECK],
+        cwd=run,
+        capture_output=True,
+        text=True,
         input=json.dumps({"defs": defs, "payloads": payloads}),
         env={**ENV, "PYTHONPATH": str(out)},
     )
@@ -214,8 +219,12 @@ def test_every_problem_is_listed_not_just_the_first(tmp_path: Path) -> None:
         doc = json.loads(path.read_text("utf-8"))
         _set(doc, patch["pointer"], patch["value"])
         path.write_text(json.dumps(doc, indent=2), "utf-8")
-    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert "the schema has 2 problems" in done.stderr, done.stderr
     assert "CreateSessionRequest" in done.stderr

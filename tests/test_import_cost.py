@@ -65,8 +65,14 @@ _NOT_AT_IMPORT = ("acp_types.connection", "pydoc", "asyncio", "importlib.metadat
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_version_imports_only_what_it_needs(version: str) -> None:
-    out = subprocess.run([sys.executable, "-c", _LOADED.format(version=version)], capture_output=True, text=True,
-                         timeout=120, cwd=ROOT / "generated", check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", _LOADED.format(version=version)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT / "generated",
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     loaded = set(result["modules"])
@@ -122,15 +128,19 @@ def test_the_import_bound_is_our_classes_as_plain_pydantic_models(version: str, 
     """``make bench``'s import bound (benchmarks/import_bound.py): our classes, fields and annotations, nothing of ACP."""
     path = write_bound(tmp_path, GENERATED / "acp_types" / version / "models.py")
     code = _BOUND_CLASSES.format(folder=str(tmp_path), module=path.stem)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path,
-                         check=False)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path, check=False
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["acp"] == []  # pydantic and the standard library only
     bound = result["classes"]
     models = api(version).models
-    ours = {name: c for name, c in vars(models).items()
-            if isinstance(c, type) and issubclass(c, AcpModel) and c.__module__ == models.__name__}
+    ours = {
+        name: c
+        for name, c in vars(models).items()
+        if isinstance(c, type) and issubclass(c, AcpModel) and c.__module__ == models.__name__
+    }
     assert set(bound) == set(ours) | {"UnknownVariant"} and len(ours) > 150
     validated = 0
     for name, cls in ours.items():
@@ -138,8 +148,10 @@ def test_the_import_bound_is_our_classes_as_plain_pydantic_models(version: str, 
         assert plain["config"] == {"defer_build": True}, name
         assert not plain["extra"] and not plain["validators"] and not plain["tags"], name
         validated += len(cls.__pydantic_decorators__.model_validators)
-        fields = [[f, _plain(repr(i.annotation), models.__name__), i.alias, repr(i.default), len(i.metadata)]
-                  for f, i in cls.model_fields.items()]
+        fields = [
+            [f, _plain(repr(i.annotation), models.__name__), i.alias, repr(i.default), len(i.metadata)]
+            for f, i in cls.model_fields.items()
+        ]
         assert [[f[0], _plain(f[1], path.stem), *f[2:]] for f in plain["fields"]] == fields, name
     assert validated > 0  # ours has model validators; the bound none
 

@@ -32,12 +32,19 @@ def test_every_supported_interpreter_renders_the_committed_bytes() -> None:
             pytest.fail(message)
         pytest.skip(message + " (set ACP_TYPES_MIN_INTERPRETERS to make this a failure)")
     with ThreadPoolExecutor(max_workers=len(interpreters)) as pool:
-        pythons = dict(zip(interpreters, pool.map(lambda item: interpreter_env(*item), interpreters.items()),
-                           strict=True))
+        pythons = dict(
+            zip(interpreters, pool.map(lambda item: interpreter_env(*item), interpreters.items()), strict=True)
+        )
 
     def check(python: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([python, "-m", "generator", "check", "--full"], cwd=ROOT, capture_output=True,
-                              text=True, timeout=600, env={**os.environ, "ACP_TYPES_JOBS": "1"})
+        return subprocess.run(
+            [python, "-m", "generator", "check", "--full"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "ACP_TYPES_JOBS": "1"},
+        )
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         results = dict(zip(pythons, pool.map(check, pythons.values()), strict=True))

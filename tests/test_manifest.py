@@ -86,8 +86,9 @@ def test_a_changed_tool_version_changes_the_input_digest(monkeypatch: pytest.Mon
 
 
 @pytest.mark.parametrize("part", ["generator/model.py", "templates/version/methods.py.jinja2", "runtime/_runtime.py"])
-def test_changed_generator_source_or_template_changes_the_input_digest(part: str, tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_changed_generator_source_or_template_changes_the_input_digest(
+    part: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = manifest.input_digest(ROOT / "schema")
     copy = tmp_path / "repo"
     for name in ("generator", "templates", "runtime"):

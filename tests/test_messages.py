@@ -234,7 +234,7 @@ def test_request_and_notification_kinds_are_checked(version: str) -> None:
     m = api(version)
     with pytest.raises(InvalidRequest, match="notification"):
         m.parse_message({**CANCEL, "id": 3})
-    with pytest.raises(InvalidRequest, match="needs an \"id\""):
+    with pytest.raises(InvalidRequest, match='needs an "id"'):
         m.parse_message({k: v for k, v in LIST_REQUEST.items() if k != "id"})
 
 
@@ -275,7 +275,7 @@ MALFORMED = [
 def test_malformed_envelopes_are_rejected(version: str, message: Any, why: str) -> None:
     m = api(version)
     # a str is always JSON text, so a bare string message is only tried encoded
-    for data in ((message, json.dumps(message)) if not isinstance(message, str) else (json.dumps(message),)):
+    for data in (message, json.dumps(message)) if not isinstance(message, str) else (json.dumps(message),):
         with pytest.raises(InvalidRequest) as info:
             m.parse_message(data, method="session/list")
         assert info.value.code == -32600
@@ -285,8 +285,14 @@ def test_malformed_envelopes_are_rejected(version: str, message: Any, why: str) 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_text_that_is_not_json(version: str) -> None:
     m = api(version)
-    for data in ('{"jsonrpc": "2.0", "id": 1,', "", "NaN", '{"jsonrpc":"2.0","id":1,"result":{"x":Infinity}}',
-                 b"\xff\xfe{}", '{"jsonrpc":"2.0"} trailing'):
+    for data in (
+        '{"jsonrpc": "2.0", "id": 1,',
+        "",
+        "NaN",
+        '{"jsonrpc":"2.0","id":1,"result":{"x":Infinity}}',
+        b"\xff\xfe{}",
+        '{"jsonrpc":"2.0"} trailing',
+    ):
         with pytest.raises(ParseError) as info:
             m.parse_message(data, method="session/list")
         assert info.value.code == -32700 and isinstance(info.value, MessageError) and isinstance(info.value, ValueError)
@@ -346,8 +352,7 @@ def test_v2_batch_of_responses_uses_pending() -> None:
     pending = v2.PendingRequests()
     a = pending.request("session/list", {})
     b = pending.request("session/archive", {"sessionId": "s"})
-    answers = [{"jsonrpc": "2.0", "id": b.id, "result": {}},
-               {"jsonrpc": "2.0", "id": a.id, "result": {"sessions": []}}]
+    answers = [{"jsonrpc": "2.0", "id": b.id, "result": {}}, {"jsonrpc": "2.0", "id": a.id, "result": {"sessions": []}}]
     batch = v2.parse_message(answers, pending=pending)
     assert [type(r.result) for r in batch] == [v2.ArchiveSessionResponse, v2.ListSessionsResponse]
     assert len(pending) == 0 and batch.to_wire() == answers
@@ -519,8 +524,12 @@ def test_an_integral_float_in_a_tolerant_array_keeps_its_item() -> None:
     def location(line: Any) -> dict[str, Any]:
         return {"path": f"/src/{line}.py", "line": line}
 
-    update = {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read",
-              "locations": [location(0), location(1.0)]}
+    update = {
+        "sessionUpdate": "tool_call",
+        "toolCallId": "t1",
+        "title": "Read",
+        "locations": [location(0), location(1.0)],
+    }
     params = {"sessionId": "s1", "update": update}
     message = {"jsonrpc": "2.0", "method": "session/update", "params": params}
     from conftest import validator_for
@@ -541,4 +550,6 @@ def test_an_integral_float_in_a_tolerant_array_keeps_its_item() -> None:
     assert len(kept) == 2 and kept[1].line is None and "line" not in kept[1].model_fields_set
     # and a number field keeps its notation
     assert v1.parse_message(json.dumps(message)).to_wire()["params"]["update"]["locations"][1] == {
-        "path": "/src/1.0.py", "line": 1}
+        "path": "/src/1.0.py",
+        "line": 1,
+    }

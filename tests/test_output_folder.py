@@ -46,8 +46,13 @@ def _all_bytes(folder: Path) -> dict[str, bytes | str]:
 
 
 def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "generator", "--schema", str(ROOT / "schema"), *args],
-                          cwd=cwd, capture_output=True, text=True, env={**ENV, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(ROOT / "schema"), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**ENV, **(env or {})},
+    )
 
 
 def _foreign(tmp_path: Path) -> Path:
@@ -159,8 +164,15 @@ def test_symlinks_inside_the_tree_are_replaced_not_followed(tmp_path: Path) -> N
 def test_impossible_out_paths_are_usage_errors(kind: str, tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("x\n")
     (tmp_path / "dangling").symlink_to("nowhere")
-    out = {"file": "afile", "dangling-symlink": "dangling", "under-a-file": "afile/sub", "root": "/",
-           "empty": "", "proc": "/proc/acp-types-out", "sys": "/sys/acp-types-out"}[kind]
+    out = {
+        "file": "afile",
+        "dangling-symlink": "dangling",
+        "under-a-file": "afile/sub",
+        "root": "/",
+        "empty": "",
+        "proc": "/proc/acp-types-out",
+        "sys": "/sys/acp-types-out",
+    }[kind]
     before = _all_bytes(tmp_path)
     old = os.getcwd()
     os.chdir(tmp_path)
@@ -214,8 +226,12 @@ def test_concurrent_runs_are_serialized_and_each_leaves_a_whole_tree(tmp_path: P
         specs.append(spec)
     trees = [{k: v.encode() for k, v in m.items()} for m in (TREE, OTHER)]
     for _ in range(6):
-        procs = [subprocess.Popen([sys.executable, "-c", WRITE, str(out), str(spec)], cwd=ROOT, env=ENV,
-                                  stderr=subprocess.PIPE, text=True) for spec in specs * 2]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", WRITE, str(out), str(spec)], cwd=ROOT, env=ENV, stderr=subprocess.PIPE, text=True
+            )
+            for spec in specs * 2
+        ]
         for proc in procs:
             _, err = proc.communicate()
             assert proc.returncode == 0, err
@@ -229,8 +245,9 @@ def test_a_second_run_waits_for_the_lock(tmp_path: Path) -> None:
     spec = tmp_path / "spec.json"
     spec.write_text(json.dumps(TREE))
     with writer._locked(tmp_path):
-        proc = subprocess.Popen([sys.executable, "-c", WRITE, str(out), str(spec)], cwd=ROOT, env=ENV,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", WRITE, str(out), str(spec)], cwd=ROOT, env=ENV, stderr=subprocess.PIPE, text=True
+        )
         time.sleep(1.5)
         assert proc.poll() is None, "the second run did not wait for the lock"
         assert not out.exists()

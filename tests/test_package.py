@@ -16,9 +16,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--quiet",
-         "--disable-pip-version-check", "-w", str(out), str(ROOT)],
-        capture_output=True, text=True, cwd=build,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-w",
+            str(out),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=build,
     )
     assert done.returncode == 0, done.stderr
     (found,) = out.glob("acp_types-*.whl")
@@ -51,11 +64,16 @@ def test_wheel_imports_on_its_own(wheel: Path, tmp_path: Path, inputs) -> None:
         "assert all(json.loads(m.STABLE_SCHEMA_PATH.read_text())['$defs'] for m in mods);"
         "print(*[len(m.METHODS) for m in mods], *[len(m.stable_methods()) for m in mods])"
     )
-    done = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {code}"],
-                          capture_output=True, text=True, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {code}"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(len(p.methods)) for p in inputs.protocols.values()] + [
-        str(sum(m.stability == "stable" for m in p.methods)) for p in inputs.protocols.values()]
+        str(sum(m.stability == "stable" for m in p.methods)) for p in inputs.protocols.values()
+    ]
 
 
 def test_the_version_is_written_once(wheel: Path) -> None:

@@ -127,7 +127,11 @@ def test_validation_gives_the_same_answer_in_any_order_in_fresh_processes(tmp_pa
     for order in ("file-order", "reversed", "models-first"):
         run = subprocess.run(
             [sys.executable, "-c", ORDER_SCRIPT, order, str(tmp_path / "probes.json")],
-            capture_output=True, text=True, env=env, cwd=ROOT, timeout=300,
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=300,
         )
         assert run.returncode == 0, run.stderr
         results[order] = json.loads(run.stdout)
@@ -186,7 +190,9 @@ def test_integers_beyond_the_digit_limit_are_refused_as_text_and_decoded(version
         for sign in ("", "-"):
             n = int(sign + "1" + "0" * (digits - 1)) if digits < 4300 else (-1 if sign else 1) * 10 ** (digits - 1)
             assert outcome(version, with_params({"x": n})) == ("error", "InvalidRequest")
-            text = '{"jsonrpc":"2.0","id":1,"method":"_acme/echo","params":{"x":' + sign + "1" + "0" * (digits - 1) + "}}"
+            text = (
+                '{"jsonrpc":"2.0","id":1,"method":"_acme/echo","params":{"x":' + sign + "1" + "0" * (digits - 1) + "}}"
+            )
             assert outcome(version, text) == ("error", "InvalidRequest")
 
 
@@ -213,8 +219,10 @@ def test_the_attribute_spelling_of_a_tag_selects_no_branch(version: str) -> None
     # (v2: the state_update branch is itself an open union, keyed by state, whose unknown state
     # is an unknown variant: reached through the attribute spelling, it once read as one)
     kind = "state_update" if version == "v2" else "agent_message_chunk"
-    updates = [{"session_update": kind, "state": "paused"},
-               {"session_update": kind, "state": "idle", "content": {"type": "text", "text": "hi"}}]
+    updates = [
+        {"session_update": kind, "state": "paused"},
+        {"session_update": kind, "state": "idle", "content": {"type": "text", "text": "hi"}},
+    ]
     for update in updates:
         _refused_everywhere(m, {"sessionId": "s1", "update": update})
 
@@ -248,11 +256,13 @@ def test_a_default_branch_error_names_no_runtime_tag() -> None:
 @pytest.mark.parametrize("version", VERSIONS)
 def test_lone_surrogates_are_parse_errors(version: str) -> None:
     m = api(version)
-    for data in ('{"jsonrpc":"2.0","method":"_x","params":{"a":"\ud800"}}',
-                 '{"jsonrpc":"2.0","method":"_x","params":{"a":"\\ud800"}}',
-                 '{"jsonrpc":"2.0","method":"_x","params":{"\udfff":1}}',
-                 {"jsonrpc": "2.0", "method": "_x", "params": {"a": "x\udc80"}},
-                 {"jsonrpc": "2.0", "method": "_x", "params": {"\ud800": 1}}):
+    for data in (
+        '{"jsonrpc":"2.0","method":"_x","params":{"a":"\ud800"}}',
+        '{"jsonrpc":"2.0","method":"_x","params":{"a":"\\ud800"}}',
+        '{"jsonrpc":"2.0","method":"_x","params":{"\udfff":1}}',
+        {"jsonrpc": "2.0", "method": "_x", "params": {"a": "x\udc80"}},
+        {"jsonrpc": "2.0", "method": "_x", "params": {"\ud800": 1}},
+    ):
         with pytest.raises(ParseError):
             m.parse_message(data)
 
@@ -273,7 +283,9 @@ def test_decoded_input_that_is_not_json_is_refused(version: str, bad: Any) -> No
     m = api(version)
     assert outcome(version, with_params({"x": bad})) == ("error", "InvalidRequest")
     assert outcome(version, with_params({"sessionId": "s1", "_meta": {"x": bad}}, "session/cancel")) == (
-        "error", "InvalidRequest")
+        "error",
+        "InvalidRequest",
+    )
     with pytest.raises(ValidationError):
         m.parse_params("_acme/echo", {"x": bad})
     with pytest.raises(ValidationError):
@@ -309,8 +321,10 @@ def test_text_and_decoded_input_share_one_depth_limit(version: str, depth: int) 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_params_member_on_a_response_is_kept(version: str) -> None:
     m = api(version)
-    for message in ({"jsonrpc": "2.0", "id": 1, "result": {}, "params": {"x": 1}},
-                    {"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m"}, "params": [1]}):
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "result": {}, "params": {"x": 1}},
+        {"jsonrpc": "2.0", "id": 1, "error": {"code": 1, "message": "m"}, "params": [1]},
+    ):
         msg = m.parse_message(message, method="session/archive")
         assert msg.extra == {"params": message["params"]}
         assert msg.to_wire() == message and json.loads(msg.to_json()) == message
@@ -342,8 +356,10 @@ def test_a_key_twice_in_one_object_is_refused(version: str, text: str) -> None:
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_colons_and_escapes_without_duplicates_are_fine(version: str) -> None:
-    for params in ({"a": "https://x.test:8080/p?q=a:b", "b:c": "::", "d": {"e:": ":f"}},
-                   {"a": "\u003a", "\u003a": "x", "a2": [":", {"::": ""}]}):
+    for params in (
+        {"a": "https://x.test:8080/p?q=a:b", "b:c": "::", "d": {"e:": ":f"}},
+        {"a": "\u003a", "\u003a": "x", "a2": [":", {"::": ""}]},
+    ):
         for text in (json.dumps(with_params(params)), json.dumps(with_params(params), ensure_ascii=True)):
             assert outcome(version, text) == ("ok", with_params(params))
 
@@ -373,6 +389,8 @@ def test_an_integral_float_is_an_integer_where_one_is_expected(version: str) -> 
     assert parsed.to_json().startswith('{"protocolVersion":1,') and parsed.to_json().endswith('"x-ext":2.0}')
     err = m.parse_message('{"jsonrpc":"2.0","id":1,"error":{"code":-32002.0,"message":"gone"}}')
     assert err.to_wire()["error"] == {"code": -32002, "message": "gone"}
+
+
 # --------------------------------------------------------------------------
 # 18. Memory in proportion to the message
 
@@ -404,19 +422,35 @@ MEMORY_FACTOR = 40
 @pytest.mark.parametrize("shape", ["skip-array", "strict-array"])
 def test_a_message_costs_memory_in_proportion_to_its_size(shape: str) -> None:
     env = {**os.environ, "PYTHONPATH": str(GENERATED)}
-    run = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, shape, "200000"],
-                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    run = subprocess.run(
+        [sys.executable, "-c", MEMORY_SCRIPT, shape, "200000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr
     figures = json.loads(run.stdout)
     assert figures["grown"] <= MEMORY_FACTOR * figures["size"], figures
 
 
 def test_a_tolerant_array_keeps_every_valid_item_among_many_invalid_ones() -> None:
-    good = [{"id": f"o{i}", "name": "Option", "type": "select", "currentValue": "a",
-             "options": [{"value": "a", "name": "A"}]} for i in range(3)]
+    good = [
+        {
+            "id": f"o{i}",
+            "name": "Option",
+            "type": "select",
+            "currentValue": "a",
+            "options": [{"value": "a", "name": "A"}],
+        }
+        for i in range(3)
+    ]
     bad = [{"a": 12}, 5, {"id": "x", "type": "select"}, None]
     items = [good[0], bad[0], bad[1], good[1], bad[2], bad[3], good[2], bad[0]]
     result = {"sessionId": "s1", "configOptions": items}
-    for parsed in (v1.parse_result("session/new", result),
-                   v1.parse_message({"jsonrpc": "2.0", "id": 1, "result": result}, method="session/new").result):
+    for parsed in (
+        v1.parse_result("session/new", result),
+        v1.parse_message({"jsonrpc": "2.0", "id": 1, "result": result}, method="session/new").result,
+    ):
         assert parsed.to_wire() == {"sessionId": "s1", "configOptions": good}

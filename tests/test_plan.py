@@ -40,8 +40,11 @@ def test_every_definition_is_planned_once_with_its_kind(version: str) -> None:
         assert isinstance(d, ClassPlan) == isinstance(t, ObjectType), t.name
         assert d.description == t.description
         if isinstance(t, UnionType):
-            assert isinstance(d, AliasPlan) and d.what == ("open-union" if t.open else "union") or (
-                t.presence is not None and d.what == "presence-union"), t.name
+            assert (
+                isinstance(d, AliasPlan)
+                and d.what == ("open-union" if t.open else "union")
+                or (t.presence is not None and d.what == "presence-union")
+            ), t.name
         if isinstance(t, EnumType):
             assert isinstance(d, AliasPlan) and d.what == ("open-enum" if t.open else "enum")
             assert all(repr(v) in d.annotation for v in t.values)
@@ -85,7 +88,8 @@ def test_a_known_field_is_planned_as_expected() -> None:
     assert fields["updated_at"].default == "None"
     assert fields["additional_directories"].annotation == (
         "Annotated[Annotated[list[OnErrorOmit[str]], FAIL_FAST] | None, Field(alias='additionalDirectories'), "
-        "NOT_NULL, OMIT_ON_ERROR]")
+        "NOT_NULL, OMIT_ON_ERROR]"
+    )
     assert fields["session_id"].annotation == "Annotated[SessionId, Field(alias='sessionId')]"
     assert fields["session_id"].default is None and fields["session_id"].required
     assert "meta" in info.attribute_spellings and "session_id" in info.attribute_spellings
@@ -97,9 +101,15 @@ def test_order_defines_every_name_before_its_use(version: str) -> None:
     proto, p = protocol(version), plan(version)
     position = {d.name: i for i, d in enumerate(p.definitions)}
     for t in proto.types:
-        used = [n for f in t.fields for n in f.type.refs()] if isinstance(t, ObjectType) else (
-            [v.name for v in t.variants] if isinstance(t, UnionType) else (
-                t.type.refs() if isinstance(t, AliasType) else []))
+        used = (
+            [n for f in t.fields for n in f.type.refs()]
+            if isinstance(t, ObjectType)
+            else (
+                [v.name for v in t.variants]
+                if isinstance(t, UnionType)
+                else (t.type.refs() if isinstance(t, AliasType) else [])
+            )
+        )
         for name in used:
             assert position[name] < position[t.name], f"{version}: {name} comes after {t.name}, which uses it"
     # The first definition that names nothing is the alphabetically first such root.
@@ -133,8 +143,12 @@ def test_every_field_description_reaches_help_and_the_attribute_docstring(versio
             # read) and again under `else:`; its docstring sits in the first branch.
             body = [s for stmt in node.body for s in (stmt.body if isinstance(stmt, ast.If) else [stmt])]
             for stmt, after in zip(body, body[1:], strict=False):
-                if (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)
-                        and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)):
+                if (
+                    isinstance(stmt, ast.AnnAssign)
+                    and isinstance(stmt.target, ast.Name)
+                    and isinstance(after, ast.Expr)
+                    and isinstance(after.value, ast.Constant)
+                ):
                     attr_docs[(node.name, stmt.target.id)] = after.value.value
     described = 0
     for d in plan(version).definitions:

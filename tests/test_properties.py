@@ -62,8 +62,9 @@ ANY_JSON = st.recursive(
     max_leaves=6,
 )
 EXTRA_KEY = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=5).map(lambda s: f"x-ext-{s}")
-UNKNOWN_TAG = st.tuples(st.sampled_from(["_", "_vendor/", "future_"]),
-                        st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=6)).map("".join)
+UNKNOWN_TAG = st.tuples(
+    st.sampled_from(["_", "_vendor/", "future_"]), st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=6)
+).map("".join)
 WRONG_VALUES = {
     "string": "not-the-right-type",
     "integer": 12345,
@@ -92,8 +93,17 @@ class Drawer:
 
     # -- drawing -----------------------------------------------------------
 
-    def value(self, draw: Any, node: dict[str, Any], depth: int, path: tuple, breakable: bool,
-              breaks: list, keep_tag: str | None = None, outer_tags: tuple = ()) -> Any:
+    def value(
+        self,
+        draw: Any,
+        node: dict[str, Any],
+        depth: int,
+        path: tuple,
+        breakable: bool,
+        breaks: list,
+        keep_tag: str | None = None,
+        outer_tags: tuple = (),
+    ) -> Any:
         node = self.deref(node)
         if "x-acp-union" in node:
             return self.union(draw, node, depth, path, breakable, breaks, outer_tags)
@@ -133,17 +143,29 @@ class Drawer:
             return draw(st.integers(min_value=node.get("minimum", -(2**40)), max_value=node.get("maximum", 2**40)))
         if kind == "number":
             low, high = node.get("minimum"), node.get("maximum")
-            return draw(st.integers(min_value=int(low) if low is not None else -(2**40),
-                                    max_value=int(high) if high is not None else 2**40)
-                        | st.floats(min_value=low, max_value=high, allow_nan=False, allow_infinity=False))
+            return draw(
+                st.integers(
+                    min_value=int(low) if low is not None else -(2**40),
+                    max_value=int(high) if high is not None else 2**40,
+                )
+                | st.floats(min_value=low, max_value=high, allow_nan=False, allow_infinity=False)
+            )
         if kind == "boolean":
             return draw(st.booleans())
         if kind == "null":
             return None
         raise AssertionError(f"the strategy does not know {node!r}")
 
-    def object(self, draw: Any, node: dict[str, Any], depth: int, path: tuple, breakable: bool,
-               breaks: list, keep_tag: str | None) -> dict[str, Any]:
+    def object(
+        self,
+        draw: Any,
+        node: dict[str, Any],
+        depth: int,
+        path: tuple,
+        breakable: bool,
+        breaks: list,
+        keep_tag: str | None,
+    ) -> dict[str, Any]:
         required = set(node.get("required", ()))
         one_of = [b["required"][0] for b in node.get("anyOf", ()) if set(b) == {"required"}]
         if one_of:  # x-acp-required-one-of: at least one of these is present
@@ -164,8 +186,16 @@ class Drawer:
                 out[key] = draw(ANY_JSON)
         return out
 
-    def union(self, draw: Any, node: dict[str, Any], depth: int, path: tuple, breakable: bool,
-              breaks: list, outer_tags: tuple = ()) -> Any:
+    def union(
+        self,
+        draw: Any,
+        node: dict[str, Any],
+        depth: int,
+        path: tuple,
+        breakable: bool,
+        breaks: list,
+        outer_tags: tuple = (),
+    ) -> Any:
         """A value of a union; ``outer_tags`` are the (tag, value) pairs of the unions this one is a branch of.
 
         A branch that is itself a union (v2's ``state_update``, discriminated
@@ -177,8 +207,11 @@ class Drawer:
             branch = draw(st.sampled_from(sorted(set(spec["presence"].values()))))
             return self.value(draw, {"$ref": f"#/$defs/{branch}"}, depth, path, breakable, breaks)
         tag = spec["tag"]
-        branches = [(c["if"]["properties"][tag]["const"], c["then"]["$ref"])
-                    for c in node["allOf"] if "properties" in c.get("if", {})]
+        branches = [
+            (c["if"]["properties"][tag]["const"], c["then"]["$ref"])
+            for c in node["allOf"]
+            if "properties" in c.get("if", {})
+        ]
         known = {t for t, _ in branches}
         options = list(range(len(branches))) + ([-1] if node.get("x-acp-open") else [])
         pick = draw(st.sampled_from(options))
@@ -191,8 +224,16 @@ class Drawer:
                 unknown[key] = draw(ANY_JSON)
             return unknown
         keep = tag if "default" in spec else None
-        return self.value(draw, {"$ref": branches[pick][1]}, depth, path, breakable, breaks, keep_tag=keep,
-                          outer_tags=(*outer_tags, (tag, branches[pick][0])))
+        return self.value(
+            draw,
+            {"$ref": branches[pick][1]},
+            depth,
+            path,
+            breakable,
+            breaks,
+            keep_tag=keep,
+            outer_tags=(*outer_tags, (tag, branches[pick][0])),
+        )
 
     # -- breaking ----------------------------------------------------------
 
@@ -215,7 +256,9 @@ class Drawer:
         for prop in node.get("properties", {}).values():
             if not ("x-acp-on-error" in prop or "x-acp-invalid-items" in prop):
                 subs.append(prop)
-        own = [p for p in node.get("properties", {}).values() if not ("x-acp-on-error" in p or "x-acp-invalid-items" in p)]
+        own = [
+            p for p in node.get("properties", {}).values() if not ("x-acp-on-error" in p or "x-acp-invalid-items" in p)
+        ]
         return bool(node.get("required")) or bool(own) or any(self.can_break(sub, seen) for sub in subs)
 
     def admitted(self, node: dict[str, Any]) -> frozenset[str]:
@@ -373,9 +416,7 @@ def test_drawn_instances_validate_and_round_trip(version: str, method: str, whic
 
 
 @pytest.mark.parametrize("version, method, which, definition", BREAKABLE)
-def test_broken_instances_are_rejected_by_both(
-    version: str, method: str, which: str, definition: str
-) -> None:
+def test_broken_instances_are_rejected_by_both(version: str, method: str, which: str, definition: str) -> None:
     @SETTINGS
     @given(broken_instances(version, definition))
     def check(drawn: tuple[Any, str]) -> None:
@@ -412,9 +453,7 @@ def test_only_all_tolerant_payloads_are_left_unbroken() -> None:
 
 
 @pytest.mark.parametrize("version, method, which, definition", TOLERANT_ONLY)
-def test_tolerant_only_payloads_drop_malformed_values(
-    version: str, method: str, which: str, definition: str
-) -> None:
+def test_tolerant_only_payloads_drop_malformed_values(version: str, method: str, which: str, definition: str) -> None:
     """Every property of these payloads is tolerant: a value of a JSON type the
     schema does not admit is dropped (not kept, not written back), and the
     unknown keys beside it survive."""

@@ -52,16 +52,22 @@ def test_the_tested_floor_is_the_declared_one() -> None:
 
 def _observe(python: str, script: str = "observe.py") -> str:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
-    done = subprocess.run([python, str(FLOOR / script)], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [python, str(FLOOR / script)], capture_output=True, text=True, timeout=300, env=env, cwd=ROOT, check=False
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 
 
 def _floor_python() -> str:
     python = ensure_venv(ROOT / ".venv-floor", sys.executable, FLOOR / "requirements.txt")
-    version = subprocess.run([python, "-c", "import pydantic; print(pydantic.VERSION)"], capture_output=True,
-                             text=True, timeout=60, check=True).stdout.strip()
+    version = subprocess.run(
+        [python, "-c", "import pydantic; print(pydantic.VERSION)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    ).stdout.strip()
     assert version == _declared_floor()
     return python
 

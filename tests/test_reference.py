@@ -160,8 +160,9 @@ KINDS = [
 
 
 @pytest.mark.parametrize("undo, rule, location", [k[1:] for k in KINDS], ids=[k[0] for k in KINDS])
-def test_each_kind_is_reported(undo: Callable[[dict[str, Any]], None], rule: str, location: str,
-                               tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_each_kind_is_reported(
+    undo: Callable[[dict[str, Any]], None], rule: str, location: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     schema = copy_canonical(tmp_path, undo)
     code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--format", "json", "--fail-on", "any")
     doc = json.loads(out)
@@ -178,9 +179,17 @@ def test_a_deliberate_difference_does_not_fail(tmp_path: Path, capsys: pytest.Ca
     assert code == 1
     path = schema / "differences.json"
     doc = json.loads(path.read_text("utf-8"))
-    doc["differences"].append({"id": "overlap", "versions": ["v1"], "kind": "reads-differently",
-                               "locations": ["EmbeddedResourceResource"], "rules": ["union-overlap-*"],
-                               "reason": "A test.", "source": "written here"})
+    doc["differences"].append(
+        {
+            "id": "overlap",
+            "versions": ["v1"],
+            "kind": "reads-differently",
+            "locations": ["EmbeddedResourceResource"],
+            "rules": ["union-overlap-*"],
+            "reason": "A test.",
+            "source": "written here",
+        }
+    )
     path.write_text(json.dumps(doc), "utf-8")
     code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "any", "--format", "json")
     assert code == 0
@@ -190,22 +199,26 @@ def test_a_deliberate_difference_does_not_fail(tmp_path: Path, capsys: pytest.Ca
 
 def _add_unstable_surface(defs: dict[str, Any]) -> None:
     """What a stable reference leaves out: an unstable definition and an unstable field that uses it."""
-    defs["ShinyCapabilities"] = {"description": "An unstable capability.", "type": "object", "properties": {},
-                                 "x-acp-stability": "unstable"}
-    defs["InitializeResponse"]["properties"]["shiny"] = {"$ref": "#/$defs/ShinyCapabilities",
-                                                         "x-acp-stability": "unstable"}
+    defs["ShinyCapabilities"] = {
+        "description": "An unstable capability.",
+        "type": "object",
+        "properties": {},
+        "x-acp-stability": "unstable",
+    }
+    defs["InitializeResponse"]["properties"]["shiny"] = {
+        "$ref": "#/$defs/ShinyCapabilities",
+        "x-acp-stability": "unstable",
+    }
 
 
-def test_unstable_surface_is_listed_apart_and_does_not_fail(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_unstable_surface_is_listed_apart_and_does_not_fail(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schema = copy_canonical(tmp_path, _add_unstable_surface)
     code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--fail-on", "any", "--format", "json")
     doc = json.loads(out)
     assert code == 0, "the unstable surface is not a difference from a stable reference"
     assert doc["counts"]["unstable"] == 2
     assert sum(doc["counts"]["unexplained"].values()) == 0
-    assert {c["location"] for c in doc["changes"] if c["unstable"]} == {"ShinyCapabilities",
-                                                                        "InitializeResponse.shiny"}
+    assert {c["location"] for c in doc["changes"] if c["unstable"]} == {"ShinyCapabilities", "InitializeResponse.shiny"}
     _, text, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1")
     assert "UNSTABLE ONLY" in text and "2 unstable only" in text
 
@@ -258,14 +271,15 @@ def _published_copy(tmp_path: Path) -> Path:
     return target
 
 
-def test_without_meta_json_the_annotations_name_the_methods(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_without_meta_json_the_annotations_name_the_methods(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The published packages ship no meta.json: x-method / x-side give the same method table."""
     pub = _published_copy(tmp_path)
     for name in ("meta.json", "meta.unstable.json"):
         (pub / name).unlink()
     names = names_for(load_differences(CANONICAL / "differences.json"), "v1")
-    table = {m.name: (m.side, m.kind, m.params, m.result) for m in read_reference(pub, "v1", canonical(), names).methods}
+    table = {
+        m.name: (m.side, m.kind, m.params, m.result) for m in read_reference(pub, "v1", canonical(), names).methods
+    }
     assert table == {m.name: (m.side, m.kind, m.params, m.result) for m in reference().methods}
     code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--fail-on", "any")
     assert code == 0 and "0 unexplained differences" in out, out + err
@@ -321,12 +335,28 @@ def test_method_without_definitions(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_bad_differences_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "differences.json"
-    bad.write_text(json.dumps({"differences": [{"id": "x", "versions": ["v1"], "kind": "adds",
-                                                "locations": ["A"], "reason": "r", "source": "a hunch"}]}), "utf-8")
+    bad.write_text(
+        json.dumps(
+            {
+                "differences": [
+                    {
+                        "id": "x",
+                        "versions": ["v1"],
+                        "kind": "adds",
+                        "locations": ["A"],
+                        "reason": "r",
+                        "source": "a hunch",
+                    }
+                ]
+            }
+        ),
+        "utf-8",
+    )
     code, _, err = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--differences", str(bad))
     assert code == 2 and "differences.json#/differences/0/source" in err
-    code, _, err = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--differences",
-                       str(tmp_path / "absent.json"))
+    code, _, err = run(
+        capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--differences", str(tmp_path / "absent.json")
+    )
     assert code == 2 and "no such differences file" in err
 
 
@@ -350,8 +380,9 @@ def test_project_differences_file_is_well_formed() -> None:
 def test_run_writes_to_the_given_stream() -> None:
     from generator import reference
 
-    args = cli._parser().parse_args(["--schema", str(CANONICAL), "compare-reference", str(PUBLISHED),
-                                     "--version", "v1"])
+    args = cli._parser().parse_args(
+        ["--schema", str(CANONICAL), "compare-reference", str(PUBLISHED), "--version", "v1"]
+    )
     out = io.StringIO()
     assert reference.run(args, out) == 0
     assert "0 unexplained differences" in out.getvalue()
@@ -366,32 +397,62 @@ def _set(path: tuple[str, ...], value: Any) -> Callable[[dict[str, Any]], None]:
         for key in path[:-1]:
             node = node[key]
         node[path[-1]] = value
+
     return edit
 
 
 MISPLACED = [
-    ("default on an optional property", _set(("TextContent", "properties", "role", "x-acp-on-error"), "default"),
-     "TextContent/properties/role/x-acp-on-error", "required, non-nullable arrays only"),
-    ("unknown default on an open union", _set(("ContentBlock", "x-acp-union", "unknown"), "default"),
-     "ContentBlock/x-acp-union/unknown", "needs a default branch and a closed union"),
-    ("unknown default with a const tag", _set(("AuthMethodAgent", "properties", "type"),
-                                             {"type": "string", "const": "agent"}),
-     "AuthMethodAgent/properties/type/const", "cannot be a const"),
-    ("unknownRequired on a closed union", _set(("SessionUpdate", "x-acp-union", "unknownRequired"), ["x"]),
-     "SessionUpdate/x-acp-union/unknownRequired", "open unions only"),
-    ("required-one-of naming a required property", _set(("CreateElicitationRequest", "x-acp-required-one-of"),
-                                                        ["message", "sessionId"]),
-     "CreateElicitationRequest/x-acp-required-one-of", "'message' must be an optional property"),
-    ("same-kind on an array of objects", _set(("PlanEntryList",), {"description": "Entries.", "type": "array",
-                                                                   "items": {"$ref": "#/$defs/PlanEntry"},
-                                                                   "x-acp-same-kind": True}),
-     "PlanEntryList/x-acp-same-kind", "an array of a union"),
+    (
+        "default on an optional property",
+        _set(("TextContent", "properties", "role", "x-acp-on-error"), "default"),
+        "TextContent/properties/role/x-acp-on-error",
+        "required, non-nullable arrays only",
+    ),
+    (
+        "unknown default on an open union",
+        _set(("ContentBlock", "x-acp-union", "unknown"), "default"),
+        "ContentBlock/x-acp-union/unknown",
+        "needs a default branch and a closed union",
+    ),
+    (
+        "unknown default with a const tag",
+        _set(("AuthMethodAgent", "properties", "type"), {"type": "string", "const": "agent"}),
+        "AuthMethodAgent/properties/type/const",
+        "cannot be a const",
+    ),
+    (
+        "unknownRequired on a closed union",
+        _set(("SessionUpdate", "x-acp-union", "unknownRequired"), ["x"]),
+        "SessionUpdate/x-acp-union/unknownRequired",
+        "open unions only",
+    ),
+    (
+        "required-one-of naming a required property",
+        _set(("CreateElicitationRequest", "x-acp-required-one-of"), ["message", "sessionId"]),
+        "CreateElicitationRequest/x-acp-required-one-of",
+        "'message' must be an optional property",
+    ),
+    (
+        "same-kind on an array of objects",
+        _set(
+            ("PlanEntryList",),
+            {
+                "description": "Entries.",
+                "type": "array",
+                "items": {"$ref": "#/$defs/PlanEntry"},
+                "x-acp-same-kind": True,
+            },
+        ),
+        "PlanEntryList/x-acp-same-kind",
+        "an array of a union",
+    ),
 ]
 
 
 @pytest.mark.parametrize("edit, where, words", [m[1:] for m in MISPLACED], ids=[m[0] for m in MISPLACED])
-def test_misplaced_marker_is_reported_with_its_pointer(edit: Callable[[dict[str, Any]], None], where: str,
-                                                       words: str, tmp_path: Path) -> None:
+def test_misplaced_marker_is_reported_with_its_pointer(
+    edit: Callable[[dict[str, Any]], None], where: str, words: str, tmp_path: Path
+) -> None:
     from generator.errors import SchemaError
 
     schema = copy_canonical(tmp_path, edit)
@@ -412,23 +473,42 @@ def test_misplaced_marker_is_reported_with_its_pointer(edit: Callable[[dict[str,
 def _add_whole_unstable_surface(defs: dict[str, Any]) -> None:
     """Our side of the reference's unstable surface, marked unstable where the reference has it only there."""
     _add_unstable_surface(defs)
-    defs["InitializeResponse"]["properties"]["shinyNote"] = {"type": ["string", "null"],
-                                                             "x-acp-stability": "unstable"}
-    defs["ShinyStartRequest"] = {"description": "Params.", "type": "object",
-                                 "properties": {"tags": {"type": ["array", "null"], "items": {"type": "string"},
-                                                         "x-acp-on-error": "omit", "x-acp-invalid-items": "skip"}},
-                                 "x-acp-stability": "unstable"}
-    defs["ShinyStartResponse"] = {"description": "Result.", "type": "object", "properties": {},
-                                  "x-acp-stability": "unstable"}
-    defs["ShinyUpdate"] = {"description": "Update.", "type": "object",
-                           "properties": {"sessionUpdate": {"type": "string", "const": "shiny_update"},
-                                          "level": {"type": "integer", "minimum": 0, "maximum": 255}},
-                           "required": ["sessionUpdate", "level"], "x-acp-stability": "unstable"}
+    defs["InitializeResponse"]["properties"]["shinyNote"] = {"type": ["string", "null"], "x-acp-stability": "unstable"}
+    defs["ShinyStartRequest"] = {
+        "description": "Params.",
+        "type": "object",
+        "properties": {
+            "tags": {
+                "type": ["array", "null"],
+                "items": {"type": "string"},
+                "x-acp-on-error": "omit",
+                "x-acp-invalid-items": "skip",
+            }
+        },
+        "x-acp-stability": "unstable",
+    }
+    defs["ShinyStartResponse"] = {
+        "description": "Result.",
+        "type": "object",
+        "properties": {},
+        "x-acp-stability": "unstable",
+    }
+    defs["ShinyUpdate"] = {
+        "description": "Update.",
+        "type": "object",
+        "properties": {
+            "sessionUpdate": {"type": "string", "const": "shiny_update"},
+            "level": {"type": "integer", "minimum": 0, "maximum": 255},
+        },
+        "required": ["sessionUpdate", "level"],
+        "x-acp-stability": "unstable",
+    }
     defs["SessionUpdate"]["oneOf"].append({"$ref": "#/$defs/ShinyUpdate"})
 
 
-def copy_with_unstable(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None,
-                       method_stability: str = "unstable") -> Path:
+def copy_with_unstable(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], None] | None = None, method_stability: str = "unstable"
+) -> Path:
     """The canonical copy with the whole unstable surface (types and the shiny/start method)."""
 
     def both(defs: dict[str, Any]) -> None:
@@ -439,9 +519,16 @@ def copy_with_unstable(tmp_path: Path, edit: Callable[[dict[str, Any]], None] | 
     schema = copy_canonical(tmp_path, both)
     path = schema / "v1" / "protocol.json"
     proto = json.loads(path.read_text("utf-8"))
-    proto["methods"]["shiny/start"] = {"side": "agent", "kind": "request", "params": "ShinyStartRequest",
-                                       "result": "ShinyStartResponse", "capability": None, "errors": [],
-                                       "stability": method_stability, "description": "A method."}
+    proto["methods"]["shiny/start"] = {
+        "side": "agent",
+        "kind": "request",
+        "params": "ShinyStartRequest",
+        "result": "ShinyStartResponse",
+        "capability": None,
+        "errors": [],
+        "stability": method_stability,
+        "description": "A method.",
+    }
     path.write_text(json.dumps(proto, indent=2), "utf-8")
     return schema
 
@@ -456,7 +543,11 @@ def test_reader_marks_what_only_the_unstable_reference_has(tmp_path: Path) -> No
     ref = unstable_reference(copy_with_unstable(tmp_path))
     assert ref.method("shiny/start") is not None and ref.method("shiny/start").stability == "unstable"
     assert {m.name for m in ref.methods if m.stability == "stable"} == {
-        "initialize", "session/new", "session/update", "elicitation/create"}
+        "initialize",
+        "session/new",
+        "session/update",
+        "elicitation/create",
+    }
     unstable_types = {t.name for t in ref.types if t.stability == "unstable"}
     assert unstable_types == {"ShinyCapabilities", "ShinyStartRequest", "ShinyStartResponse", "ShinyUpdate"}
     init = ref.type("InitializeResponse")
@@ -471,11 +562,11 @@ def test_reader_marks_what_only_the_unstable_reference_has(tmp_path: Path) -> No
     assert isinstance(tags, ObjectType) and tags.field("tags").skip_invalid_items  # type: ignore[union-attr]
 
 
-def test_unstable_reference_matching_our_unstable_surface(tmp_path: Path,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_unstable_reference_matching_our_unstable_surface(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     schema = copy_with_unstable(tmp_path)
-    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--fail-on", "any",
-                       "--format", "json")
+    code, out, _ = run(
+        capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--fail-on", "any", "--format", "json"
+    )
     doc = json.loads(out)
     assert code == 0, [c["location"] + " " + c["rule"] for c in doc["changes"] if not c["deliberate"]]
     assert sum(doc["counts"]["unexplained"].values()) == 0
@@ -486,47 +577,78 @@ def test_unstable_reference_matching_our_unstable_surface(tmp_path: Path,
     assert code == 0 and "0 unexplained differences" in out and "schema.unstable.json" in out.splitlines()[0]
 
 
-def test_against_the_unstable_reference_the_unstable_surface_counts(tmp_path: Path,
-                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_against_the_unstable_reference_the_unstable_surface_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without our unstable surface, what only the unstable reference has is unexplained, not "unstable only"."""
-    code, out, _ = run(capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json",
-                       "--fail-on", "any")
+    code, out, _ = run(
+        capsys, CANONICAL, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json", "--fail-on", "any"
+    )
     doc = json.loads(out)
     assert code == 1
     assert doc["counts"]["unstable"] == 0
     open_ = {(c["location"], c["rule"]) for c in doc["changes"] if c["deliberate"] is None}
-    assert {("shiny/start", "ungated-method-added"), ("SessionUpdate", "request-closed-union-variant-added"),
-            ("InitializeResponse.shiny", "optional-field-added"),
-            ("InitializeResponse.shinyNote", "optional-field-added")} <= open_
+    assert {
+        ("shiny/start", "ungated-method-added"),
+        ("SessionUpdate", "request-closed-union-variant-added"),
+        ("InitializeResponse.shiny", "optional-field-added"),
+        ("InitializeResponse.shinyNote", "optional-field-added"),
+    } <= open_
 
     # an unstable difference inside the unstable surface fails too
     def no_skip(defs: dict[str, Any]) -> None:
         del defs["ShinyStartRequest"]["properties"]["tags"]["x-acp-invalid-items"]
 
     schema = copy_with_unstable(tmp_path / "skip", no_skip)
-    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json",
-                       "--fail-on", "any")
+    code, out, _ = run(
+        capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json", "--fail-on", "any"
+    )
     assert code == 1
     hits = [c for c in json.loads(out)["changes"] if c["location"] == "ShinyStartRequest.tags"]
     assert [c["rule"] for c in hits] == ["tolerance-added"] and not hits[0]["unstable"]
 
 
-@pytest.mark.parametrize("edit, method_stability, rule, location", [
-    (lambda defs: defs["InitializeResponse"]["properties"]["shinyNote"].pop("x-acp-stability"), "unstable",
-     "field-destabilized", "InitializeResponse.shinyNote"),
-    (None, "stable", "method-destabilized", "shiny/start"),
-], ids=["field we call stable", "method we call stable"])
-def test_stability_differences_are_reported(edit: Callable[[dict[str, Any]], None] | None, method_stability: str,
-                                            rule: str, location: str, tmp_path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(
+    "edit, method_stability, rule, location",
+    [
+        (
+            lambda defs: defs["InitializeResponse"]["properties"]["shinyNote"].pop("x-acp-stability"),
+            "unstable",
+            "field-destabilized",
+            "InitializeResponse.shinyNote",
+        ),
+        (None, "stable", "method-destabilized", "shiny/start"),
+    ],
+    ids=["field we call stable", "method we call stable"],
+)
+def test_stability_differences_are_reported(
+    edit: Callable[[dict[str, Any]], None] | None,
+    method_stability: str,
+    rule: str,
+    location: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     if method_stability == "stable":
+
         def stable_types(defs: dict[str, Any]) -> None:  # a stable method needs stable types
             defs["ShinyStartRequest"].pop("x-acp-stability")
             defs["ShinyStartResponse"].pop("x-acp-stability")
+
         edit = stable_types
     schema = copy_with_unstable(tmp_path, edit, method_stability)
-    code, out, _ = run(capsys, schema, str(PUBLISHED), "--version", "v1", "--unstable", "--format", "json",
-                       "--fail-on", "possibly-breaking")
+    code, out, _ = run(
+        capsys,
+        schema,
+        str(PUBLISHED),
+        "--version",
+        "v1",
+        "--unstable",
+        "--format",
+        "json",
+        "--fail-on",
+        "possibly-breaking",
+    )
     hits = [c for c in json.loads(out)["changes"] if c["rule"] == rule and c["location"] == location]
     assert hits and hits[0]["deliberate"] is None, [c["rule"] + " " + c["location"] for c in json.loads(out)["changes"]]
     assert code == 1
@@ -588,13 +710,27 @@ def _compare(capsys: pytest.CaptureFixture[str], pub: Path, *extra: str) -> tupl
 
 def test_a_method_of_the_proxy_side_is_reported_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     def proxy(defs: dict[str, Any]) -> None:
-        defs["InitializeProxyRequest"] = {"description": "Params.", "x-method": "proxy/initialize", "x-side": "proxy",
-                                          "allOf": [{"$ref": "#/$defs/InitializeRequest"}]}
-        defs["InitializeProxyResponse"] = {"description": "Result.", "x-method": "proxy/initialize",
-                                           "x-side": "proxy", "allOf": [{"$ref": "#/$defs/InitializeResponse"}]}
+        defs["InitializeProxyRequest"] = {
+            "description": "Params.",
+            "x-method": "proxy/initialize",
+            "x-side": "proxy",
+            "allOf": [{"$ref": "#/$defs/InitializeRequest"}],
+        }
+        defs["InitializeProxyResponse"] = {
+            "description": "Result.",
+            "x-method": "proxy/initialize",
+            "x-side": "proxy",
+            "allOf": [{"$ref": "#/$defs/InitializeResponse"}],
+        }
         # the proxy's JSON-RPC envelopes are skipped like the others (an inline union inside `params`)
-        defs["ProxyRequest"] = {"type": "object", "properties": {"params": {"anyOf": [
-            {"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]}}}
+        defs["ProxyRequest"] = {
+            "type": "object",
+            "properties": {
+                "params": {
+                    "anyOf": [{"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]
+                }
+            },
+        }
         defs["ProxyResponse"] = {"anyOf": [{"title": "Result", "type": "object", "properties": {"result": {}}}]}
 
     pub = _edited(tmp_path, proxy)
@@ -604,13 +740,22 @@ def test_a_method_of_the_proxy_side_is_reported_by_name(tmp_path: Path, capsys: 
     code, doc = _compare(capsys, pub, "--fail-on", "any")
     hit = [c for c in doc["changes"] if c["rule"] == "reference-unsupported"]
     assert code == 1 and [(c["location"], c["scope"], c["deliberate"]) for c in hit] == [
-        ("proxy/initialize", "method", None)]
+        ("proxy/initialize", "method", None)
+    ]
     # explained in differences.json, it no longer fails
     diffs = tmp_path / "differences.json"
     entries = json.loads((CANONICAL / "differences.json").read_text("utf-8"))
-    entries["differences"].append({"id": "proxy", "versions": ["v1"], "kind": "reads-differently",
-                                   "locations": ["proxy/*"], "rules": ["reference-unsupported"],
-                                   "reason": "A test.", "source": "written here"})
+    entries["differences"].append(
+        {
+            "id": "proxy",
+            "versions": ["v1"],
+            "kind": "reads-differently",
+            "locations": ["proxy/*"],
+            "rules": ["reference-unsupported"],
+            "reason": "A test.",
+            "source": "written here",
+        }
+    )
     diffs.write_text(json.dumps(entries), "utf-8")
     assert _compare(capsys, pub, "--fail-on", "any", "--differences", str(diffs))[0] == 0
 
@@ -624,10 +769,11 @@ def test_x_method_without_x_side_is_bad_input(tmp_path: Path, capsys: pytest.Cap
 def test_an_any_value_branch_makes_the_union_take_any_value(tmp_path: Path) -> None:
     def error_data(defs: dict[str, Any]) -> None:
         defs["KnownData"] = {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}
-        defs["ErrorData"] = {"description": "Known shapes, or anything.", "anyOf": [
-            {"title": "Known", "allOf": [{"$ref": "#/$defs/KnownData"}]}, {"title": "Other"}]}
-        defs["NewSessionResponse"]["properties"]["data"] = {"anyOf": [{"$ref": "#/$defs/ErrorData"},
-                                                                      {"type": "null"}]}
+        defs["ErrorData"] = {
+            "description": "Known shapes, or anything.",
+            "anyOf": [{"title": "Known", "allOf": [{"$ref": "#/$defs/KnownData"}]}, {"title": "Other"}],
+        }
+        defs["NewSessionResponse"]["properties"]["data"] = {"anyOf": [{"$ref": "#/$defs/ErrorData"}, {"type": "null"}]}
 
     ref = _load(_edited(tmp_path, error_data)).protocol
     data = ref.type("ErrorData")
@@ -638,9 +784,18 @@ def test_an_any_value_branch_makes_the_union_take_any_value(tmp_path: Path) -> N
 
 def test_inline_untagged_branches_are_a_presence_union(tmp_path: Path) -> None:
     def outcome(defs: dict[str, Any]) -> None:
-        defs["Outcome"] = {"description": "One of two.", "anyOf": [
-            {"title": "Result", "type": "object", "properties": {"result": {}}, "required": ["result"]},
-            {"title": "Error", "type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}]}
+        defs["Outcome"] = {
+            "description": "One of two.",
+            "anyOf": [
+                {"title": "Result", "type": "object", "properties": {"result": {}}, "required": ["result"]},
+                {
+                    "title": "Error",
+                    "type": "object",
+                    "properties": {"error": {"type": "string"}},
+                    "required": ["error"],
+                },
+            ],
+        }
 
     ref = _load(_edited(tmp_path, outcome)).protocol
     union = ref.type("Outcome")
@@ -649,10 +804,15 @@ def test_inline_untagged_branches_are_a_presence_union(tmp_path: Path) -> None:
     assert ref.type("OutcomeResult").field("result").type.kind == "any"  # type: ignore[union-attr]
 
 
-def test_an_untagged_branch_of_another_shape_is_reported_with_its_pointer(tmp_path: Path,
-                                                                           capsys: pytest.CaptureFixture[str]) -> None:
-    pub = _edited(tmp_path, lambda defs: defs.update(Odd={"anyOf": [{"allOf": [{"$ref": "#/$defs/SessionScope"}]},
-                                                                    {"type": "object", "minProperties": 1}]}))
+def test_an_untagged_branch_of_another_shape_is_reported_with_its_pointer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pub = _edited(
+        tmp_path,
+        lambda defs: defs.update(
+            Odd={"anyOf": [{"allOf": [{"$ref": "#/$defs/SessionScope"}]}, {"type": "object", "minProperties": 1}]}
+        ),
+    )
     code, _, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
     assert code == 2 and "schema.json#/$defs/Odd/anyOf/1" in err and "minProperties" in err
     assert "$ref None" not in err and "Traceback" not in err
@@ -666,14 +826,16 @@ def _open_content(scopes: str | None = None) -> Callable[[dict[str, Any]], None]
         block = defs["ContentBlock"]
         block.update(type="object", properties={"name": {"type": "string"}}, required=["name"])
         if scopes:
-            block["anyOf"][2][scopes] = [{"title": "Session", "allOf": [{"$ref": "#/$defs/SessionScope"}]},
-                                         {"title": "Request", "allOf": [{"$ref": "#/$defs/RequestScope"}]}]
+            block["anyOf"][2][scopes] = [
+                {"title": "Session", "allOf": [{"$ref": "#/$defs/SessionScope"}]},
+                {"title": "Request", "allOf": [{"$ref": "#/$defs/RequestScope"}]},
+            ]
             block["anyOf"][2]["unevaluatedProperties"] = True
+
     return edit
 
 
-def test_an_unknown_variant_carries_what_the_union_requires(tmp_path: Path,
-                                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unknown_variant_carries_what_the_union_requires(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pub = _edited(tmp_path, _open_content())
     block = _load(pub).protocol.type("ContentBlock")
     assert isinstance(block, UnionType) and block.unknown_required == ("name", "uri")
@@ -711,8 +873,11 @@ def test_default_on_null_is_read_only_with_default_on_error(tmp_path: Path) -> N
     def on_null(defs: dict[str, Any]) -> None:
         servers = defs["NewSessionRequest"]["properties"]["mcpServers"]
         servers["x-deserialize-default-on-null"] = True  # with default-on-error: nothing more to say
-        defs["McpServerStdio"]["properties"]["args"] = {"type": "array", "items": {"type": "string"},
-                                                        "x-deserialize-default-on-null": True}
+        defs["McpServerStdio"]["properties"]["args"] = {
+            "type": "array",
+            "items": {"type": "string"},
+            "x-deserialize-default-on-null": True,
+        }
 
     found = _unsupported(_edited(tmp_path, on_null))
     assert list(found) == ["McpServerStdio.args"] and "x-deserialize-default-on-null" in found["McpServerStdio.args"]
@@ -737,32 +902,51 @@ def test_branch_names_do_not_depend_on_reading_order(tmp_path: Path) -> None:
 
     def two(defs: dict[str, Any]) -> None:
         for union in ("AUnion", "ZUnion"):
-            defs[union] = {"anyOf": [{"type": "object", "properties": {"kind": {"type": "string", "const": "done"},
-                                                                        "x": {"type": "string"}},
-                                      "required": ["kind"]},
-                                     {"type": "object", "properties": {"kind": {"type": "string", "const": union}},
-                                      "required": ["kind"]}]}
+            defs[union] = {
+                "anyOf": [
+                    {
+                        "type": "object",
+                        "properties": {"kind": {"type": "string", "const": "done"}, "x": {"type": "string"}},
+                        "required": ["kind"],
+                    },
+                    {
+                        "type": "object",
+                        "properties": {"kind": {"type": "string", "const": union}},
+                        "required": ["kind"],
+                    },
+                ]
+            }
 
     ref = _load(_edited(tmp_path, two)).protocol
     assert ref.has_type("AUnionDone") and ref.has_type("ZUnionDone") and not ref.has_type("Done")
 
 
-def test_a_naming_entry_onto_a_name_the_reference_defines_is_refused(tmp_path: Path,
-                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_naming_entry_onto_a_name_the_reference_defines_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     pub = _edited(tmp_path, lambda defs: defs.update(CancelAction={"type": "object", "properties": {}}))
     diffs = tmp_path / "differences.json"
     entries = json.loads((CANONICAL / "differences.json").read_text("utf-8"))
-    entries["differences"].append({"id": "clash", "versions": ["v1"], "kind": "naming",
-                                   "names": {"SelectGroup": "CancelAction"}, "reason": "A test.",
-                                   "source": "written here"})
+    entries["differences"].append(
+        {
+            "id": "clash",
+            "versions": ["v1"],
+            "kind": "naming",
+            "names": {"SelectGroup": "CancelAction"},
+            "reason": "A test.",
+            "source": "written here",
+        }
+    )
     diffs.write_text(json.dumps(entries), "utf-8")
     code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1", "--differences", str(diffs))
     assert code == 2 and out == "" and "'SelectGroup' to 'CancelAction'" in err and "Traceback" not in err
 
 
-def test_a_change_from_the_reference_names_the_pairing_it_breaks(tmp_path: Path,
-                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_change_from_the_reference_names_the_pairing_it_breaks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """issue 22: a required field added to a result: a client on the reference rejects our agent's answers."""
+
     def message_id(defs: dict[str, Any]) -> None:
         defs["NewSessionResponse"]["properties"]["messageId"] = {"type": "string"}
         defs["NewSessionResponse"].setdefault("required", []).append("messageId")
@@ -805,8 +989,9 @@ def published_package() -> Path:
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
 @pytest.mark.parametrize("unstable", [False, True], ids=["stable", "unstable"])
-def test_the_published_schemas_match_ours(published_package: Path, version: str, unstable: bool,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_published_schemas_match_ours(
+    published_package: Path, version: str, unstable: bool, capsys: pytest.CaptureFixture[str]
+) -> None:
     """compare-reference --fail-on any passes on each of the four published files: every difference is adopted
     or explained in schema/differences.json."""
     args = ["compare-reference", str(published_package / version), "--version", version, "--fail-on", "any"]

@@ -51,7 +51,9 @@ def test_every_field_runs_the_plans_annotation(version: str) -> None:
         if isinstance(d, ClassPlan):
             for f in d.fields:
                 assert annotations[(d.name, f.name)] == ast.unparse(ast.parse(f.annotation, mode="eval").body), (
-                    d.name, f.name)
+                    d.name,
+                    f.name,
+                )
                 checked += 1
     assert checked > 600  # every field of every class of the version (v1 has about 660)
 

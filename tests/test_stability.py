@@ -17,8 +17,17 @@ from generator.errors import SchemaError
 
 # The unstable methods of the published protocol, per version (facts read from its unstable schema).
 UNSTABLE_METHODS = {
-    "session/fork", "providers/list", "providers/set", "providers/disable", "mcp/message",
-    "session/archive", "session/unarchive", "auth/status", "auth/status_update", "session/status", "session/set_title",
+    "session/fork",
+    "providers/list",
+    "providers/set",
+    "providers/disable",
+    "mcp/message",
+    "session/archive",
+    "session/unarchive",
+    "auth/status",
+    "auth/status_update",
+    "session/status",
+    "session/set_title",
 }
 
 
@@ -70,7 +79,7 @@ def test_stubs_carry_unstable_methods_and_say_so(version: str) -> None:
         for proto in sides:
             doc = getattr(proto, stub).__doc__ or ""
             assert "unstable" in doc and "UNSTABLE" in doc, (name, proto)
-    doc = (m.Agent.session_new.__doc__ or "")
+    doc = m.Agent.session_new.__doc__ or ""
     assert "UNSTABLE" not in doc
 
 
@@ -87,8 +96,11 @@ def test_peers_carry_unstable_methods_and_say_so(version: str) -> None:
     peer = importlib.import_module(f"acp_types.{version}.peer")
     m = api(version)
     for name, spec in m.METHODS.items():
-        peers = [peer.AgentPeer, peer.ClientPeer] if spec.side == "protocol" else \
-            [peer.AgentPeer if spec.side == "agent" else peer.ClientPeer]
+        peers = (
+            [peer.AgentPeer, peer.ClientPeer]
+            if spec.side == "protocol"
+            else [peer.AgentPeer if spec.side == "agent" else peer.ClientPeer]
+        )
         for cls in peers:
             if name == "initialize" or name.startswith("$/"):
                 continue  # the connection sends these itself (ClientConnection.initialize, cancelling a call)
@@ -121,7 +133,7 @@ def test_stable_bundle_leaves_out_exactly_the_unstable_surface(version: str) -> 
     assert unstable_defs, "the full bundle carries the unstable definitions"
     assert set(stable["$defs"]) == set(full["$defs"]) - unstable_defs
     assert _refs(stable) <= set(stable["$defs"]), "every reference of the stable bundle resolves in it"
-    assert "x-acp-stability\": \"unstable" not in json.dumps(stable)
+    assert 'x-acp-stability": "unstable' not in json.dumps(stable)
     assert set(stable["x-acp-methods"]) == {n for n, s in full["x-acp-methods"].items() if s["stability"] == "stable"}
     assert stable["$id"] == full["$id"] + ":stable"
     # unstable fields of stable definitions are in the full bundle only
@@ -179,8 +191,9 @@ def _fails(tmp_path: Path, doc: dict[str, Any], needle: str) -> str:
 
 
 def _unstable_def(doc: dict[str, Any], name: str = "Extra") -> None:
-    doc["defs"][name] = dict(obj({"kind": {"type": "string", "const": "extra"}}, ("kind",)),
-                             **{"x-acp-stability": "unstable"})
+    doc["defs"][name] = dict(
+        obj({"kind": {"type": "string", "const": "extra"}}, ("kind",)), **{"x-acp-stability": "unstable"}
+    )
 
 
 def test_a_stable_field_cannot_use_an_unstable_type(tmp_path: Path) -> None:
@@ -235,7 +248,9 @@ def test_unknown_stability_is_rejected(tmp_path: Path) -> None:
 def test_unstable_methods_need_no_stable_anything(tmp_path: Path) -> None:
     doc = base_doc()
     _unstable_def(doc, "ForkRequest")
-    doc["protocol"]["methods"]["session/fork"] = method("agent", "ForkRequest", "RunResponse", None, stability="unstable")
+    doc["protocol"]["methods"]["session/fork"] = method(
+        "agent", "ForkRequest", "RunResponse", None, stability="unstable"
+    )
     proto = load(write_version(copy.deepcopy(doc), tmp_path / "v"), "t")
     assert [m.name for m in proto.stable_methods()] == ["initialize", "run"]
     assert "session/fork" in proto.bundle["x-acp-methods"]
@@ -262,8 +277,9 @@ def test_mcp_message_travels_as_request_and_as_notification(version: str) -> Non
 
 def test_only_requests_may_have_a_notification_form(tmp_path: Path) -> None:
     doc = base_doc()
-    doc["protocol"]["methods"]["note"] = dict(method("agent", "RunRequest", None, None, kind="notification"),
-                                              notificationParams="RunRequest")
+    doc["protocol"]["methods"]["note"] = dict(
+        method("agent", "RunRequest", None, None, kind="notification"), notificationParams="RunRequest"
+    )
     _fails(tmp_path, doc, "only a request can also be sent as a notification")
 
 

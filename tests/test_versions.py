@@ -25,16 +25,22 @@ def test_a_third_version_folder_generates_a_third_package(tmp_path: Path) -> Non
     schema, out = tmp_path / "schema", tmp_path / "out"
     shutil.copytree(ROOT / "schema", schema)
     _add_v3(schema)
-    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "generate", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, env={**os.environ, "ACP_TYPES_JOBS": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), "generate", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "ACP_TYPES_JOBS": "1"},
+    )
     assert done.returncode == 0, done.stderr
     assert (out / "acp_types" / "v3" / "models.py").is_file()
     assert (out / "docs" / "v2-to-v3.md").is_file() and (out / "docs" / "v1-to-v2.md").is_file()
     table = (out / "docs" / "capabilities.md").read_text("utf-8")
     assert "| method (v1) | method (v2) | method (v3) |" in table
-    probe = ("import acp_types, acp_types.v3 as v3; print(acp_types.VERSIONS, v3.METHODS['session/new'].side)")
-    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(out)})
+    probe = "import acp_types, acp_types.v3 as v3; print(acp_types.VERSIONS, v3.METHODS['session/new'].side)"
+    ran = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(out)}
+    )
     assert ran.stdout.split("]")[0] == "['v1', 'v2', 'v3'", ran.stderr
 
 
@@ -46,8 +52,12 @@ def test_a_new_version_that_renames_without_a_map_entry_is_refused(tmp_path: Pat
     doc = json.loads(protocol.read_text("utf-8"))
     doc["methods"]["session/remove"] = doc["methods"].pop("session/delete")
     protocol.write_text(json.dumps(doc, indent=2), "utf-8")
-    done = subprocess.run([sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
-                          cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), "validate"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2
     assert "v2 method 'session/delete' has no counterpart in v3 and is not listed" in done.stderr
     assert '{"v2": "session/delete", "v3": <its v3 name or null>}' in done.stderr

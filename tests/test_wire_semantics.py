@@ -79,8 +79,11 @@ def tagged_unions(version: str, *, open_: bool) -> list[tuple[str, str, dict[str
         if not spec or "tag" not in spec or bool(d.get("x-acp-open")) != open_:
             continue
         tag = spec["tag"]
-        branches = {c["if"]["properties"][tag]["const"]: c["then"]["$ref"].rsplit("/", 1)[-1]
-                    for c in d["allOf"] if "properties" in c.get("if", {})}
+        branches = {
+            c["if"]["properties"][tag]["const"]: c["then"]["$ref"].rsplit("/", 1)[-1]
+            for c in d["allOf"]
+            if "properties" in c.get("if", {})
+        }
         out.append((name, tag, branches, spec.get("default")))
     return out
 
@@ -124,9 +127,11 @@ V2_UNKNOWN_UPDATE = (
 
 
 def test_v2_unknown_session_update_is_kept_and_dumped_byte_equal() -> None:
-    for parsed in (v2.UpdateSessionNotification.model_validate_json(V2_UNKNOWN_UPDATE),
-                   v2.UpdateSessionNotification.model_validate(json.loads(V2_UNKNOWN_UPDATE)),
-                   v2.parse_params("session/update", json.loads(V2_UNKNOWN_UPDATE))):
+    for parsed in (
+        v2.UpdateSessionNotification.model_validate_json(V2_UNKNOWN_UPDATE),
+        v2.UpdateSessionNotification.model_validate(json.loads(V2_UNKNOWN_UPDATE)),
+        v2.parse_params("session/update", json.loads(V2_UNKNOWN_UPDATE)),
+    ):
         assert isinstance(parsed.update, UnknownVariant)
         assert parsed.update.tag("sessionUpdate") == "_acme/heartbeat"
         assert parsed.update.model_extra["nested"]["a"][1]["c"] == "ünï😀"
@@ -158,7 +163,9 @@ def test_open_unions_keep_unknown_tags(version: str, name: str, tag: str, branch
 
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(open_=False))
-def test_closed_unions_reject_unknown_tags(version: str, name: str, tag: str, branches: dict, default: str | None) -> None:
+def test_closed_unions_reject_unknown_tags(
+    version: str, name: str, tag: str, branches: dict, default: str | None
+) -> None:
     reads_as_default = defs(version)[name]["x-acp-union"].get("unknown") == "default"
     for value in ("_acme/custom", "some_future_kind"):
         exc = assert_both_reject(version, name, {tag: value, "payload": 1})
@@ -170,8 +177,9 @@ def test_closed_unions_reject_unknown_tags(version: str, name: str, tag: str, br
 
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(True) + union_cases(False))
-def test_a_known_tag_is_never_taken_as_unknown(version: str, name: str, tag: str, branches: dict,
-                                               default: str | None) -> None:
+def test_a_known_tag_is_never_taken_as_unknown(
+    version: str, name: str, tag: str, branches: dict, default: str | None
+) -> None:
     models = api(version).models
     for value, branch in branches.items():
         data = {tag: value}
@@ -186,8 +194,9 @@ def test_a_known_tag_is_never_taken_as_unknown(version: str, name: str, tag: str
 
 
 @pytest.mark.parametrize("version, name, tag, branches, default", union_cases(True) + union_cases(False))
-def test_a_tag_of_the_wrong_type_is_rejected(version: str, name: str, tag: str, branches: dict,
-                                             default: str | None) -> None:
+def test_a_tag_of_the_wrong_type_is_rejected(
+    version: str, name: str, tag: str, branches: dict, default: str | None
+) -> None:
     for value in (5, None, True, ["x"], {"x": 1}):
         assert_both_reject(version, name, {tag: value})
     if default is None:
@@ -200,8 +209,12 @@ def test_a_tag_of_the_wrong_type_is_rejected(version: str, name: str, tag: str, 
     "version, update, variant, field",
     [
         ("v2", {"sessionUpdate": "tool_call_update", "title": "t"}, "tool_call_update", "toolCallId"),
-        ("v2", {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}},
-         "agent_message_chunk", "messageId"),
+        (
+            "v2",
+            {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}},
+            "agent_message_chunk",
+            "messageId",
+        ),
         ("v1", {"sessionUpdate": "tool_call", "toolCallId": "c1"}, "tool_call", "title"),
         ("v1", {"sessionUpdate": "usage_update", "used": 1}, "usage_update", "size"),
     ],
@@ -222,8 +235,11 @@ def test_a_known_tag_with_a_bad_payload_names_the_variant_and_the_field(
 
 
 def test_a_known_v2_tag_with_a_bad_nested_payload_is_not_swallowed() -> None:
-    update = {"sessionUpdate": "tool_call_update", "toolCallId": "c",
-              "content": [{"type": "content", "content": {"type": "text", "text": 5}}]}
+    update = {
+        "sessionUpdate": "tool_call_update",
+        "toolCallId": "c",
+        "content": [{"type": "content", "content": {"type": "text", "text": 5}}],
+    }
     result = model_result("v2", "SessionUpdate", update)
     # content is a tolerant array: the bad item is dropped, the update kept
     assert type(result).__name__ == "ToolCallProgress" and result.content == []
@@ -266,8 +282,9 @@ def enum_cases() -> list[Any]:
     cases = []
     for version in VERSIONS:
         for name, d in defs(version).items():
-            if "enum" in d or ("anyOf" in d and d.get("x-acp-open") and "x-acp-union" not in d
-                               and any("enum" in b for b in d["anyOf"])):
+            if "enum" in d or (
+                "anyOf" in d and d.get("x-acp-open") and "x-acp-union" not in d and any("enum" in b for b in d["anyOf"])
+            ):
                 cases.append(pytest.param(version, name, bool(d.get("x-acp-open")), id=f"{version}:{name}"))
     return cases
 
@@ -290,13 +307,22 @@ def test_string_enums(version: str, name: str, is_open: bool) -> None:
 
 
 def test_open_enum_value_survives_a_round_trip() -> None:
-    data = {"sessionId": "s", "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c",
-                                          "kind": "_acme_refactor", "status": "future_status"}}
+    data = {
+        "sessionId": "s",
+        "update": {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": "c",
+            "kind": "_acme_refactor",
+            "status": "future_status",
+        },
+    }
     parsed = v2.UpdateSessionNotification.model_validate(data)
     assert parsed.update.kind == "_acme_refactor"
     assert parsed.to_wire() == data
-    closed = {"sessionId": "s", "update": {"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t",
-                                            "kind": "_acme_refactor"}}
+    closed = {
+        "sessionId": "s",
+        "update": {"sessionUpdate": "tool_call", "toolCallId": "c", "title": "t", "kind": "_acme_refactor"},
+    }
     # v1 ToolCall.kind is closed but tolerant (omit): the unknown value is dropped, not kept
     assert "kind" not in v1.SessionNotification.model_validate(closed).to_wire()["update"]
     assert not schema_valid("v1", "SessionNotification", closed)
@@ -315,7 +341,9 @@ def test_v1_mcp_server_without_type_is_stdio() -> None:
     assert parsed.to_wire() == STDIO  # the absent tag stays absent
     tagged = assert_both_accept("v1", "McpServer", {"type": "stdio", **STDIO})
     assert type(tagged) is v1.McpServerStdio and tagged.to_wire()["type"] == "stdio"
-    http = assert_both_accept("v1", "McpServer", {"type": "http", "name": "h", "url": "https://x.invalid", "headers": []})
+    http = assert_both_accept(
+        "v1", "McpServer", {"type": "http", "name": "h", "url": "https://x.invalid", "headers": []}
+    )
     assert type(http) is v1.McpServerHttp
 
 
@@ -439,12 +467,18 @@ def test_v1_tolerant_fields() -> None:
         parsed = v1.NewSessionResponse.model_validate({**base, "configOptions": bad, "modes": "oops"})
         assert parsed.to_wire() == base
     # v1 configOptions admits null: it is kept as sent
-    assert v1.NewSessionResponse.model_validate({**base, "configOptions": None}).to_wire() == {**base, "configOptions": None}
+    assert v1.NewSessionResponse.model_validate({**base, "configOptions": None}).to_wire() == {
+        **base,
+        "configOptions": None,
+    }
     # a tolerant property that does not admit null drops it
     assert v1.ClientCapabilities.model_validate({"terminal": None, "fs": None}).to_wire() == {}
     assert not schema_valid("v1", "ClientCapabilities", {"terminal": None})
-    init = {"protocolVersion": 1, "agentCapabilities": {"loadSession": "yes"},
-            "authMethods": [{"id": "a", "name": "A"}, {"type": "_acme", "id": "b", "name": "B"}]}
+    init = {
+        "protocolVersion": 1,
+        "agentCapabilities": {"loadSession": "yes"},
+        "authMethods": [{"id": "a", "name": "A"}, {"type": "_acme", "id": "b", "name": "B"}],
+    }
     parsed = v1.InitializeResponse.model_validate(init)
     # loadSession is itself tolerant: the innermost malformed value is the one dropped
     # an unknown auth method type reads as an agent-handled method ("unknown": "default")
@@ -488,7 +522,9 @@ def test_title_patch_null_is_distinct_from_omitted(version: str) -> None:
     assert a.title is None and b.title is None
     assert "title" not in a.model_fields_set and "title" in b.model_fields_set
     # a malformed title is treated as omitted (the field is tolerant)
-    bad = notification.model_validate({"sessionId": "s", "update": {"sessionUpdate": "session_info_update", "title": 5}})
+    bad = notification.model_validate(
+        {"sessionId": "s", "update": {"sessionUpdate": "session_info_update", "title": 5}}
+    )
     assert bad.to_wire() == omitted
     # construction keeps the difference too
     built = type(a)(session_update="session_info_update", title=None)
@@ -497,8 +533,14 @@ def test_title_patch_null_is_distinct_from_omitted(version: str) -> None:
 
 def test_v2_patch_fields_keep_three_states() -> None:
     base = {"sessionUpdate": "terminal_update", "terminalId": "t1"}
-    for extra in ({}, {"exitStatus": None}, {"exitStatus": {"exitCode": 0}}, {"cwd": None, "command": "ls"},
-                  {"_meta": None}, {"_meta": {"k": 1}}):
+    for extra in (
+        {},
+        {"exitStatus": None},
+        {"exitStatus": {"exitCode": 0}},
+        {"cwd": None, "command": "ls"},
+        {"_meta": None},
+        {"_meta": {"k": 1}},
+    ):
         data = {**base, **extra}
         parsed = assert_both_accept("v2", "SessionUpdate", data)
         assert parsed.to_wire() == data
@@ -522,8 +564,21 @@ def test_v2_patch_fields_keep_three_states() -> None:
         ("v2", "McpServer", {"type": "http", "name": "h", "url": "https://x.invalid", "headers": None}),
         ("v1", "McpServer", {"type": None, **STDIO}),
         ("v1", "AuthMethod", {"type": None, "id": "a", "name": "A"}),
-        *[(version, "CreateElicitationRequest", {"mode": "url", "sessionId": None, "requestId": 12, "elicitationId": "e1",
-                                                 "url": "https://x.invalid", "message": "m"}) for version in VERSIONS],
+        *[
+            (
+                version,
+                "CreateElicitationRequest",
+                {
+                    "mode": "url",
+                    "sessionId": None,
+                    "requestId": 12,
+                    "elicitationId": "e1",
+                    "url": "https://x.invalid",
+                    "message": "m",
+                },
+            )
+            for version in VERSIONS
+        ],
     ],
 )
 def test_null_for_an_optional_non_nullable_property_is_rejected(version: str, name: str, data: dict) -> None:
@@ -545,12 +600,18 @@ def test_v2_unknown_keys_three_levels_deep_survive() -> None:
             "sessionUpdate": "tool_call_update",
             "toolCallId": "c",
             "level2Future": [1, 2],
-            "content": [{
-                "type": "content",
-                "level3Future": "x",
-                "content": {"type": "text", "text": "hi", "level4Future": {"deep": None},
-                            "_meta": {"trace": [1, {"x": "y"}]}},
-            }],
+            "content": [
+                {
+                    "type": "content",
+                    "level3Future": "x",
+                    "content": {
+                        "type": "text",
+                        "text": "hi",
+                        "level4Future": {"deep": None},
+                        "_meta": {"trace": [1, {"x": "y"}]},
+                    },
+                }
+            ],
             "_meta": {"k": "v"},
         },
         "_meta": None,
@@ -580,9 +641,17 @@ def test_v1_unknown_keys_three_levels_deep_survive() -> None:
     assert parsed.to_wire() == data
     message = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": data}
     assert v1.parse_message(message).to_wire() == message
-    update = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
-              "content": {"type": "resource", "resource": {"uri": "file:///a", "text": "t", "futureKey": [1]},
-                          "futureBlock": True}}}
+    update = {
+        "sessionId": "s",
+        "update": {
+            "sessionUpdate": "agent_message_chunk",
+            "content": {
+                "type": "resource",
+                "resource": {"uri": "file:///a", "text": "t", "futureKey": [1]},
+                "futureBlock": True,
+            },
+        },
+    }
     assert v1.SessionNotification.model_validate(update).to_wire() == update
 
 
@@ -612,8 +681,11 @@ def test_a_wire_key_spelled_like_an_attribute_stays_an_unknown_key(version: str)
         m.parse_params("session/archive", {"session_id": "s"})
     # a tolerant array drops the item that lacks its wire name, as it drops any invalid item
     assert m.parse_result("session/list", {"sessions": [{"session_id": "s", "cwd": "/p"}]}).sessions == []
-    message = {"jsonrpc": "2.0", "method": "session/update", "params": {
-        "sessionId": "s", "update": {"sessionUpdate": "session_info_update", "updated_at": "x"}}}
+    message = {
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {"sessionId": "s", "update": {"sessionUpdate": "session_info_update", "updated_at": "x"}},
+    }
     assert m.parse_message(message).to_wire() == message
 
 
@@ -634,8 +706,7 @@ def test_required_one_of_reads_wire_names_and_counts_a_null_id(version: str) -> 
         m.ElicitationFormMode.model_validate({**FORM, "session_id": "s"}, by_name=False)
     assert not schema_valid(version, "ElicitationFormMode", {**FORM, "session_id": "s"})
     # constructing in code by attribute name satisfies it too
-    built = m.ElicitationFormMode(message="Who?", requested_schema={"type": "object", "properties": {}},
-                                  session_id="s")
+    built = m.ElicitationFormMode(message="Who?", requested_schema={"type": "object", "properties": {}}, session_id="s")
     assert built.to_wire()["sessionId"] == "s"
     with pytest.raises(ValidationError, match="at least one of session_id, request_id"):
         m.ElicitationFormMode(message="Who?", requested_schema={"type": "object", "properties": {}})
@@ -697,6 +768,7 @@ def test_a_presence_union_item_with_a_dropped_tolerant_field_is_written_by_its_o
     if version == "v2":
         select = {"configId": select.pop("id"), **select}
     model = TypeAdapter(api(version).SessionConfigOption).validate_python(select)
-    written = json.loads(TypeAdapter(api(version).SessionConfigOption).dump_json(model, by_alias=True,
-                                                                                 exclude_unset=True))
+    written = json.loads(
+        TypeAdapter(api(version).SessionConfigOption).dump_json(model, by_alias=True, exclude_unset=True)
+    )
     assert written["options"] == [{"value": "ask", "name": "Ask", "x-k": 1}]

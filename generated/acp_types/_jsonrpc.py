@@ -181,9 +181,7 @@ class MethodNotFound(MessageError, UnknownMethodError):
 
     code = METHOD_NOT_FOUND
 
-    def __init__(
-        self, method: str, version: str, *, id: RequestId = None, data: Any = None
-    ):
+    def __init__(self, method: str, version: str, *, id: RequestId = None, data: Any = None):
         MessageError.__init__(
             self,
             f"{method!r} is not a method of ACP {version}",
@@ -230,9 +228,7 @@ def _as_is(value: Any) -> Any:
     return value
 
 
-_dumps: Callable[[Any], str] = json.JSONEncoder(
-    separators=(",", ":"), ensure_ascii=False
-).encode
+_dumps: Callable[[Any], str] = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 """``json.dumps(value, separators=(",", ":"), ensure_ascii=False)``, with the encoder built once."""
 
 
@@ -427,9 +423,7 @@ class Batch:
 
     def to_wire(self) -> list[Any]:
         """The JSON-ready array; an invalid entry is written back as it came."""
-        return [
-            e.data if isinstance(e, MessageError) else e.to_wire() for e in self.entries
-        ]
+        return [e.data if isinstance(e, MessageError) else e.to_wire() for e in self.entries]
 
     def to_json(self) -> str:
         return json.dumps(self.to_wire(), separators=(",", ":"), ensure_ascii=False)
@@ -455,9 +449,7 @@ class PendingRequests:
     def add(self, id: RequestId, method: str) -> None:
         """Record that request ``id`` for ``method`` was sent; an id may be pending only once."""
         if not _check_id(id):
-            raise TypeError(
-                f"a request id is a string, an integer or None, not {type(id).__name__}"
-            )
+            raise TypeError(f"a request id is a string, an integer or None, not {type(id).__name__}")
         if id in self._methods:
             raise ValueError(f"request id {id!r} is already pending")
         self._methods[id] = method
@@ -527,14 +519,8 @@ def _describe(exc: ValidationError) -> str:
         msg = err["msg"]
         if err["type"] == "union_tag_invalid":
             # the unknown branch's pydantic tag is not one to send
-            tags = [
-                t
-                for t in err.get("ctx", {}).get("expected_tags", "").split(", ")
-                if t.strip("'") != UNKNOWN_TAG
-            ]
-            msg = (
-                f"tag {err.get('ctx', {}).get('tag')!r} is not one of {', '.join(tags)}"
-            )
+            tags = [t for t in err.get("ctx", {}).get("expected_tags", "").split(", ") if t.strip("'") != UNKNOWN_TAG]
+            msg = f"tag {err.get('ctx', {}).get('tag')!r} is not one of {', '.join(tags)}"
         lines.append(f"{loc}: {msg}")
     more = exc.error_count() - len(lines)
     if more > 0:
@@ -719,9 +705,7 @@ def _parse_one(
     table, version = parser.table, parser.version
     if type(value) is not dict and not isinstance(value, Mapping):
         what = "a batch entry" if in_batch else "a message"
-        raise InvalidRequest(
-            f"{what} must be a JSON object, not {type(value).__name__}", data=value
-        )
+        raise InvalidRequest(f"{what} must be a JSON object, not {type(value).__name__}", data=value)
     rid = value.get("id", _NO_ID)
     name = value.get("method")
     id_ok = rid is _NO_ID or _check_id(rid)
@@ -737,25 +721,14 @@ def _parse_one(
 
     tag = value.get("jsonrpc", _NO_ID)
     if type(tag) is not str or tag != JSONRPC_VERSION:
-        raise bad(
-            '"jsonrpc" must be "2.0", not '
-            + ("missing" if tag is _NO_ID else repr(tag))
-        )
+        raise bad('"jsonrpc" must be "2.0", not ' + ("missing" if tag is _NO_ID else repr(tag)))
     if not id_ok:
-        raise bad(
-            f'"id" must be a string, an integer or null, not {type(rid).__name__}'
-        )
+        raise bad(f'"id" must be a string, an integer or null, not {type(rid).__name__}')
     own = _CALL if "method" in value else _RESPONSE
-    extra = (
-        _EMPTY
-        if value.keys() <= own
-        else {k: v for k, v in value.items() if k not in own}
-    )
+    extra = _EMPTY if value.keys() <= own else {k: v for k, v in value.items() if k not in own}
     if "method" in value:
         if "result" in value or "error" in value:
-            raise bad(
-                "a message cannot be both a request (it has a method) and a response (it has a result or error)"
-            )
+            raise bad("a message cannot be both a request (it has a method) and a response (it has a result or error)")
         if not isinstance(name, str):
             raise bad(f'"method" must be a string, not {type(name).__name__}')
         return _parse_call(value, name, rid, table, version, extra, bad)
@@ -820,9 +793,7 @@ def _parse_call(
     has_params = "params" in value
     params = value.get("params")
     if has_params and not isinstance(params, (Mapping, list)):
-        raise bad(
-            f'"params" must be an object or an array, not {type(params).__name__}'
-        )
+        raise bad(f'"params" must be an object or an array, not {type(params).__name__}')
     spec = table.get(name)
     if spec is None:
         if not is_extension(name):
@@ -842,11 +813,7 @@ def _parse_call(
             data=value,
         )
     try:
-        params_type = (
-            spec.params
-            if is_request or spec.notification_params is None
-            else spec.notification_params
-        )
+        params_type = spec.params if is_request or spec.notification_params is None else spec.notification_params
         typed = validate_payload(params_type, params)
     except ValidationError as exc:
         raise InvalidParams(

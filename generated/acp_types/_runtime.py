@@ -338,8 +338,14 @@ class AcpModel(BaseModel):
                 # again: pydantic collected it from the base's annotation and
                 # the class default set below, which loses the base's alias,
                 # so the base's own field is taken instead.
-                base = next((b.__dict__["__pydantic_fields__"][name] for b in cls.__mro__[1:]
-                             if name in b.__dict__.get("__pydantic_fields__", {})), None)
+                base = next(
+                    (
+                        b.__dict__["__pydantic_fields__"][name]
+                        for b in cls.__mro__[1:]
+                        if name in b.__dict__.get("__pydantic_fields__", {})
+                    ),
+                    None,
+                )
                 if base is not None and any(isinstance(m, _OmitOnError) for m in base.metadata):
                     cls.__pydantic_fields__[name] = info = copy(base)
                     inherited = True
@@ -388,7 +394,8 @@ class AcpModel(BaseModel):
         names = _NAMES.get(cls)
         if names is None:
             names = _NAMES[cls] = frozenset(cls.__pydantic_fields__) | {
-                f.alias for f in cls.__pydantic_fields__.values() if f.alias}
+                f.alias for f in cls.__pydantic_fields__.values() if f.alias
+            }
         extra = data.pop("extra", None) if "extra" not in names else None
         unknown = sorted(key for key in data if key not in names)
         if unknown and not issubclass(cls, UnknownVariant):
@@ -570,8 +577,13 @@ def wire_payload(value: Any, tp: Any) -> Any:
         title = tp if isinstance(tp, str) else type_name(tp)
         raise ValidationError.from_exception_data(
             title,
-            [{"type": PydanticCustomError("json_limit", "{reason}", {"reason": exc.reason}),
-              "loc": exc.path, "input": value}],
+            [
+                {
+                    "type": PydanticCustomError("json_limit", "{reason}", {"reason": exc.reason}),
+                    "loc": exc.path,
+                    "input": value,
+                }
+            ],
         ) from None
 
 

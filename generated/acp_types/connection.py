@@ -190,6 +190,7 @@ if TYPE_CHECKING:
         stderr: int | None
         exit_timeout: float
 
+
 __all__ = [
     "DEFAULT_CLOSE_TIMEOUT",
     "DEFAULT_MAX_BATCH",
@@ -264,9 +265,7 @@ class ResponseTooLarge(ConnectionError):
     """The peer answered with a line longer than ``max_line_size``: it was skipped unread."""
 
     def __init__(self, method: str, rid: RequestId, limit: int) -> None:
-        super().__init__(
-            f"the answer to {method!r} (request {rid!r}) was longer than {limit} bytes and was skipped"
-        )
+        super().__init__(f"the answer to {method!r} (request {rid!r}) was longer than {limit} bytes and was skipped")
         self.method = method
         self.id = rid
         self.limit = limit
@@ -276,9 +275,7 @@ class CapabilityNotAdvertised(PermissionError):
     """Strict mode: the peer did not advertise the capability that gates ``method``."""
 
     def __init__(self, method: str, capability: str) -> None:
-        super().__init__(
-            f"{method!r} needs the capability {capability!r}, which the agent did not advertise"
-        )
+        super().__init__(f"{method!r} needs the capability {capability!r}, which the agent did not advertise")
         self.method = method
         self.capability = capability
 
@@ -288,8 +285,7 @@ class UnsupportedVersion(ConnectionError):
 
     def __init__(self, protocol_version: Any, versions: Sequence[str]) -> None:
         super().__init__(
-            f"the agent answered protocolVersion {protocol_version!r}; this client speaks "
-            + ", ".join(versions)
+            f"the agent answered protocolVersion {protocol_version!r}; this client speaks " + ", ".join(versions)
         )
         self.protocol_version = protocol_version
 
@@ -342,9 +338,7 @@ class _Version:
         self.module = mod
         self.number: int = mod.PROTOCOL_VERSION
         self.methods: Mapping[str, MethodSpec] = mod.METHODS
-        self.parse: Callable[..., Any] = importlib.import_module(
-            f"acp_types.{name}.messages"
-        ).parse_message
+        self.parse: Callable[..., Any] = importlib.import_module(f"acp_types.{name}.messages").parse_message
         self.method_allowed: Callable[[str, Any], bool] = mod.method_allowed
         # v1 gates $/cancel_request by nothing its peers advertise, and agents answer it -32601
         self.sends_cancel = name != "v1" and CANCEL_REQUEST in self.methods
@@ -368,7 +362,6 @@ _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=
 def _dumps(value: Any) -> bytes:
     """Strict JSON: ``ValueError`` for NaN or infinities, ``TypeError`` for anything not JSON."""
     return _encode(value).encode("utf-8")
-
 
 
 @functools.lru_cache(maxsize=256)
@@ -404,9 +397,7 @@ class _PeerLog:
     def __init__(self) -> None:
         self._kinds: dict[str, list[Any]] = {}  # kind -> [window start, logged, suppressed, level]
 
-    def __call__(
-        self, kind: str, level: int, msg: str, *args: Any, exc_info: bool = False
-    ) -> None:
+    def __call__(self, kind: str, level: int, msg: str, *args: Any, exc_info: bool = False) -> None:
         now = time.monotonic()
         state = self._kinds.get(kind)
         if state is None or now - state[0] >= LOG_WINDOW:
@@ -623,8 +614,12 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             versions = self.default_versions
         if not versions:
             raise ValueError("a connection needs at least one version")
-        for name, value in (("max_line_size", max_line_size), ("max_in_flight", max_in_flight),
-                            ("max_queued", max_queued), ("max_batch", max_batch)):
+        for name, value in (
+            ("max_line_size", max_line_size),
+            ("max_in_flight", max_in_flight),
+            ("max_queued", max_queued),
+            ("max_batch", max_batch),
+        ):
             if value < 1:
                 raise ValueError(f"{name} must be positive")
         self._versions = {name: _Version(name) for name in versions}
@@ -671,13 +666,9 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         transport = getattr(writer, "transport", None)
         # a StreamWriter's write is its transport's: skip a call
         self._raw_write: Callable[[bytes], object] = (
-            transport.write
-            if type(writer) is asyncio.StreamWriter and transport is not None
-            else writer.write
+            transport.write if type(writer) is asyncio.StreamWriter and transport is not None else writer.write
         )
-        self._buffer_size: Callable[[], int] | None = getattr(
-            transport, "get_write_buffer_size", None
-        )
+        self._buffer_size: Callable[[], int] | None = getattr(transport, "get_write_buffer_size", None)
         self.handler: _HandlerT = handler(self) if _is_factory(handler) else handler
 
     # -- state ------------------------------------------------------------
@@ -752,8 +743,7 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         await self._finish("the connection was closed")
 
     def _idle(self) -> bool:
-        return not (self._in or self._batches or self._held_requests or self._held_notes
-                    or self._queue or self._busy)
+        return not (self._in or self._batches or self._held_requests or self._held_notes or self._queue or self._busy)
 
     async def _finish(self, reason: str) -> None:
         if self._closing:
@@ -855,13 +845,16 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         try:
             return _dumps({"jsonrpc": "2.0", "id": rid, "error": error})
         except (TypeError, ValueError) as exc:
-            self._peer_log("unencodable answers", logging.ERROR,
-                           "the error answering request %r is not JSON (%s); answered -32603", rid, exc)
-            return _dumps({"jsonrpc": "2.0", "id": rid,
-                           "error": {"code": INTERNAL_ERROR, "message": "Internal error"}})
+            self._peer_log(
+                "unencodable answers",
+                logging.ERROR,
+                "the error answering request %r is not JSON (%s); answered -32603",
+                rid,
+                exc,
+            )
+            return _dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": INTERNAL_ERROR, "message": "Internal error"}})
 
-    def _answer_error(self, rid: RequestId, code: int, message: str,
-                      collect: list[bytes] | None = None) -> None:
+    def _answer_error(self, rid: RequestId, code: int, message: str, collect: list[bytes] | None = None) -> None:
         self._reply(self._error_json(rid, code, message), collect)
 
     def _spec(self, method: str, kind: str) -> MethodSpec | None:
@@ -874,9 +867,7 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             verb = "request" if kind == "notification" else "notify"
             raise ValueError(f"{method!r} is a {spec.kind}; use {verb}() for it")
         if spec.side == self.side:
-            raise ValueError(
-                f"{spec.name!r} is handled by the {spec.side}; the {self.side} does not send it"
-            )
+            raise ValueError(f"{spec.name!r} is handled by the {spec.side}; the {self.side} does not send it")
         # method_allowed answers from the initialize message of the side that
         # handles the method, which is the peer's: the one recorded here.
         if self.strict_capabilities and spec.capability is not None:
@@ -892,16 +883,12 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             if spec is None or (isinstance(expected, type) and isinstance(params, expected)):
                 return wire_json(params)
             if isinstance(expected, type):
-                raise TypeError(
-                    f"the params of {method!r} are {type_name(expected)}, not {type_name(type(params))}"
-                )
+                raise TypeError(f"the params of {method!r} are {type_name(expected)}, not {type_name(type(params))}")
             params = to_wire(params)
         if spec is None:
             return _dumps(params)
         if not isinstance(params, Mapping):
-            raise TypeError(
-                f"the params of {method!r} are a model or a dict, not {type(params).__name__}"
-            )
+            raise TypeError(f"the params of {method!r} are a model or a dict, not {type(params).__name__}")
         return wire_json(spec.validate_params(dict(params)))
 
     async def notify(self, method: str, params: Any) -> None:
@@ -932,15 +919,17 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         self._out[rid] = _OutRequest(future, method, ordered)
         self._pending.add(rid, method)
         try:
-            await self._send(b'{"jsonrpc":"2.0","id":' + str(rid).encode() + _method_json(method)
-                             + body + b"}\n")
+            await self._send(b'{"jsonrpc":"2.0","id":' + str(rid).encode() + _method_json(method) + body + b"}\n")
             return await future
         except asyncio.CancelledError:
             if self._out.pop(rid, None) is not None:
                 self._pending.pop(rid)
                 if not self._closing and self._version.sends_cancel:
-                    self._write(b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":'
-                                + str(rid).encode() + b"}}\n")
+                    self._write(
+                        b'{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":'
+                        + str(rid).encode()
+                        + b"}}\n"
+                    )
             raise
         finally:
             out = self._out.get(rid)
@@ -1019,8 +1008,7 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         elif isinstance(msg, MessageError):
             self._malformed(msg)
         elif kind is _TooLongBatch:
-            self._answer_error(None, INVALID_REQUEST,
-                               f"a batch of more than {self.max_batch} entries is not handled")
+            self._answer_error(None, INVALID_REQUEST, f"a batch of more than {self.max_batch} entries is not handled")
         elif isinstance(msg, Notification):
             if msg.method == CANCEL_REQUEST:
                 self._on_cancel(msg.params)
@@ -1084,15 +1072,17 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             m = _ID_AT_END.search(line.tail)
             rid = json.loads(m.group(1)) if m is not None else ...
         is_response = "method" not in members and (
-            "result" in members or "error" in members
-            or ("params" not in members and rid is not ... and rid in self._out))
+            "result" in members
+            or "error" in members
+            or ("params" not in members and rid is not ... and rid in self._out)
+        )
         if not is_response:
             self._peer_log("oversized lines", logging.WARNING, "skipped a line longer than %d bytes", limit)
-            self._answer_error(None if rid is ... else rid, INVALID_REQUEST,
-                               f"the line is longer than {limit} bytes")
+            self._answer_error(None if rid is ... else rid, INVALID_REQUEST, f"the line is longer than {limit} bytes")
             return
-        self._peer_log("oversized responses", logging.WARNING,
-                       "skipped a response longer than %d bytes (id %r)", limit, rid)
+        self._peer_log(
+            "oversized responses", logging.WARNING, "skipped a response longer than %d bytes (id %r)", limit, rid
+        )
         failed = [rid] if rid is not ... else list(self._out)
         for one in failed:
             out = self._out.pop(one, None)
@@ -1143,12 +1133,12 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
                     return
                 self._resolve(out, exc)
             else:
-                self._peer_log("malformed responses", logging.WARNING,
-                               "dropped a malformed response: %s", exc.message)
+                self._peer_log("malformed responses", logging.WARNING, "dropped a malformed response: %s", exc.message)
             return
         if kind == "notification":
-            self._peer_log("malformed notifications", logging.WARNING,
-                           "dropped a malformed notification: %s", exc.message)
+            self._peer_log(
+                "malformed notifications", logging.WARNING, "dropped a malformed notification: %s", exc.message
+            )
             return
         if kind == "request" and exc.method == "initialize" and exc.code == INVALID_PARAMS:
             chosen, reading = self._initialize_versions(exc.data)
@@ -1219,8 +1209,9 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
     def _on_response(self, msg: Response | ErrorResponse) -> None:
         out = self._out.pop(msg.id, None)
         if out is None:
-            self._peer_log("responses to unknown ids", logging.WARNING,
-                           "dropped a response to unknown request id %r", msg.id)
+            self._peer_log(
+                "responses to unknown ids", logging.WARNING, "dropped a response to unknown request id %r", msg.id
+            )
         elif isinstance(msg, ErrorResponse):
             error = msg.error
             self._resolve(out, RequestError(error.code, error.message, error.data))
@@ -1273,8 +1264,13 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             except asyncio.CancelledError:
                 raise
             except Exception:
-                self._peer_log("failed notification handlers", logging.ERROR,
-                               "the handler of notification %r failed", item.method, exc_info=True)
+                self._peer_log(
+                    "failed notification handlers",
+                    logging.ERROR,
+                    "the handler of notification %r failed",
+                    item.method,
+                    exc_info=True,
+                )
             finally:
                 self._busy = False
                 self._release()
@@ -1301,10 +1297,10 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
     def _on_request(self, msg: Request, collect: list[bytes] | None = None) -> asyncio.Task[None] | None:
         rid = msg.id
         if rid in self._in:
-            self._peer_log("reused request ids", logging.WARNING,
-                           "a request reuses the id %r of a running one", rid)
-            self._answer_error(rid, INVALID_REQUEST,
-                               f"request id {rid!r} is already in use by a running request", collect)
+            self._peer_log("reused request ids", logging.WARNING, "a request reuses the id %r of a running one", rid)
+            self._answer_error(
+                rid, INVALID_REQUEST, f"request id {rid!r} is already in use by a running request", collect
+            )
             return None
         if msg.method == "initialize" and self.side == "agent" and self.settled:
             self.peer_initialize = msg.params  # a repeated initialize: the latest one is the client's word
@@ -1319,8 +1315,9 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             return self._dispatch_initialize(msg, chosen, collect)
         return self._start_request(msg, collect)
 
-    def _dispatch_initialize(self, msg: Request, chosen: _Version,
-                             collect: list[bytes] | None = None) -> asyncio.Task[None] | None:
+    def _dispatch_initialize(
+        self, msg: Request, chosen: _Version, collect: list[bytes] | None = None
+    ) -> asyncio.Task[None] | None:
         self._settle(chosen)
         self.peer_initialize = msg.params
         return self._start_request(msg, collect)
@@ -1357,8 +1354,9 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
             log.error("not sent: %s", exc)
             data = self._error_json(rid, INTERNAL_ERROR, f"Internal error: {exc}")
         except Exception:
-            self._peer_log("failed handlers", logging.ERROR, "the handler of %r (request %r) failed",
-                           method, rid, exc_info=True)
+            self._peer_log(
+                "failed handlers", logging.ERROR, "the handler of %r (request %r) failed", method, rid, exc_info=True
+            )
             data = self._error_json(rid, INTERNAL_ERROR, "Internal error")
         self._reply(data, collect)
 
@@ -1384,8 +1382,7 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
         elif isinstance(result, BaseModel):
             if isinstance(expected, type):
                 raise TypeError(
-                    f"the handler of {msg.method!r} returned {type_name(type(result))}, "
-                    f"not {type_name(expected)}"
+                    f"the handler of {msg.method!r} returned {type_name(type(result))}, not {type_name(expected)}"
                 )
             result = to_wire(result)
         try:
@@ -1598,8 +1595,13 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
         try:
             return cast(_InitResponseT, await self.request("initialize", again))
         except RequestError as exc:
-            log.warning("the agent refused initialize in ACP %s after answering ACP %s to %s: %s",
-                        self.version, self.version, asked.name, exc)
+            log.warning(
+                "the agent refused initialize in ACP %s after answering ACP %s to %s: %s",
+                self.version,
+                self.version,
+                asked.name,
+                exc,
+            )
             return cast(_InitResponseT, result)
 
     def _equivalent_initialize(self, params: Any) -> Any:
@@ -1614,7 +1616,7 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
             request[info_key] = dict(other_info)
         caps: dict[str, Any] = {}
         spec = version.methods["initialize"]
-        for key, value in (other_caps.items() if isinstance(other_caps, Mapping) else ()):
+        for key, value in other_caps.items() if isinstance(other_caps, Mapping) else ():
             try:  # a capability both versions have, in the same shape
                 spec.validate_params({**request, caps_key: {key: value}})
                 caps[key] = value
@@ -1840,20 +1842,29 @@ async def stdio_streams(limit: int = _READ_CHUNK) -> tuple[Reader, Writer]:
     return await pipe_streams(sys.stdin.buffer, sys.stdout.buffer, limit)
 
 
-async def serve(reader: Reader, writer: Writer, handler: Handler, *,
-                versions: Sequence[str] | None = None, strict_capabilities: bool = False, **limits: Any) -> None:
+async def serve(
+    reader: Reader,
+    writer: Writer,
+    handler: Handler,
+    *,
+    versions: Sequence[str] | None = None,
+    strict_capabilities: bool = False,
+    **limits: Any,
+) -> None:
     """Run an agent on a reader/writer pair until the client goes away (``limits``: see :class:`Connection`).
 
     ``strict_capabilities=True`` refuses, before sending, a client method the
     client did not advertise (:class:`CapabilityNotAdvertised`).
     """
-    async with AgentConnection(reader, writer, handler, versions=versions,
-                               strict_capabilities=strict_capabilities, **limits) as conn:
+    async with AgentConnection(
+        reader, writer, handler, versions=versions, strict_capabilities=strict_capabilities, **limits
+    ) as conn:
         await conn.wait_closed()
 
 
-async def serve_stdio(handler: Handler, *, versions: Sequence[str] | None = None,
-                      strict_capabilities: bool = False, **limits: Any) -> None:
+async def serve_stdio(
+    handler: Handler, *, versions: Sequence[str] | None = None, strict_capabilities: bool = False, **limits: Any
+) -> None:
     """Run an agent on this process's stdin/stdout until the client closes stdin.
 
     It returns once every answer has been written out (or ``close_timeout``
@@ -2013,7 +2024,9 @@ if TYPE_CHECKING:  # the version and the handler's type, from the arguments
         *,
         versions: Sequence[str] | None = ...,
         **options: Unpack[_SpawnOptions],
-    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]]: ...
+    ) -> AbstractAsyncContextManager[
+        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
+    ]: ...
 
     @overload
     def spawn_agent(
@@ -2022,7 +2035,9 @@ if TYPE_CHECKING:  # the version and the handler's type, from the arguments
         *,
         versions: Sequence[str] | None = ...,
         **options: Unpack[_SpawnOptions],
-    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]]: ...
+    ) -> AbstractAsyncContextManager[
+        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
+    ]: ...
 
     def spawn_agent(*args: Any, **kwargs: Any) -> Any: ...
 else:

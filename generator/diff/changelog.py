@@ -64,10 +64,17 @@ def load_baselines(schema_root: Path, label: str | None = None) -> list[Baseline
     out = []
     for version, entry in sorted(doc["baselines"].items()):
         if entry["snapshot"] != f"{SNAPSHOTS}/{entry['release']}/{version}":
-            raise SchemaError([Problem(file, pointer("baselines", version, "snapshot"),
-                                       f"the snapshot of {version}'s {entry['release']} release lives in "
-                                       f"{SNAPSHOTS}/{entry['release']}/{version}",
-                                       "rewrite the file with `python -m generator snapshot-release`")])
+            raise SchemaError(
+                [
+                    Problem(
+                        file,
+                        pointer("baselines", version, "snapshot"),
+                        f"the snapshot of {version}'s {entry['release']} release lives in "
+                        f"{SNAPSHOTS}/{entry['release']}/{version}",
+                        "rewrite the file with `python -m generator snapshot-release`",
+                    )
+                ]
+            )
         out.append(Baseline(version, entry["release"], entry["revision"], entry["snapshot"], entry["sha256"]))
     return out
 
@@ -78,16 +85,30 @@ def previous_release(schema_root: Path, baseline: Baseline, label: str | None = 
     file = f"{prefix}/{RELEASES_FILE}"
     folder = schema_root / baseline.snapshot
     if not folder.is_dir():
-        raise SchemaError([Problem(file, pointer("baselines", baseline.version, "snapshot"),
-                                   f"{prefix}/{baseline.snapshot}/ is missing",
-                                   "restore it from git, or rerun `python -m generator snapshot-release`")])
+        raise SchemaError(
+            [
+                Problem(
+                    file,
+                    pointer("baselines", baseline.version, "snapshot"),
+                    f"{prefix}/{baseline.snapshot}/ is missing",
+                    "restore it from git, or rerun `python -m generator snapshot-release`",
+                )
+            ]
+        )
     proto = build_protocol(load_version(DirSource(folder, f"{prefix}/{baseline.snapshot}")))
     if proto.digest != baseline.sha256:
-        raise SchemaError([Problem(file, pointer("baselines", baseline.version, "sha256"),
-                                   f"{prefix}/{baseline.snapshot}/ is not the snapshot recorded here (its files "
-                                   f"hash to {proto.digest[:16]}..., not {baseline.sha256[:16]}...)",
-                                   "a release snapshot is never edited: restore it from git, or take it again "
-                                   "with `python -m generator snapshot-release`")])
+        raise SchemaError(
+            [
+                Problem(
+                    file,
+                    pointer("baselines", baseline.version, "sha256"),
+                    f"{prefix}/{baseline.snapshot}/ is not the snapshot recorded here (its files "
+                    f"hash to {proto.digest[:16]}..., not {baseline.sha256[:16]}...)",
+                    "a release snapshot is never edited: restore it from git, or take it again "
+                    "with `python -m generator snapshot-release`",
+                )
+            ]
+        )
     return proto
 
 
@@ -97,17 +118,27 @@ def changelogs(protocols: dict[str, Protocol], schema_root: Path, label: str | N
     prefix = label or _label(schema_root)
     for b in load_baselines(schema_root, prefix):
         if b.version not in protocols:
-            raise SchemaError([Problem(f"{prefix}/{RELEASES_FILE}", pointer("baselines", b.version),
-                                       f"names a previous release of {b.version}, which {prefix}/ does not have",
-                                       "drop the entry, or rerun `python -m generator snapshot-release`")])
+            raise SchemaError(
+                [
+                    Problem(
+                        f"{prefix}/{RELEASES_FILE}",
+                        pointer("baselines", b.version),
+                        f"names a previous release of {b.version}, which {prefix}/ does not have",
+                        "drop the entry, or rerun `python -m generator snapshot-release`",
+                    )
+                ]
+            )
         old, new = previous_release(schema_root, b, prefix), protocols[b.version]
         title = f"# Changes to {b.version} since the {b.release} release"
-        note = (f"The previous release is the {b.release} state of `{prefix}/{b.version}`, cut from git revision "
-                f"`{b.revision[:12]}` and kept as `{prefix}/{b.snapshot}`; each change reads as going from it to "
-                f"the working `{prefix}/{b.version}` (`python -m generator diff {prefix}/{b.snapshot} "
-                f"{prefix}/{b.version}` lists the same changes).")
-        out[f"docs/changelog-{b.version}.md"] = markdown_changes(old, new, compare(old, new), None,
-                                                                 generated_doc=True, title=title, note=note)
+        note = (
+            f"The previous release is the {b.release} state of `{prefix}/{b.version}`, cut from git revision "
+            f"`{b.revision[:12]}` and kept as `{prefix}/{b.snapshot}`; each change reads as going from it to "
+            f"the working `{prefix}/{b.version}` (`python -m generator diff {prefix}/{b.snapshot} "
+            f"{prefix}/{b.version}` lists the same changes)."
+        )
+        out[f"docs/changelog-{b.version}.md"] = markdown_changes(
+            old, new, compare(old, new), None, generated_doc=True, title=title, note=note
+        )
     return out
 
 
@@ -145,10 +176,14 @@ def snapshot_release(schema_root: Path, name: str, rev: str = "HEAD") -> list[st
         build_protocol(loaded)  # a release that does not build is no baseline
         taken[v] = (loaded.files, loaded.digest)
     releases = schema_root / SNAPSHOTS
-    doc = {"description": "The previous release of each version, diffed into generated/docs/changelog-<v>.md. "
-                          "Written by `python -m generator snapshot-release`; never edited by hand.",
-           "baselines": {v: {"release": name, "revision": commit, "snapshot": f"{SNAPSHOTS}/{name}/{v}",
-                             "sha256": digest} for v, (_, digest) in taken.items()}}
+    doc = {
+        "description": "The previous release of each version, diffed into generated/docs/changelog-<v>.md. "
+        "Written by `python -m generator snapshot-release`; never edited by hand.",
+        "baselines": {
+            v: {"release": name, "revision": commit, "snapshot": f"{SNAPSHOTS}/{name}/{v}", "sha256": digest}
+            for v, (_, digest) in taken.items()
+        },
+    }
     for v, (files, _) in taken.items():
         folder = releases / name / v
         if folder.exists():
@@ -162,5 +197,7 @@ def snapshot_release(schema_root: Path, name: str, rev: str = "HEAD") -> list[st
     for old in sorted(releases.iterdir()):
         if old.is_dir() and old.name != name:
             shutil.rmtree(old)
-    return [f"{_label(releases / name / v)}/: {len(files)} files of {commit[:12]}:{prefix}/{v}"
-            for v, (files, _) in taken.items()]
+    return [
+        f"{_label(releases / name / v)}/: {len(files)} files of {commit[:12]}:{prefix}/{v}"
+        for v, (files, _) in taken.items()
+    ]

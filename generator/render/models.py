@@ -98,12 +98,18 @@ def _dcg_model(d: DefinitionPlan, shared: dict[str, str]) -> Any:
             DataModelField(name=f.name, data_type=DataType(type=f.annotation), required=f.required, alias=None)
             for f in d.fields
         ]
-        return BaseModel(reference=reference, fields=fields, custom_template_dir=TEMPLATE_DIR,
-                         extra_template_data=data, base_classes=[])
+        return BaseModel(
+            reference=reference,
+            fields=fields,
+            custom_template_dir=TEMPLATE_DIR,
+            extra_template_data=data,
+            base_classes=[],
+        )
     assert isinstance(d, AliasPlan)
     field = DataModelField(data_type=DataType(type=d.annotation), required=True)
-    return TypeAliasTypeBackport(reference=reference, fields=[field], custom_template_dir=TEMPLATE_DIR,
-                                 extra_template_data=data)
+    return TypeAliasTypeBackport(
+        reference=reference, fields=[field], custom_template_dir=TEMPLATE_DIR, extra_template_data=data
+    )
 
 
 def render_plan(plan: ModulePlan, header: str) -> str:

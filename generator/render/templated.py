@@ -42,7 +42,9 @@ def docstring_body(text: str) -> str:
 
 def _plain(text: str) -> bool:
     return (
-        '"""' not in text and "\\" not in text and not text.endswith('"')
+        '"""' not in text
+        and "\\" not in text
+        and not text.endswith('"')
         and all(ch.isprintable() or ch in "\n" for ch in text)
     )
 

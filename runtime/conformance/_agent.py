@@ -27,7 +27,14 @@ from ._oracle import Found, Oracle
 
 KIT_INFO = {"name": "acp-types-conformance", "version": "1"}
 LONG_PROMPT = "Count: " + " ".join(str(i) for i in range(1, 3001))
-MESSAGE_UPDATES = {"user_message", "agent_message", "agent_thought", "user_message_chunk", "agent_message_chunk", "agent_thought_chunk"}
+MESSAGE_UPDATES = {
+    "user_message",
+    "agent_message",
+    "agent_thought",
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+}
 V1_STOP = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
 
 SEED_000 = "seed 000 (session archive)"
@@ -88,7 +95,11 @@ class Turn:
     def stop_reason(self) -> Any:
         if self.idle is not None:
             return update_of(self.idle).get("stopReason")
-        return self.reply.result.get("stopReason") if self.reply is not None and isinstance(self.reply.result, dict) else None
+        return (
+            self.reply.result.get("stopReason")
+            if self.reply is not None and isinstance(self.reply.result, dict)
+            else None
+        )
 
 
 class AgentRun:
@@ -159,7 +170,9 @@ class AgentRun:
             if self.options.permission == "cancel":
                 return {"outcome": {"outcome": "cancelled"}}
             want = "allow" if self.options.permission == "allow" else "reject"
-            chosen = next((o for o in options if str(o.get("kind", "")).startswith(want)), options[0] if options else {})
+            chosen = next(
+                (o for o in options if str(o.get("kind", "")).startswith(want)), options[0] if options else {}
+            )
             return {"outcome": {"outcome": "selected", "optionId": chosen.get("optionId")}}
         if method.startswith("fs/") and self.version == "v1" and self.options.client_fs:
             return self._fs(method, params)
@@ -204,7 +217,9 @@ class AgentRun:
     def _observe(self, method: str, reply: Reply) -> None:
         code = reply.code
         if self.implemented.get(method) != "answered":
-            self.implemented[method] = "answered" if reply.ok else f"error {code}" if code is not None else "invalid answer"
+            self.implemented[method] = (
+                "answered" if reply.ok else f"error {code}" if code is not None else "invalid answer"
+            )
 
     async def ok(self, method: str, params: Any, timeout: float | None = None) -> Reply:
         """Call ``method``; anything but a valid result fails the check."""
@@ -222,14 +237,21 @@ class AgentRun:
     def new_params(self, cwd: str | None = None) -> dict[str, Any]:
         return {"cwd": cwd or self.directory(), "mcpServers": []}
 
-    async def turn(self, sid: str, text: str | None = None, *, interrupt: str | None = None,
-                   interrupt_params: dict[str, Any] | None = None) -> tuple[Turn, Reply | None]:
+    async def turn(
+        self,
+        sid: str,
+        text: str | None = None,
+        *,
+        interrupt: str | None = None,
+        interrupt_params: dict[str, Any] | None = None,
+    ) -> tuple[Turn, Reply | None]:
         """One prompt turn; ``interrupt`` is a method sent once the first update arrived."""
         p = self.p
         turn = Turn(sid, p.mark())
         self.mark(sid, "begin_turn")
         blocks = [{"type": "text", "text": text or self.options.prompt}]
         rid, future = p.start_request("session/prompt", {"sessionId": sid, "prompt": blocks})
+
         def mine() -> list[Event]:
             return [e for e in p.since(turn.mark, "session/update") if session_of(e) == sid]
 
@@ -254,9 +276,19 @@ class AgentRun:
         if self.version == "v1" and response is not None:
             self.oracle.mark(self.key(sid), turn.reply.seq, "end_turn", response)
         if self.version == "v2":
+
             def idle() -> Event | None:
-                return next((e for e in mine() if kind(e) == "state_update" and update_of(e).get("state") == "idle"
-                             and (turn.cancel_seq is None or e.seq > turn.cancel_seq)), None)
+                return next(
+                    (
+                        e
+                        for e in mine()
+                        if kind(e) == "state_update"
+                        and update_of(e).get("state") == "idle"
+                        and (turn.cancel_seq is None or e.seq > turn.cancel_seq)
+                    ),
+                    None,
+                )
+
             # the end of a v2 turn is its idle state; an agent that sends none has ended when it falls quiet
             deadline = time.monotonic() + self.options.turn_timeout
             turn.streaming = True
@@ -275,7 +307,12 @@ class AgentRun:
 
     def cancelled_turn(self, turn: Turn) -> None:
         """Raise Note when the turn ended before the interruption reached the agent."""
-        if turn.cancel_seq is not None and turn.reply is not None and self.version == "v1" and turn.reply.seq < turn.cancel_seq:
+        if (
+            turn.cancel_seq is not None
+            and turn.reply is not None
+            and self.version == "v1"
+            and turn.reply.seq < turn.cancel_seq
+        ):
             raise Note("the turn ended before the cancellation was sent; give a longer --long-prompt")
         if self.version == "v2" and turn.idle is None:
             ends = [e for e in turn.updates if kind(e) == "state_update" and update_of(e).get("state") == "idle"]
@@ -304,7 +341,9 @@ class AgentRun:
         """Fail with the session state's problems of ``rules`` for this session (the oracle's verdict)."""
         found = self.state_problems(sid, set(rules))
         if found:
-            raise Fail("; ".join(f"{f.rule}: {f.message}" for f in found[:3]), *(f.seq for f in found[:5] if f.seq is not None))
+            raise Fail(
+                "; ".join(f"{f.rule}: {f.message}" for f in found[:3]), *(f.seq for f in found[:5] if f.seq is not None)
+            )
 
     def needs(self, method: str) -> None:
         if not self.adv.method(method):
@@ -319,7 +358,9 @@ class AgentRun:
         if condition:
             raise Fail(detail, *seqs)
 
-    async def list_all(self, params: dict[str, Any] | None = None, pages: int = 50) -> tuple[list[dict[str, Any]], list[Reply]]:
+    async def list_all(
+        self, params: dict[str, Any] | None = None, pages: int = 50
+    ) -> tuple[list[dict[str, Any]], list[Reply]]:
         """Walk ``session/list`` through its cursors (at most ``pages`` pages)."""
         sessions: list[dict[str, Any]] = []
         replies: list[Reply] = []
@@ -335,7 +376,9 @@ class AgentRun:
         raise Fail(f"session/list still gave a nextCursor after {pages} pages", replies[-1].seq)
 
 
-async def run_agent(command: list[str], versions: list[str], checks: list[Check], options: Options) -> tuple[list[Result], dict[str, Any]]:
+async def run_agent(
+    command: list[str], versions: list[str], checks: list[Check], options: Options
+) -> tuple[list[Result], dict[str, Any]]:
     """Run ``checks`` against the agent ``command`` in each version; results and what it advertised."""
     results: list[Result] = []
     info: dict[str, Any] = {}
@@ -350,18 +393,35 @@ async def run_agent(command: list[str], versions: list[str], checks: list[Check]
                     await asyncio.wait_for(run.connect(), options.timeout + 2)
                 except (TimeoutError, asyncio.TimeoutError, Closed) as exc:
                     why = str(exc) or "no answer to initialize"
-                    results += [Result(c, version, FAILURE if c.id == "INI-03" else SKIPPED, f"initialize failed: {why}",
-                                       [line.show() for line in run.transcript.lines][-8:], time.monotonic() - started)
-                                for c in checks if version in c.versions]
+                    results += [
+                        Result(
+                            c,
+                            version,
+                            FAILURE if c.id == "INI-03" else SKIPPED,
+                            f"initialize failed: {why}",
+                            [line.show() for line in run.transcript.lines][-8:],
+                            time.monotonic() - started,
+                        )
+                        for c in checks
+                        if version in c.versions
+                    ]
                     info[version] = {"advertised": {}, "implemented": {}, "error": why}
                     continue
                 answered = run.adv.raw.get("protocolVersion")
                 assert run.init is not None
                 if not run.init.ok:
                     why = f"the initialize answer does not validate: {run.init.error or run.init.raw.get('error')}"
-                    results += [Result(c, version, FAILURE if c.id == "INI-03" else SKIPPED, why,
-                                       [run.init.show(run.transcript)] if c.id == "INI-03" else [])
-                                for c in checks if version in c.versions]
+                    results += [
+                        Result(
+                            c,
+                            version,
+                            FAILURE if c.id == "INI-03" else SKIPPED,
+                            why,
+                            [run.init.show(run.transcript)] if c.id == "INI-03" else [],
+                        )
+                        for c in checks
+                        if version in c.versions
+                    ]
                     info[version] = {"advertised": {}, "implemented": {}, "error": why}
                     continue
                 if answered != NUMBERS[version]:
@@ -404,7 +464,10 @@ async def _one(run: AgentRun, c: Check) -> Result:
     except Note as exc:
         verdict, detail = INFO, exc.detail
     except (asyncio.TimeoutError, TimeoutError):
-        verdict, detail = (FAILURE if c.level == "MUST" else WARNING), f"the check did not finish within {run.options.timeout * 3:g} s"
+        verdict, detail = (
+            (FAILURE if c.level == "MUST" else WARNING),
+            f"the check did not finish within {run.options.timeout * 3:g} s",
+        )
         await run.p.stop()  # a fresh agent for the next check
     except Closed as exc:
         verdict, detail = FAILURE, str(exc)
@@ -432,8 +495,14 @@ def _table(run: AgentRun) -> list[dict[str, Any]]:
             continue
         if spec.stability not in ("stable", "proposal") and method not in run.implemented:
             continue
-        rows.append({"method": method, "advertised": "baseline" if spec.capability is None else "yes" if run.adv.method(method) else "no",
-                     "gated": spec.capability is not None, "observed": run.implemented.get(method, "not tried")})
+        rows.append(
+            {
+                "method": method,
+                "advertised": "baseline" if spec.capability is None else "yes" if run.adv.method(method) else "no",
+                "gated": spec.capability is not None,
+                "observed": run.implemented.get(method, "not tried"),
+            }
+        )
     return rows
 
 
@@ -446,21 +515,41 @@ def _raw_keys(value: Any) -> set[str]:
 INIT_PAGE = "initialization page"
 
 
-@check("INI-03", "initialize answers with a protocol version and capabilities that validate", source=f"{INIT_PAGE}, intro", rows=("INI-03",))
+@check(
+    "INI-03",
+    "initialize answers with a protocol version and capabilities that validate",
+    source=f"{INIT_PAGE}, intro",
+    rows=("INI-03",),
+)
 async def _ini03(run: AgentRun) -> None:
     reply = run.init
     assert reply is not None
-    run.failed(not reply.ok, f"the initialize answer does not validate: {reply.error or reply.raw.get('error')}", reply.seq)
+    run.failed(
+        not reply.ok, f"the initialize answer does not validate: {reply.error or reply.raw.get('error')}", reply.seq
+    )
     run.failed(not isinstance(reply.result.get("protocolVersion"), int), "protocolVersion is not an integer", reply.seq)
 
 
-@check("INI-04", "initialize answers with agentInfo", level="SHOULD", versions=("v1",), source=f"{INIT_PAGE}, Implementation Information")
+@check(
+    "INI-04",
+    "initialize answers with agentInfo",
+    level="SHOULD",
+    versions=("v1",),
+    source=f"{INIT_PAGE}, Implementation Information",
+)
 async def _ini04(run: AgentRun) -> None:
     assert run.init is not None
-    run.failed(not isinstance(run.adv.raw.get("agentInfo"), dict), "no agentInfo in the initialize answer", run.init.seq)
+    run.failed(
+        not isinstance(run.adv.raw.get("agentInfo"), dict), "no agentInfo in the initialize answer", run.init.seq
+    )
 
 
-@check("INI-05", "version negotiation: an unsupported version is answered with the latest supported one", source=f"{INIT_PAGE}, Version Negotiation", rows=("INI-05", "INI-06"))
+@check(
+    "INI-05",
+    "version negotiation: an unsupported version is answered with the latest supported one",
+    source=f"{INIT_PAGE}, Version Negotiation",
+    rows=("INI-05", "INI-06"),
+)
 async def _ini05(run: AgentRun) -> None:
     program, reply = await run.spawn(protocol=99)
     try:
@@ -468,17 +557,30 @@ async def _ini05(run: AgentRun) -> None:
         chosen: Any = result.get("protocolVersion") if isinstance(result, dict) else None
         if chosen not in NUMBERS.values():
             raise Fail(f"asked for version 99, the agent answered {chosen!r} (not a version it can speak)", reply.seq)
-        run.failed(int(chosen) < NUMBERS[run.version], f"asked for version 99, the agent answered {chosen}, older than {NUMBERS[run.version]} which it speaks", reply.seq)
+        run.failed(
+            int(chosen) < NUMBERS[run.version],
+            f"asked for version 99, the agent answered {chosen}, older than {NUMBERS[run.version]} which it speaks",
+            reply.seq,
+        )
     finally:
         await program.stop()
 
 
-@check("INI-11", "the baseline methods answer: session/new and session/prompt (v2 also session/list)", source=f"{INIT_PAGE}, Session Capabilities", rows=("INI-11", "INI-12", "CNT-01"))
+@check(
+    "INI-11",
+    "the baseline methods answer: session/new and session/prompt (v2 also session/list)",
+    source=f"{INIT_PAGE}, Session Capabilities",
+    rows=("INI-11", "INI-12", "CNT-01"),
+)
 async def _ini11(run: AgentRun) -> None:
     sid = await run.new_session()
     turn, _ = await run.turn(sid)
     assert turn.reply is not None
-    run.failed(not turn.reply.ok, f"session/prompt did not answer a valid result: {turn.reply.error or turn.reply.raw.get('error')}", turn.reply.seq)
+    run.failed(
+        not turn.reply.ok,
+        f"session/prompt did not answer a valid result: {turn.reply.error or turn.reply.raw.get('error')}",
+        turn.reply.seq,
+    )
     if run.version == "v2" and run.adv.raw.get("capabilities", {}).get("session") is not None:
         await run.ok("session/list", {})
 
@@ -486,13 +588,21 @@ async def _ini11(run: AgentRun) -> None:
 @check("INI-10", "prompts of text and resource_link blocks are accepted", source=f"{INIT_PAGE}, Prompt Capabilities")
 async def _ini10(run: AgentRun) -> None:
     sid = await run.new_session()
-    blocks = [{"type": "text", "text": run.options.prompt},
-              {"type": "resource_link", "uri": "file:///conformance/readme.txt", "name": "readme.txt"}]
+    blocks = [
+        {"type": "text", "text": run.options.prompt},
+        {"type": "resource_link", "uri": "file:///conformance/readme.txt", "name": "readme.txt"},
+    ]
     reply = await run.call("session/prompt", {"sessionId": sid, "prompt": blocks}, run.options.turn_timeout)
     run.failed(not reply.ok, f"a prompt with a resource_link block was refused: {reply.raw.get('error')}", reply.seq)
     if run.version == "v2":
-        await run.p.wait_for(lambda: any(kind(e) == "state_update" and update_of(e).get("state") == "idle"
-                                         for e in run.p.since(reply.seq, "session/update") if session_of(e) == sid), run.options.turn_timeout)
+        await run.p.wait_for(
+            lambda: any(
+                kind(e) == "state_update" and update_of(e).get("state") == "idle"
+                for e in run.p.since(reply.seq, "session/update")
+                if session_of(e) == sid
+            ),
+            run.options.turn_timeout,
+        )
 
 
 @check("SET-02", "session/new answers a unique sessionId", source=f"{SEED_001}, Creating a Session")
@@ -507,32 +617,60 @@ PRM = "v1 prompt-turn page"
 PL = "v2 prompt-lifecycle page"
 
 
-@check("PRM-03", "session/prompt answers with one of the stop reasons", versions=("v1",), source=f"{PRM}, Check for Completion", rows=("PRM-03", "PRM-06"))
+@check(
+    "PRM-03",
+    "session/prompt answers with one of the stop reasons",
+    versions=("v1",),
+    source=f"{PRM}, Check for Completion",
+    rows=("PRM-03", "PRM-06"),
+)
 async def _prm03(run: AgentRun) -> None:
     turn, _ = await run.turn(await run.new_session())
     assert turn.reply is not None
     stop = turn.reply.result.get("stopReason") if isinstance(turn.reply.result, dict) else None
-    run.failed(not turn.reply.ok or stop not in V1_STOP, f"the prompt's answer has stopReason {stop!r}: {turn.reply.error or ''}", turn.reply.seq)
+    run.failed(
+        not turn.reply.ok or stop not in V1_STOP,
+        f"the prompt's answer has stopReason {stop!r}: {turn.reply.error or ''}",
+        turn.reply.seq,
+    )
 
 
-@check("PRM-14", "every update of a turn comes before its prompt answer", versions=("v1",), source=f"{PRM}, Check for Completion")
+@check(
+    "PRM-14",
+    "every update of a turn comes before its prompt answer",
+    versions=("v1",),
+    source=f"{PRM}, Check for Completion",
+)
 async def _prm14(run: AgentRun) -> None:
     turn, _ = await run.turn(await run.new_session())
     late = [e.seq for e in turn.updates if e.seq > turn.end_seq]
     run.failed(bool(late), f"{len(late)} session/update after the prompt's answer", *late[:3], turn.end_seq)
 
 
-@check("PRM-10", "session/cancel ends the turn with stopReason cancelled (a result, not an error)", versions=("v1",), source=f"{PRM}, Cancellation", rows=("PRM-10", "PRM-11"))
+@check(
+    "PRM-10",
+    "session/cancel ends the turn with stopReason cancelled (a result, not an error)",
+    versions=("v1",),
+    source=f"{PRM}, Cancellation",
+    rows=("PRM-10", "PRM-11"),
+)
 async def _prm10(run: AgentRun) -> None:
     sid = await run.new_session()
     turn, _ = await run.turn(sid, run.options.long_prompt, interrupt="session/cancel")
     assert turn.reply is not None
     run.cancelled_turn(turn)
-    run.failed(not turn.reply.ok, f"after session/cancel the prompt answered {turn.reply.raw.get('error')}", turn.reply.seq)
+    run.failed(
+        not turn.reply.ok, f"after session/cancel the prompt answered {turn.reply.raw.get('error')}", turn.reply.seq
+    )
     run.state_rules(sid, "cancel.stop-reason")
 
 
-@check("PRM-12", "after a cancel, no update of the turn follows the prompt's answer", versions=("v1",), source=f"{PRM}, Cancellation")
+@check(
+    "PRM-12",
+    "after a cancel, no update of the turn follows the prompt's answer",
+    versions=("v1",),
+    source=f"{PRM}, Cancellation",
+)
 async def _prm12(run: AgentRun) -> None:
     turn, _ = await run.turn(await run.new_session(), run.options.long_prompt, interrupt="session/cancel")
     run.cancelled_turn(turn)
@@ -547,49 +685,93 @@ async def _message_ids(run: AgentRun) -> None:
     run.state_rules(sid, "message.reused")
 
 
-check("PRM-04", "agent messages of different turns have different messageIds", level="SHOULD", versions=("v1",), source=f"{PRM}, Message IDs")(_message_ids)
-check("PL-05", "agent messages of different turns have different messageIds", versions=("v2",), source=f"{PL}, Message IDs")(_message_ids)
+check(
+    "PRM-04",
+    "agent messages of different turns have different messageIds",
+    level="SHOULD",
+    versions=("v1",),
+    source=f"{PRM}, Message IDs",
+)(_message_ids)
+check(
+    "PL-05",
+    "agent messages of different turns have different messageIds",
+    versions=("v2",),
+    source=f"{PL}, Message IDs",
+)(_message_ids)
 
 
 # The November 2026 schema adds the inserted user message's id to the answer (seed 001 needs it for replay).
-@check("PL-02", "session/prompt answers with the user message's id only (completion comes as a state_update)",
-       versions=("v2",), source=f"{PL}, 2. Prompt Accepted; the November 2026 v2 schema, PromptResponse")
+@check(
+    "PL-02",
+    "session/prompt answers with the user message's id only (completion comes as a state_update)",
+    versions=("v2",),
+    source=f"{PL}, 2. Prompt Accepted; the November 2026 v2 schema, PromptResponse",
+)
 async def _pl02(run: AgentRun) -> None:
     turn, _ = await run.turn(await run.new_session())
     assert turn.reply is not None
     extra = _raw_keys(turn.reply.result) - {"messageId"}
-    run.failed(not turn.reply.ok or bool(extra), f"the prompt's answer is {turn.reply.raw.get('result')!r}", turn.reply.seq)
+    run.failed(
+        not turn.reply.ok or bool(extra), f"the prompt's answer is {turn.reply.raw.get('result')!r}", turn.reply.seq
+    )
 
 
-@check("PL-03", "the inserted user message is reported (user_message or user_message_chunk)", versions=("v2",), source=f"{PL}, 2. Prompt Accepted")
+@check(
+    "PL-03",
+    "the inserted user message is reported (user_message or user_message_chunk)",
+    versions=("v2",),
+    source=f"{PL}, 2. Prompt Accepted",
+)
 async def _pl03(run: AgentRun) -> None:
     sid = await run.new_session()
     await run.turn(sid)
     run.state_rules(sid, "turn.user-message")
 
 
-@check("PL-04", "a state_update running is sent when the turn's work starts", versions=("v2",), source=f"{PL}, 3. Agent Reports Output")
+@check(
+    "PL-04",
+    "a state_update running is sent when the turn's work starts",
+    versions=("v2",),
+    source=f"{PL}, 3. Agent Reports Output",
+)
 async def _pl04(run: AgentRun) -> None:
     sid = await run.new_session()
     await run.turn(sid)
     run.state_rules(sid, "turn.running")
 
 
-@check("PL-07", "the turn ends with state_update idle and a stopReason", versions=("v2",), source=f"{PL}, 4. Report Completion")
+@check(
+    "PL-07",
+    "the turn ends with state_update idle and a stopReason",
+    versions=("v2",),
+    source=f"{PL}, 4. Report Completion",
+)
 async def _pl07(run: AgentRun) -> None:
     sid = await run.new_session()
     await run.turn(sid)
     run.state_rules(sid, "turn.idle", "turn.stop-reason")
 
 
-@check("PL-10", "stop reasons and other enum values are known ones or start with _", versions=("v2",), source=f"{PL}, Stop Reasons; v2 extensibility page, Enum and Tagged-Union Variants", rows=("PL-10", "TOOL-04", "EXT-07", "CNT-03"))
+@check(
+    "PL-10",
+    "stop reasons and other enum values are known ones or start with _",
+    versions=("v2",),
+    source=f"{PL}, Stop Reasons; v2 extensibility page, Enum and Tagged-Union Variants",
+    rows=("PL-10", "TOOL-04", "EXT-07", "CNT-03"),
+)
 async def _pl10(run: AgentRun) -> None:
     sid = await run.new_session()
     await run.turn(sid)
     run.state_rules(sid, "value.reserved", "update.reserved")
 
 
-@check("PL-12", "session/cancel ends the turn with state_update idle, stopReason cancelled", versions=("v2",), source=f"{PL}, Cancellation", rows=("PL-12", "PL-13"))
+@check(
+    "PL-12",
+    "session/cancel ends the turn with state_update idle, stopReason cancelled",
+    versions=("v2",),
+    source=f"{PL}, Cancellation",
+    rows=("PL-12", "PL-13"),
+)
 async def _pl12(run: AgentRun) -> None:
     sid = await run.new_session()
     turn, _ = await run.turn(sid, run.options.long_prompt, interrupt="session/cancel")
@@ -597,7 +779,9 @@ async def _pl12(run: AgentRun) -> None:
     run.state_rules(sid, "cancel.stop-reason")
 
 
-@check("PL-14", "after a cancel, no message update follows the idle state", versions=("v2",), source=f"{PL}, Cancellation")
+@check(
+    "PL-14", "after a cancel, no message update follows the idle state", versions=("v2",), source=f"{PL}, Cancellation"
+)
 async def _pl14(run: AgentRun) -> None:
     turn, _ = await run.turn(await run.new_session(), run.options.long_prompt, interrupt="session/cancel")
     run.cancelled_turn(turn)
@@ -613,17 +797,29 @@ CAN = "cancellation page"
 EXT = "extensibility page"
 
 
-@check("CAN-01", "a request cancelled with $/cancel_request still gets one answer (a result or -32800)", source=f"{CAN}, $/cancel_request")
+@check(
+    "CAN-01",
+    "a request cancelled with $/cancel_request still gets one answer (a result or -32800)",
+    source=f"{CAN}, $/cancel_request",
+)
 async def _can01(run: AgentRun) -> None:
     p = run.p
     sid = await run.new_session()
     mark = p.mark()
-    rid, future = p.start_request("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": run.options.long_prompt}]})
+    rid, future = p.start_request(
+        "session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": run.options.long_prompt}]}
+    )
     await p.wait_for(lambda: bool(p.since(mark, "session/update")) or future.done(), run.options.turn_timeout)
     if future.done():  # v2 answers a prompt at once: cancel a custom request that waits instead
         if run.version == "v2":
-            await p.wait_for(lambda: any(kind(e) == "state_update" and update_of(e).get("state") == "idle"
-                                         for e in p.since(mark, "session/update") if session_of(e) == sid), run.options.turn_timeout)
+            await p.wait_for(
+                lambda: any(
+                    kind(e) == "state_update" and update_of(e).get("state") == "idle"
+                    for e in p.since(mark, "session/update")
+                    if session_of(e) == sid
+                ),
+                run.options.turn_timeout,
+            )
         rid, future = p.start_request("_acp_conformance/wait", {"seconds": run.options.turn_timeout * 2})
         await p.quiet(0.1, 0.3)
         if future.done():
@@ -633,11 +829,20 @@ async def _can01(run: AgentRun) -> None:
         reply = await asyncio.wait_for(asyncio.shield(future), run.options.turn_timeout)
     except asyncio.TimeoutError:
         raise Fail(f"no answer to the cancelled request {rid} within {run.options.turn_timeout:g} s") from None
-    run.failed("result" not in reply.raw and reply.code != -32800, f"the cancelled request was answered {reply.raw.get('error')}", reply.seq)
+    run.failed(
+        "result" not in reply.raw and reply.code != -32800,
+        f"the cancelled request was answered {reply.raw.get('error')}",
+        reply.seq,
+    )
     await p.quiet(0.15, 1.0)
 
 
-@check("CAN-03", "every request is answered exactly once (no second answer, no answer to an unknown id)", source=f"{CAN}, JSON-RPC 2.0", final=True)
+@check(
+    "CAN-03",
+    "every request is answered exactly once (no second answer, no answer to an unknown id)",
+    source=f"{CAN}, JSON-RPC 2.0",
+    final=True,
+)
 async def _can03(run: AgentRun) -> None:
     bad = [pr for program in run.programs for pr in program.problems if pr.kind == "answers"]
     run.failed(bool(bad), "; ".join(pr.detail for pr in bad[:3]), *(pr.seq for pr in bad[:5]))
@@ -648,14 +853,24 @@ async def _ext03(run: AgentRun) -> None:
     await run.call("_acp_conformance/ping", {"n": 1})
 
 
-@check("EXT-04", "an unknown method is answered with -32601", level="SHOULD", source=f"{EXT}, Custom Requests; {JSONRPC} §5.1")
+@check(
+    "EXT-04",
+    "an unknown method is answered with -32601",
+    level="SHOULD",
+    source=f"{EXT}, Custom Requests; {JSONRPC} §5.1",
+)
 async def _ext04(run: AgentRun) -> None:
     reply = await run.call("acp_conformance/not_a_method", {})
     run.implemented.pop("acp_conformance/not_a_method", None)
     run.failed(reply.code != -32601, f"answered {reply.raw.get('error', reply.raw.get('result'))!r}", reply.seq)
 
 
-@check("EXT-05", "an unknown notification is ignored (no answer; the agent goes on)", level="SHOULD", source=f"{EXT}, Custom Notifications")
+@check(
+    "EXT-05",
+    "an unknown notification is ignored (no answer; the agent goes on)",
+    level="SHOULD",
+    source=f"{EXT}, Custom Notifications",
+)
 async def _ext05(run: AgentRun) -> None:
     mark = run.p.notify("_acp_conformance/note", {"n": 1})
     await run.p.quiet(0.2, 0.5)  # notifications may be handled after a later request is answered
@@ -665,15 +880,24 @@ async def _ext05(run: AgentRun) -> None:
     run.failed(bool(stray), "the custom notification was answered", *stray)
 
 
-@check("RPC-01", "a line that is not JSON is answered with -32700 and id null", source=f"{JSONRPC} §5 (Response object), §5.1")
+@check(
+    "RPC-01",
+    "a line that is not JSON is answered with -32700 and id null",
+    source=f"{JSONRPC} §5 (Response object), §5.1",
+)
 async def _rpc01(run: AgentRun) -> None:
     p = run.p
     mark = p.send_raw(b'{"jsonrpc": "2.0", "id": 9, "method": "session/new"')
+
     def found() -> list[Problem]:
         return [pr for pr in p.problems if pr.seq > mark and pr.kind == "answers" and "None" in pr.detail]
 
     await p.wait_for(lambda: bool(found()), 2.0)
-    answers = [line for line in run.transcript.between(mark + 1) if not line.out and '"error"' in line.text and "-32700" in line.text]
+    answers = [
+        line
+        for line in run.transcript.between(mark + 1)
+        if not line.out and '"error"' in line.text and "-32700" in line.text
+    ]
     run.failed(not answers, "no -32700 answer within 2 s", mark)
     for pr in found():  # the answer to id null is expected here, not a stray answer
         p.problems.remove(pr)
@@ -685,16 +909,34 @@ async def _rpc02(run: AgentRun) -> None:
     run.failed("result" in reply.raw, "session/new with cwd 42 was answered with a result", reply.seq)
 
 
-@check("TRN-01", "everything the agent writes on stdout is a JSON-RPC message, one per line", source="transports page, stdio", rows=("TRN-01", "TRN-02"), final=True)
+@check(
+    "TRN-01",
+    "everything the agent writes on stdout is a JSON-RPC message, one per line",
+    source="transports page, stdio",
+    rows=("TRN-01", "TRN-02"),
+    final=True,
+)
 async def _trn01(run: AgentRun) -> None:
     bad = [pr for program in run.programs for pr in program.problems if pr.kind == "framing"]
-    run.failed(bool(bad), f"{len(bad)} lines are not JSON-RPC messages: {bad[0].detail if bad else ''}", *(pr.seq for pr in bad[:5]))
+    run.failed(
+        bool(bad),
+        f"{len(bad)} lines are not JSON-RPC messages: {bad[0].detail if bad else ''}",
+        *(pr.seq for pr in bad[:5]),
+    )
 
 
-@check("SCH-01", "every request and notification the agent sends validates against its method's schema", source="the version's schema (transports page: only valid ACP messages)", rows=("TRN-01", "PRM-15", "PERM-01"), final=True)
+@check(
+    "SCH-01",
+    "every request and notification the agent sends validates against its method's schema",
+    source="the version's schema (transports page: only valid ACP messages)",
+    rows=("TRN-01", "PRM-15", "PERM-01"),
+    final=True,
+)
 async def _sch01(run: AgentRun) -> None:
     bad = [pr for program in run.programs for pr in program.problems if pr.kind == "schema"]
-    run.failed(bool(bad), f"{len(bad)} messages do not validate: {bad[0].detail if bad else ''}", *(pr.seq for pr in bad[:5]))
+    run.failed(
+        bool(bad), f"{len(bad)} messages do not validate: {bad[0].detail if bad else ''}", *(pr.seq for pr in bad[:5])
+    )
 
 
 def _extra_keys(value: Any, path: str = "") -> list[str]:
@@ -718,7 +960,13 @@ def _extra_keys(value: Any, path: str = "") -> list[str]:
     return found
 
 
-@check("EXT-01", "no custom fields at the root of spec types (custom data goes in _meta)", level="SHOULD", source=f"{EXT}, The _meta Field", final=True)
+@check(
+    "EXT-01",
+    "no custom fields at the root of spec types (custom data goes in _meta)",
+    level="SHOULD",
+    source=f"{EXT}, The _meta Field",
+    final=True,
+)
 async def _ext01(run: AgentRun) -> None:
     found: list[tuple[int, str]] = []
     for program in run.programs:
@@ -734,27 +982,59 @@ async def _client_methods(run: AgentRun, prefix: str, advertised: bool) -> None:
     if advertised:
         raise Skip(f"the kit advertised {prefix}*")
     calls = [e for program in run.programs for e in program.events if e.method.startswith(prefix)]
-    run.failed(bool(calls), f"{len(calls)} {prefix}* requests though the kit did not advertise them", *(e.seq for e in calls[:3]))
+    run.failed(
+        bool(calls),
+        f"{len(calls)} {prefix}* requests though the kit did not advertise them",
+        *(e.seq for e in calls[:3]),
+    )
 
 
-@check("FS-01", "no fs/* request unless the client advertised it", versions=("v1",), source="v1 file-system page, Checking Support", rows=("FS-01", "INI-08"), final=True)
+@check(
+    "FS-01",
+    "no fs/* request unless the client advertised it",
+    versions=("v1",),
+    source="v1 file-system page, Checking Support",
+    rows=("FS-01", "INI-08"),
+    final=True,
+)
 async def _fs01(run: AgentRun) -> None:
     await _client_methods(run, "fs/", run.options.client_fs)
 
 
-@check("TERM-01", "no terminal/* request unless the client advertised it", versions=("v1",), source="v1 terminals page, Checking Support", rows=("TERM-01", "INI-08"), final=True)
+@check(
+    "TERM-01",
+    "no terminal/* request unless the client advertised it",
+    versions=("v1",),
+    source="v1 terminals page, Checking Support",
+    rows=("TERM-01", "INI-08"),
+    final=True,
+)
 async def _term01(run: AgentRun) -> None:
     await _client_methods(run, "terminal/", False)
 
 
 # the session state's rules that a check of their own reports; STATE-01 reports the others
-OWN_CHECKS = {"message.reused": "PL-05", "turn.user-message": "PL-03", "turn.running": "PL-04", "turn.idle": "PL-07",
-              "turn.stop-reason": "PL-07", "value.reserved": "PL-10", "update.reserved": "PL-10",
-              "cancel.stop-reason": "PL-12", "message.kind": "SET-12", "replay.chunk-before-reset": "SET-15"}
+OWN_CHECKS = {
+    "message.reused": "PL-05",
+    "turn.user-message": "PL-03",
+    "turn.running": "PL-04",
+    "turn.idle": "PL-07",
+    "turn.stop-reason": "PL-07",
+    "value.reserved": "PL-10",
+    "update.reserved": "PL-10",
+    "cancel.stop-reason": "PL-12",
+    "message.kind": "SET-12",
+    "replay.chunk-before-reset": "SET-15",
+}
 
 
-@check("STATE-01", "the session/update stream obeys every other rule of the session state (strict mode)", source="acp_types.session_state.RULES (each rule names its seed or page)",
-       rows=("LST-17", "TOOL-02", "TOOL-03", "TOOL-09", "PL-06"), final=True)
+@check(
+    "STATE-01",
+    "the session/update stream obeys every other rule of the session state (strict mode)",
+    source="acp_types.session_state.RULES (each rule names its seed or page)",
+    rows=("LST-17", "TOOL-02", "TOOL-03", "TOOL-09", "PL-06"),
+    final=True,
+)
 async def _state01(run: AgentRun) -> None:
     if not _oracle.available(run.version):
         raise Skip(_oracle.MISSING.format(version=run.version))
@@ -767,7 +1047,11 @@ async def _state01(run: AgentRun) -> None:
     hard = [f for f in found if f.level != "SHOULD"]
     shown = hard or found
     if shown:
-        raise Fail("; ".join(f"{f.rule}: {f.message}" for f in shown[:3]), *(f.seq for f in shown[:5] if f.seq is not None), soft=not hard)
+        raise Fail(
+            "; ".join(f"{f.rule}: {f.message}" for f in shown[:3]),
+            *(f.seq for f in shown[:5] if f.seq is not None),
+            soft=not hard,
+        )
 
 
 # == seeds: archive (000) ===================================================
@@ -777,7 +1061,12 @@ def _archive_ready(run: AgentRun) -> None:
     run.needs("session/archive")
 
 
-@check("ARC-02", "an agent that advertises archive implements session/archive and session/unarchive", source=f"{SEED_000}, Capabilities", suite="seeds")
+@check(
+    "ARC-02",
+    "an agent that advertises archive implements session/archive and session/unarchive",
+    source=f"{SEED_000}, Capabilities",
+    suite="seeds",
+)
 async def _arc02(run: AgentRun) -> None:
     _archive_ready(run)
     sid = await run.new_session()
@@ -808,23 +1097,43 @@ def _ids(sessions: list[dict[str, Any]]) -> set[str]:
     return {str(s.get("sessionId")) for s in sessions}
 
 
-@check("ARC-04", "the archived filter: only lists archived sessions, include both, exclude the others", source=f"{SEED_000}, Listing and state", suite="seeds", rows=("ARC-04", "ARC-21"))
+@check(
+    "ARC-04",
+    "the archived filter: only lists archived sessions, include both, exclude the others",
+    source=f"{SEED_000}, Listing and state",
+    suite="seeds",
+    rows=("ARC-04", "ARC-21"),
+)
 async def _arc04(run: AgentRun) -> None:
     cwd, live, gone = await _archived_pair(run)
     for value, want in (("only", {gone}), ("include", {live, gone}), ("exclude", {live})):
         sessions, replies = await run.list_all({"cwd": cwd, "archived": value})
         got = _ids(sessions) & {live, gone}
-        run.failed(got != want, f"archived={value!r} listed {sorted(got)} of the archived {gone} and the live {live}", replies[-1].seq)
+        run.failed(
+            got != want,
+            f"archived={value!r} listed {sorted(got)} of the archived {gone} and the live {live}",
+            replies[-1].seq,
+        )
 
 
-@check("ARC-05", "the default list leaves archived sessions out", source=f"{SEED_000}, Listing (3-value filter)", suite="seeds")
+@check(
+    "ARC-05",
+    "the default list leaves archived sessions out",
+    source=f"{SEED_000}, Listing (3-value filter)",
+    suite="seeds",
+)
 async def _arc05(run: AgentRun) -> None:
     cwd, _live, gone = await _archived_pair(run)
     sessions, replies = await run.list_all({"cwd": cwd})
     run.failed(gone in _ids(sessions), f"the archived session {gone} is in the default list", replies[-1].seq)
 
 
-@check("ARC-06", "with archive advertised, every listed session carries a boolean archived", source=f"{SEED_000}, SessionInfo", suite="seeds")
+@check(
+    "ARC-06",
+    "with archive advertised, every listed session carries a boolean archived",
+    source=f"{SEED_000}, SessionInfo",
+    suite="seeds",
+)
 async def _arc06(run: AgentRun) -> None:
     cwd, _live, _gone = await _archived_pair(run)
     sessions, replies = await run.list_all({"cwd": cwd, "archived": "include"})
@@ -832,19 +1141,34 @@ async def _arc06(run: AgentRun) -> None:
     run.failed(bool(bad), f"sessions without a boolean archived: {bad}", replies[-1].seq)
 
 
-@check("ARC-09", "archiving an open session reports session_info_update archived: true", level="SHOULD", source=f"{SEED_000}, SessionInfoUpdate", suite="seeds", rows=("ARC-09", "ARC-14"))
+@check(
+    "ARC-09",
+    "archiving an open session reports session_info_update archived: true",
+    level="SHOULD",
+    source=f"{SEED_000}, SessionInfoUpdate",
+    suite="seeds",
+    rows=("ARC-09", "ARC-14"),
+)
 async def _arc09(run: AgentRun) -> None:
     _archive_ready(run)
     sid = await run.new_session()
     mark = run.p.mark()
     await run.ok("session/archive", {"sessionId": sid})
     await run.p.quiet(0.1, 0.5)
-    info = [e for e in run.p.since(mark, "session/update") if session_of(e) == sid and kind(e) == "session_info_update"
-            and update_of(e).get("archived") is True]
+    info = [
+        e
+        for e in run.p.since(mark, "session/update")
+        if session_of(e) == sid and kind(e) == "session_info_update" and update_of(e).get("archived") is True
+    ]
     run.failed(not info, "no session_info_update with archived: true")
 
 
-@check("ARC-11", "archive then unarchive keeps the session's id", source=f"{SEED_000}, Semantics: Preservation", suite="seeds")
+@check(
+    "ARC-11",
+    "archive then unarchive keeps the session's id",
+    source=f"{SEED_000}, Semantics: Preservation",
+    suite="seeds",
+)
 async def _arc11(run: AgentRun) -> None:
     cwd, _live, gone = await _archived_pair(run)
     await run.ok("session/unarchive", {"sessionId": gone})
@@ -852,7 +1176,12 @@ async def _arc11(run: AgentRun) -> None:
     run.failed(gone not in _ids(sessions), f"after unarchive, {gone} is not listed", replies[-1].seq)
 
 
-@check("ARC-13", "archiving a session mid-turn cancels the turn", source=f"{SEED_000}, Semantics: Archiving closes", suite="seeds")
+@check(
+    "ARC-13",
+    "archiving a session mid-turn cancels the turn",
+    source=f"{SEED_000}, Semantics: Archiving closes",
+    suite="seeds",
+)
 async def _arc13(run: AgentRun) -> None:
     _archive_ready(run)
     sid = await run.new_session()
@@ -883,12 +1212,21 @@ async def _arc18(run: AgentRun) -> None:
         await run.ok(method, {"sessionId": sid})
 
 
-@check("ARC-20", "archive and unarchive of an unknown session answer -32002", source=f"{SEED_000}, Semantics: Unknown sessions", suite="seeds")
+@check(
+    "ARC-20",
+    "archive and unarchive of an unknown session answer -32002",
+    source=f"{SEED_000}, Semantics: Unknown sessions",
+    suite="seeds",
+)
 async def _arc20(run: AgentRun) -> None:
     _archive_ready(run)
     for method in ("session/archive", "session/unarchive"):
         reply = await run.call(method, {"sessionId": "acp-conformance-no-such-session"})
-        run.failed(reply.code != -32002, f"{method} of an unknown session answered {reply.raw.get('error', reply.raw.get('result'))!r}", reply.seq)
+        run.failed(
+            reply.code != -32002,
+            f"{method} of an unknown session answered {reply.raw.get('error', reply.raw.get('result'))!r}",
+            reply.seq,
+        )
 
 
 # == seeds: v2 session setup (001) and v1 resume/close ======================
@@ -899,7 +1237,14 @@ def _needs_v1(run: AgentRun, method: str) -> None:
         run.needs(method)
 
 
-@check("SET-03", "availableCommands is never null, and empty lists are left out, in setup answers", source=f"{SEED_001}, Initial Session State", suite="seeds", versions=("v2",), rows=("SET-03", "SET-04"))
+@check(
+    "SET-03",
+    "availableCommands is never null, and empty lists are left out, in setup answers",
+    source=f"{SEED_001}, Initial Session State",
+    suite="seeds",
+    versions=("v2",),
+    rows=("SET-03", "SET-04"),
+)
 async def _set03(run: AgentRun) -> None:
     reply = await run.ok("session/new", run.new_params())
     for key, value in reply.result.items():
@@ -919,7 +1264,11 @@ async def _resume(run: AgentRun, sid: str, cwd: str, replay: bool) -> tuple[Repl
         run.oracle.mark(run.key(sid), reply.seq, "end_replay")
     if reply.code == -32601 and run.version == "v2":
         raise Skip("session/resume is not implemented (see SET-07)")
-    run.failed(not reply.ok, f"session/resume did not answer a valid result: {reply.error or reply.raw.get('error')}", reply.seq)
+    run.failed(
+        not reply.ok,
+        f"session/resume did not answer a valid result: {reply.error or reply.raw.get('error')}",
+        reply.seq,
+    )
     await run.p.quiet(0.1, 0.5)
     return reply, [e for e in run.p.since(mark, "session/update") if session_of(e) == sid]
 
@@ -932,14 +1281,27 @@ async def _session_with_turn(run: AgentRun) -> tuple[str, str, Turn]:
     return sid, cwd, turn
 
 
-@check("SET-07", "session/resume is implemented", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",), rows=("SET-07", "INI-12"))
+@check(
+    "SET-07",
+    "session/resume is implemented",
+    source=f"{SEED_001}, Resuming Sessions",
+    suite="seeds",
+    versions=("v2",),
+    rows=("SET-07", "INI-12"),
+)
 async def _set07(run: AgentRun) -> None:
     cwd = run.directory()
     sid = await run.new_session(cwd)
     await run.ok("session/resume", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
 
 
-@check("SET-09", "session/resume without replayFrom replays no history", source=f"{SEED_001}, Resuming Sessions; v1 session-setup page", suite="seeds", rows=("SET-09", "S1-06"))
+@check(
+    "SET-09",
+    "session/resume without replayFrom replays no history",
+    source=f"{SEED_001}, Resuming Sessions; v1 session-setup page",
+    suite="seeds",
+    rows=("SET-09", "S1-06"),
+)
 async def _set09(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
     reply, updates = await _resume(run, sid, cwd, replay=False)
@@ -947,23 +1309,49 @@ async def _set09(run: AgentRun) -> None:
     run.failed(bool(replayed), f"{len(replayed)} message updates before the resume answer", *replayed[:3])
 
 
-@check("SET-10", "replayFrom start replays the history before answering", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
+@check(
+    "SET-10",
+    "replayFrom start replays the history before answering",
+    source=f"{SEED_001}, Resuming Sessions",
+    suite="seeds",
+    versions=("v2",),
+)
 async def _set10(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
     reply, updates = await _resume(run, sid, cwd, replay=True)
     before = [e for e in updates if e.seq < reply.seq and kind(e) in MESSAGE_UPDATES]
-    run.failed(not any(kind(e).startswith("user_message") for e in before), "no replayed user message before the resume answer", reply.seq)
-    run.failed(not any(kind(e).startswith("agent_message") for e in before), "no replayed agent message before the resume answer", reply.seq)
+    run.failed(
+        not any(kind(e).startswith("user_message") for e in before),
+        "no replayed user message before the resume answer",
+        reply.seq,
+    )
+    run.failed(
+        not any(kind(e).startswith("agent_message") for e in before),
+        "no replayed agent message before the resume answer",
+        reply.seq,
+    )
 
 
-@check("SET-12", "replayed messages have distinct messageIds", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
+@check(
+    "SET-12",
+    "replayed messages have distinct messageIds",
+    source=f"{SEED_001}, Resuming Sessions",
+    suite="seeds",
+    versions=("v2",),
+)
 async def _set12(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
     await _resume(run, sid, cwd, replay=True)
     run.state_rules(sid, "message.kind")
 
 
-@check("SET-13", "a replayed user message keeps the messageId it had in the live turn", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
+@check(
+    "SET-13",
+    "a replayed user message keeps the messageId it had in the live turn",
+    source=f"{SEED_001}, Resuming Sessions",
+    suite="seeds",
+    versions=("v2",),
+)
 async def _set13(run: AgentRun) -> None:
     sid, cwd, turn = await _session_with_turn(run)
     live = {update_of(e).get("messageId") for e in turn.messages() if kind(e).startswith("user_message")}
@@ -971,17 +1359,32 @@ async def _set13(run: AgentRun) -> None:
         raise Skip("the live turn reported no user message (see PL-03)")
     _reply, updates = await _resume(run, sid, cwd, replay=True)
     replayed = {update_of(e).get("messageId") for e in updates if kind(e).startswith("user_message")}
-    run.failed(not live <= replayed, f"the live user message {sorted(map(str, live))} was replayed as {sorted(map(str, replayed))}")
+    run.failed(
+        not live <= replayed,
+        f"the live user message {sorted(map(str, live))} was replayed as {sorted(map(str, replayed))}",
+    )
 
 
-@check("SET-15", "a replayed message starts with a message update (content reset), not a chunk", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
+@check(
+    "SET-15",
+    "a replayed message starts with a message update (content reset), not a chunk",
+    source=f"{SEED_001}, Resuming Sessions",
+    suite="seeds",
+    versions=("v2",),
+)
 async def _set15(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
     await _resume(run, sid, cwd, replay=True)
     run.state_rules(sid, "replay.chunk-before-reset")
 
 
-@check("SET-17", "session/resume answers only after every replayed entry", source=f"{SEED_001}, Resuming Sessions", suite="seeds", versions=("v2",))
+@check(
+    "SET-17",
+    "session/resume answers only after every replayed entry",
+    source=f"{SEED_001}, Resuming Sessions",
+    suite="seeds",
+    versions=("v2",),
+)
 async def _set17(run: AgentRun) -> None:
     sid, cwd, _turn = await _session_with_turn(run)
     reply, updates = await _resume(run, sid, cwd, replay=True)
@@ -989,12 +1392,25 @@ async def _set17(run: AgentRun) -> None:
     run.failed(bool(late), f"{len(late)} replayed message updates after the resume answer", reply.seq, *late[:3])
 
 
-@check("SET-18", "session/close is implemented", source=f"{SEED_001}, Closing Active Sessions", suite="seeds", versions=("v2",), rows=("SET-18", "INI-12"))
+@check(
+    "SET-18",
+    "session/close is implemented",
+    source=f"{SEED_001}, Closing Active Sessions",
+    suite="seeds",
+    versions=("v2",),
+    rows=("SET-18", "INI-12"),
+)
 async def _set18(run: AgentRun) -> None:
     await run.ok("session/close", {"sessionId": await run.new_session()})
 
 
-@check("SET-20", "session/close mid-turn cancels the turn and answers {}", source=f"{SEED_001}, Closing Active Sessions; v1 session-setup page", suite="seeds", rows=("SET-20", "S1-08"))
+@check(
+    "SET-20",
+    "session/close mid-turn cancels the turn and answers {}",
+    source=f"{SEED_001}, Closing Active Sessions; v1 session-setup page",
+    suite="seeds",
+    rows=("SET-20", "S1-08"),
+)
 async def _set20(run: AgentRun) -> None:
     _needs_v1(run, "session/close")
     sid = await run.new_session()
@@ -1002,14 +1418,23 @@ async def _set20(run: AgentRun) -> None:
     if answer is not None and answer.code == -32601 and run.version == "v2":
         raise Skip("session/close is not implemented (see SET-18)")
     run.cancelled_turn(turn)
-    run.failed(answer is None or not answer.ok or bool(_raw_keys(answer.result)), f"session/close answered {answer.raw if answer else None}")
+    run.failed(
+        answer is None or not answer.ok or bool(_raw_keys(answer.result)),
+        f"session/close answered {answer.raw if answer else None}",
+    )
     run.state_rules(sid, "cancel.stop-reason")
 
 
 # == seeds: session list (002) ==============================================
 
 
-@check("LST-02", "session/list with no params answers the first page (sessions present)", source=f"{SEED_002}, listing", suite="seeds", rows=("LST-02", "LST-05"))
+@check(
+    "LST-02",
+    "session/list with no params answers the first page (sessions present)",
+    source=f"{SEED_002}, listing",
+    suite="seeds",
+    rows=("LST-02", "LST-05"),
+)
 async def _lst02(run: AgentRun) -> None:
     run.needs_list()
     await run.new_session()
@@ -1017,7 +1442,12 @@ async def _lst02(run: AgentRun) -> None:
     run.failed(not isinstance(reply.result.get("sessions"), list), "no sessions array", reply.seq)
 
 
-@check("LST-04", "the cwd filter lists exactly the sessions of that directory", source=f"{SEED_002}, parameter cwd", suite="seeds")
+@check(
+    "LST-04",
+    "the cwd filter lists exactly the sessions of that directory",
+    source=f"{SEED_002}, parameter cwd",
+    suite="seeds",
+)
 async def _lst04(run: AgentRun) -> None:
     run.needs_list()
     a, b = run.directory(), run.directory()
@@ -1034,10 +1464,20 @@ async def _lst10(run: AgentRun) -> None:
     run.needs_list()
     await run.new_session()
     reply = await run.ok("session/list", {"cwd": run.directory()})
-    run.failed(reply.result.get("sessions") != [], f"{len(reply.result.get('sessions') or [])} sessions listed for an unused cwd", reply.seq)
+    run.failed(
+        reply.result.get("sessions") != [],
+        f"{len(reply.result.get('sessions') or [])} sessions listed for an unused cwd",
+        reply.seq,
+    )
 
 
-@check("LST-06", "every listed session has an absolute cwd", source=f"{SEED_002}, SessionInfo", suite="seeds", rows=("LST-06", "TRN-05"))
+@check(
+    "LST-06",
+    "every listed session has an absolute cwd",
+    source=f"{SEED_002}, SessionInfo",
+    suite="seeds",
+    rows=("LST-06", "TRN-05"),
+)
 async def _lst06(run: AgentRun) -> None:
     run.needs_list()
     cwd = run.directory()
@@ -1047,7 +1487,12 @@ async def _lst06(run: AgentRun) -> None:
     run.failed(bool(bad), f"cwd not absolute: {bad[:3]}", replies[-1].seq)
 
 
-@check("LST-07", "additionalDirectories is listed only when advertised", source=f"{SEED_002}, SessionInfo.additionalDirectories", suite="seeds")
+@check(
+    "LST-07",
+    "additionalDirectories is listed only when advertised",
+    source=f"{SEED_002}, SessionInfo.additionalDirectories",
+    suite="seeds",
+)
 async def _lst07(run: AgentRun) -> None:
     run.needs_list()
     if run.adv.feature("session.additional_directories") or run.adv.feature("session.additionalDirectories"):
@@ -1059,7 +1504,13 @@ async def _lst07(run: AgentRun) -> None:
     run.failed(bool(bad), f"additionalDirectories listed without the capability: {bad[:3]}", replies[-1].seq)
 
 
-@check("LST-13", "an invalid cursor is answered with an error", level="SHOULD", source=f"{SEED_002}, pagination", suite="seeds")
+@check(
+    "LST-13",
+    "an invalid cursor is answered with an error",
+    level="SHOULD",
+    source=f"{SEED_002}, pagination",
+    suite="seeds",
+)
 async def _lst13(run: AgentRun) -> None:
     run.needs_list()
     reply = await run.call("session/list", {"cursor": "\u00a7acp-conformance-not-a-cursor\u00a7"})
@@ -1077,7 +1528,12 @@ async def _lst15(run: AgentRun) -> None:
     run.failed(not made <= set(ids), f"{sorted(made - set(ids))} never listed", replies[-1].seq)
 
 
-@check("LST-18", "session/list only discovers: no session/update while listing", source=f"{SEED_002}, interaction with other methods", suite="seeds")
+@check(
+    "LST-18",
+    "session/list only discovers: no session/update while listing",
+    source=f"{SEED_002}, interaction with other methods",
+    suite="seeds",
+)
 async def _lst18(run: AgentRun) -> None:
     run.needs_list()
     cwd = run.directory()
@@ -1088,4 +1544,3 @@ async def _lst18(run: AgentRun) -> None:
     await run.p.quiet(0.1, 0.5)
     stray = [e.seq for e in run.p.since(mark, "session/update") if session_of(e) == sid]
     run.failed(bool(stray), f"{len(stray)} session/update after a session/list", reply.seq, *stray[:3])
-

@@ -121,7 +121,9 @@ class Transcript:
         line = Line(self.seq, time.monotonic() - self.start, out, text)
         self.lines.append(line)
         if self._file is not None and self._left > 0:
-            entry = json.dumps({"seq": line.seq, "t": round(line.at, 4), "from": "kit" if out else "program", "line": text})
+            entry = json.dumps(
+                {"seq": line.seq, "t": round(line.at, 4), "from": "kit" if out else "program", "line": text}
+            )
             self._left -= len(entry)
             self._file.write(entry + "\n")
         return self.seq
@@ -377,7 +379,9 @@ class Program:
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(proc.wait(), 0.5)
         if proc.returncode is None:
-            return "the program closed its stdout" if self.relay is None else "the program's agent closed the connection"
+            return (
+                "the program closed its stdout" if self.relay is None else "the program's agent closed the connection"
+            )
         tail = b"".join(self.stderr).decode("utf-8", "replace").strip().splitlines()[-3:]
         return f"the program exited with status {proc.returncode}" + (f" (stderr: {' | '.join(tail)})" if tail else "")
 
@@ -418,7 +422,15 @@ class Program:
         entry = self.pending.pop(rid, None) if isinstance(rid, int) and not isinstance(rid, bool) else None
         if entry is None:
             again = rid in self.answered
-            self.problems.append(Problem(seq, "answers", f"a second answer to request {rid!r}" if again else f"an answer to request {rid!r}, which the kit never sent"))
+            self.problems.append(
+                Problem(
+                    seq,
+                    "answers",
+                    f"a second answer to request {rid!r}"
+                    if again
+                    else f"an answer to request {rid!r}, which the kit never sent",
+                )
+            )
             return
         self.answered.add(rid)  # type: ignore[arg-type]
         method, future = entry
@@ -461,7 +473,9 @@ class Program:
             self.send({"jsonrpc": "2.0", "id": event.id, "error": {"code": exc.code, "message": exc.message}})
             return
         except Exception as exc:  # the kit's own answer failed: say so on the wire, keep going
-            self.send({"jsonrpc": "2.0", "id": event.id, "error": {"code": -32603, "message": f"conformance kit: {exc}"}})
+            self.send(
+                {"jsonrpc": "2.0", "id": event.id, "error": {"code": -32603, "message": f"conformance kit: {exc}"}}
+            )
             return
         self.send({"jsonrpc": "2.0", "id": event.id, "result": result})
 

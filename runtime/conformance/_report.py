@@ -39,6 +39,7 @@ def read_baseline(path: Path) -> set[str]:
 
 def judge(results: list[Result], baseline: set[str]) -> dict[str, Any]:
     """Which failures count: a MUST failure outside the baseline, or a baseline entry that passes (stale)."""
+
     def listed(r: Result) -> bool:
         return r.key in baseline or r.check.id in baseline
 
@@ -50,8 +51,12 @@ def judge(results: list[Result], baseline: set[str]) -> dict[str, Any]:
         for name in (r.key, r.check.id):
             verdicts.setdefault(name, set()).add(r.verdict)
     stale = sorted(entry for entry in baseline if verdicts.get(entry) == {"SUCCESS"})
-    return {"unexpected_failures": unexpected, "expected_failures": expected, "stale_baseline": stale,
-            "passed": not unexpected and not stale}
+    return {
+        "unexpected_failures": unexpected,
+        "expected_failures": expected,
+        "stale_baseline": stale,
+        "passed": not unexpected and not stale,
+    }
 
 
 def summary(results: list[Result]) -> dict[str, dict[str, int]]:
@@ -62,12 +67,20 @@ def summary(results: list[Result]) -> dict[str, dict[str, int]]:
 
 
 def as_json(mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]) -> str:
-    data = {"mode": mode, "command": command, "summary": summary(results), "outcome": outcome,
-            "programs": info, "checks": [r.as_dict() for r in results]}
+    data = {
+        "mode": mode,
+        "command": command,
+        "summary": summary(results),
+        "outcome": outcome,
+        "programs": info,
+        "checks": [r.as_dict() for r in results],
+    }
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def as_text(mode: str, results: list[Result], info: dict[str, Any], outcome: dict[str, Any], colour: bool, quiet: bool = False) -> str:
+def as_text(
+    mode: str, results: list[Result], info: dict[str, Any], outcome: dict[str, Any], colour: bool, quiet: bool = False
+) -> str:
     def paint(verdict: str) -> str:
         return f"\033[{COLOURS[verdict]}m{verdict:<7}\033[0m" if colour else f"{verdict:<7}"
 
@@ -82,8 +95,10 @@ def as_text(mode: str, results: list[Result], info: dict[str, Any], outcome: dic
     out.append("")
     out += _summary_lines(results)
     for version, data in info.items():
-        out += ["", f"{mode} {version}: method, advertised (yes / no / baseline) by the {'agent' if mode == 'agent' else 'kit'}, observed"] + [
-            f"  {row['method']:<28} {row['advertised']:<9} {row['observed']}" for row in data.get("table", [])]
+        out += [
+            "",
+            f"{mode} {version}: method, advertised (yes / no / baseline) by the {'agent' if mode == 'agent' else 'kit'}, observed",
+        ] + [f"  {row['method']:<28} {row['advertised']:<9} {row['observed']}" for row in data.get("table", [])]
         if data.get("error"):
             out.append(f"  {data['error']}")
     out.append("")
@@ -114,21 +129,38 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def as_markdown(mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]) -> str:
-    out = [f"# ACP conformance: {mode} mode", "", f"Program: `{' '.join(command)}`", "",
-           "| level | " + " | ".join(VERDICTS) + " |", "|---|" + "---|" * len(VERDICTS)]
+def as_markdown(
+    mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]
+) -> str:
+    out = [
+        f"# ACP conformance: {mode} mode",
+        "",
+        f"Program: `{' '.join(command)}`",
+        "",
+        "| level | " + " | ".join(VERDICTS) + " |",
+        "|---|" + "---|" * len(VERDICTS),
+    ]
     for level, counts in summary(results).items():
         out.append(f"| {level} | " + " | ".join(str(counts[v]) for v in VERDICTS) + " |")
-    out += ["", "| verdict | check | version | level | binds | rule | source | detail |", "|---|---|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "| verdict | check | version | level | binds | rule | source | detail |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         c = r.check
-        out.append(f"| {r.verdict} | {c.id} | {r.version} | {c.level} | {c.binds} | {_cell(c.title)} | {_cell(c.source)} | {_cell(r.detail)} |")
+        out.append(
+            f"| {r.verdict} | {c.id} | {r.version} | {c.level} | {c.binds} | {_cell(c.title)} | {_cell(c.source)} | {_cell(r.detail)} |"
+        )
     for version, data in info.items():
         rows = data.get("table", [])
         if rows:
-            head = "what the agent advertised against what it did" if mode == "agent" else "what the client called, and whether the kit's agent advertised it"
-            out += ["", f"## {version}: {head}", "",
-                    "| method | advertised | observed |", "|---|---|---|"]
+            head = (
+                "what the agent advertised against what it did"
+                if mode == "agent"
+                else "what the client called, and whether the kit's agent advertised it"
+            )
+            out += ["", f"## {version}: {head}", "", "| method | advertised | observed |", "|---|---|---|"]
             out += [f"| `{row['method']}` | {row['advertised']} | {row['observed']} |" for row in rows]
         if data.get("error"):
             out += ["", f"{version}: {_cell(data['error'])}"]
@@ -145,8 +177,10 @@ def as_junit(mode: str, results: list[Result]) -> str:
     failures = sum(r.verdict == FAILURE for r in results)
     skipped = sum(r.verdict == "SKIPPED" for r in results)
     total = sum(r.seconds for r in results)
-    out = ['<?xml version="1.0" encoding="UTF-8"?>',
-           f'<testsuite name={quoteattr("acp-conformance-" + mode)} tests="{len(results)}" failures="{failures}" skipped="{skipped}" time="{total:.3f}">']
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<testsuite name={quoteattr("acp-conformance-" + mode)} tests="{len(results)}" failures="{failures}" skipped="{skipped}" time="{total:.3f}">',
+    ]
     for r in results:
         head = f'  <testcase classname={quoteattr(f"{mode}.{r.version}.{r.check.suite}")} name={quoteattr(f"{r.check.id} {r.check.title}")} time="{r.seconds:.3f}"'
         body = "\n".join(r.evidence)
@@ -155,7 +189,9 @@ def as_junit(mode: str, results: list[Result]) -> str:
         elif r.verdict == "SKIPPED":
             out.append(f"{head}><skipped message={quoteattr(r.detail)}/></testcase>")
         elif r.verdict in (WARNING, "INFO"):
-            out.append(f"{head}><system-out>{escape(r.verdict + ': ' + r.detail + chr(10) + body)}</system-out></testcase>")
+            out.append(
+                f"{head}><system-out>{escape(r.verdict + ': ' + r.detail + chr(10) + body)}</system-out></testcase>"
+            )
         else:
             out.append(f"{head}/>")
     out.append("</testsuite>")

@@ -20,7 +20,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generated"))
 
-from acp_types import connection, v1  # noqa: E402
+from acp_types import connection, v1
 
 PAGE = 2  # a small page, so that paging is exercised
 MUTANT = ""
@@ -130,11 +130,17 @@ class RefAgent:
         asked = params.protocol_version
         if self.v2:
             caps = {"session": {"archive": {}}}
-            out: dict[str, Any] = {"protocolVersion": asked if self.bug("INI-05") else 2, "info": info, "capabilities": caps}
+            out: dict[str, Any] = {
+                "protocolVersion": asked if self.bug("INI-05") else 2,
+                "info": info,
+                "capabilities": caps,
+            }
         else:
             session_caps: dict[str, Any] = {"list": {}, "resume": {}, "close": {}, "archive": {}}
-            out = {"protocolVersion": asked if self.bug("INI-05") else 1,
-                   "agentCapabilities": {"sessionCapabilities": session_caps}}
+            out = {
+                "protocolVersion": asked if self.bug("INI-05") else 1,
+                "agentCapabilities": {"sessionCapabilities": session_caps},
+            }
             if not self.bug("INI-04"):
                 out["agentInfo"] = info
         return out
@@ -149,9 +155,16 @@ class RefAgent:
         if self.bug("LST-02") and not p:
             raise connection.RequestError(-32603, "no params")
         want = p.get("archived") or "exclude"
-        chosen = [s for s in self.sessions.values()
-                  if self.bug("ARC-04") and want == "only" or want == "include" or s.archived == (want == "only")
-                  or self.bug("ARC-05") and "archived" not in p]
+        chosen = [
+            s
+            for s in self.sessions.values()
+            if self.bug("ARC-04")
+            and want == "only"
+            or want == "include"
+            or s.archived == (want == "only")
+            or self.bug("ARC-05")
+            and "archived" not in p
+        ]
         if p.get("cwd") is not None:
             matching = [s for s in chosen if s.cwd == p["cwd"]]
             if not (self.bug("LST-04") and matching) and not (self.bug("LST-10") and not matching):
@@ -232,7 +245,9 @@ class RefAgent:
                 kind = "user_message_chunk" if role == "user" else "agent_message_chunk"
                 await self.update(s.sid, {"sessionUpdate": kind, "messageId": mid, "content": content[0]})
             elif role == "agent" and self.bug("SET-15"):
-                await self.update(s.sid, {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": content[0]})
+                await self.update(
+                    s.sid, {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": content[0]}
+                )
             else:
                 await self.update(s.sid, {"sessionUpdate": f"{role}_message", "messageId": mid, "content": content})
 
@@ -271,7 +286,11 @@ class RefAgent:
         return {"stopReason": "done" if self.bug("PRM-03") else stop}
 
     async def chunk(self, s: Session, text: str, mid: str) -> None:
-        update: dict[str, Any] = {"sessionUpdate": "agent_message_chunk", "messageId": mid, "content": {"type": "text", "text": text}}
+        update: dict[str, Any] = {
+            "sessionUpdate": "agent_message_chunk",
+            "messageId": mid,
+            "content": {"type": "text", "text": text},
+        }
         await self.update(s.sid, update)
 
     async def run_turn(self, s: Session, text: str, n: int) -> str:
@@ -283,7 +302,14 @@ class RefAgent:
             await self.try_request("terminal/create", {"sessionId": s.sid, "command": "true"})
         if self.v2:
             if not self.bug("PL-03"):
-                await self.update(s.sid, {"sessionUpdate": "user_message", "messageId": user_id, "content": [{"type": "text", "text": text}]})
+                await self.update(
+                    s.sid,
+                    {
+                        "sessionUpdate": "user_message",
+                        "messageId": user_id,
+                        "content": [{"type": "text", "text": text}],
+                    },
+                )
             if not self.bug("PL-04"):
                 await self.update(s.sid, {"sessionUpdate": "state_update", "state": "running"})
         said: list[str] = []
@@ -297,7 +323,14 @@ class RefAgent:
             await asyncio.sleep(0.001)
         s.history.append(("agent", agent_id, " ".join(said)))
         if self.v2 and not self.bug("PL-07"):
-            await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "paused" if self.bug("PL-10") and stop == "end_turn" else stop})
+            await self.update(
+                s.sid,
+                {
+                    "sessionUpdate": "state_update",
+                    "state": "idle",
+                    "stopReason": "paused" if self.bug("PL-10") and stop == "end_turn" else stop,
+                },
+            )
             if self.bug("PL-14") and stop == "cancelled":
                 await self.chunk(s, "late", agent_id)
         return stop
@@ -367,7 +400,11 @@ class PatchWriter:
             return []
         if MUTANT == "RPC-02" and error.get("code") == -32602 and "cwd" in str(error.get("message")):
             return [{"jsonrpc": "2.0", "id": m.get("id"), "result": {"sessionId": "x"}}]
-        if MUTANT == "SCH-01" and m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk":
+        if (
+            MUTANT == "SCH-01"
+            and m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+        ):
             self.updates += 1
             if self.updates == 1:
                 m["params"]["update"].pop("content", None)

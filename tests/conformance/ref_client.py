@@ -17,7 +17,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "generated"))
 
-from acp_types import connection  # noqa: E402
+from acp_types import connection
 
 MUTANT = ""
 MUTANTS = {

@@ -43,13 +43,17 @@ def programs(sdk_examples: Path | None) -> tuple[list[tuple[str, str, list[str]]
     left: list[str] = []
     try:
         sdk = ensure_venv(ROOT / ".venv-interop", PY, ROOT / "tests" / "interop" / "requirements.txt", timeout=300)
-        found += [("python-sdk-agent", "agent", [sdk, "tests/interop/sdk_agent.py"]),
-                  ("python-sdk-client", "client", [sdk, "tests/interop/sdk_client.py", "hello", "--", "{agent}"])]
+        found += [
+            ("python-sdk-agent", "agent", [sdk, "tests/interop/sdk_agent.py"]),
+            ("python-sdk-client", "client", [sdk, "tests/interop/sdk_client.py", "hello", "--", "{agent}"]),
+        ]
         if sdk_examples is not None:
             ex = sdk_examples / "examples"
-            found += [("python-sdk-example-echo-agent", "agent", [sdk, str(ex / "echo_agent.py")]),
-                      ("python-sdk-example-agent", "agent", [sdk, str(ex / "agent.py")]),
-                      ("python-sdk-example-client", "client", [sdk, str(ex / "client.py"), "{agent}"])]
+            found += [
+                ("python-sdk-example-echo-agent", "agent", [sdk, str(ex / "echo_agent.py")]),
+                ("python-sdk-example-agent", "agent", [sdk, str(ex / "agent.py")]),
+                ("python-sdk-example-client", "client", [sdk, str(ex / "client.py"), "{agent}"]),
+            ]
     except AssertionError as exc:
         left.append(f"the Python SDK: {str(exc)[:200]}")
     node, npm = shutil.which("node"), shutil.which("npm")
@@ -57,8 +61,10 @@ def programs(sdk_examples: Path | None) -> tuple[list[tuple[str, str, list[str]]
     if node and npm:
         if not (ts / "node_modules" / "@agentclientprotocol" / "sdk").exists():
             subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent"], cwd=ts, check=True, timeout=300)
-        found += [("typescript-sdk-agent", "agent", [node, "tests/interop/ts/agent.mjs"]),
-                  ("typescript-sdk-client", "client", [node, "tests/interop/ts/client.mjs", "hello", "--", "{agent}"])]
+        found += [
+            ("typescript-sdk-agent", "agent", [node, "tests/interop/ts/agent.mjs"]),
+            ("typescript-sdk-client", "client", [node, "tests/interop/ts/client.mjs", "hello", "--", "{agent}"]),
+        ]
     else:
         left.append("the TypeScript SDK: node and npm are not on PATH")
     return found, left
@@ -67,7 +73,9 @@ def programs(sdk_examples: Path | None) -> tuple[list[tuple[str, str, list[str]]
 def _row(name: str, mode: str) -> str:
     """The index's line for one report: its MUST failures, or why nothing was judged."""
     data = json.loads((OUT / f"{name}.json").read_text("utf-8"))
-    counts = {level: sum(v for k, v in c.items() if k in ("FAILURE", "WARNING")) for level, c in data["summary"].items()}
+    counts = {
+        level: sum(v for k, v in c.items() if k in ("FAILURE", "WARNING")) for level, c in data["summary"].items()
+    }
     judged = sum(c["verdict"] in ("SUCCESS", "FAILURE", "WARNING") for c in data["checks"])
     failures = ", ".join(data["outcome"]["unexpected_failures"]) or "none"
     if not judged:
@@ -86,15 +94,39 @@ def main() -> int:
     for name, mode, command in found:
         base = OUT / name
         extra = ["--client-input", "hello\\n"] if "example-client" in name and "python-sdk" in name else []
-        done = subprocess.run([PY, "-m", "acp_types.conformance", mode, *extra, "--json", f"{base}.json", "--junit", f"{base}.xml",
-                               "--markdown", f"{base}.md", "--", *command], capture_output=True, text=True, cwd=ROOT, env=env, timeout=900)
+        done = subprocess.run(
+            [
+                PY,
+                "-m",
+                "acp_types.conformance",
+                mode,
+                *extra,
+                "--json",
+                f"{base}.json",
+                "--junit",
+                f"{base}.xml",
+                "--markdown",
+                f"{base}.md",
+                "--",
+                *command,
+            ],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env=env,
+            timeout=900,
+        )
         base.with_suffix(".txt").write_text(done.stdout, "utf-8")
         for suffix in (".txt", ".md", ".json", ".xml"):  # no machine's paths in a committed report
             path = base.with_suffix(suffix)
             if path.exists():
                 text = path.read_text("utf-8")
-                for prefix, short in ((str(ROOT / ".venv-interop" / "bin" / "python"), "python"), (sys.executable, "python"),
-                                     (str(args.sdk_examples or "\0") + "/", "$SDK_EXAMPLES/"), (str(ROOT) + "/", "")):
+                for prefix, short in (
+                    (str(ROOT / ".venv-interop" / "bin" / "python"), "python"),
+                    (sys.executable, "python"),
+                    (str(args.sdk_examples or "\0") + "/", "$SDK_EXAMPLES/"),
+                    (str(ROOT) + "/", ""),
+                ):
                     text = text.replace(prefix, short)
                 path.write_text(text, "utf-8")
         if done.returncode == 2:
@@ -102,11 +134,17 @@ def main() -> int:
             continue
         rows.append(_row(name, mode))
         print(rows[-1])
-    index = ["# Conformance reports", "",
-             "Written by `make conformance` (tests/conformance/reports.py); each program's report is here in the",
-             "kit's four formats (.txt, .md, .json, .xml). Python SDK: agent-client-protocol 0.12.1;",
-             "TypeScript SDK: @agentclientprotocol/sdk 2.4.0.", "",
-             "| program | mode | MUST failures | SHOULD warnings |", "|---|---|---|---|", *rows]
+    index = [
+        "# Conformance reports",
+        "",
+        "Written by `make conformance` (tests/conformance/reports.py); each program's report is here in the",
+        "kit's four formats (.txt, .md, .json, .xml). Python SDK: agent-client-protocol 0.12.1;",
+        "TypeScript SDK: @agentclientprotocol/sdk 2.4.0.",
+        "",
+        "| program | mode | MUST failures | SHOULD warnings |",
+        "|---|---|---|---|",
+        *rows,
+    ]
     if left:
         index += ["", "Left out: " + "; ".join(left)]
     (OUT / "index.md").write_text("\n".join(index) + "\n", "utf-8")

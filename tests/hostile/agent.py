@@ -43,11 +43,14 @@ class Agent:
 
     async def session_prompt(self, params: Any) -> Any:
         if OPTIONS.ask:
-            await self.conn.request("session/request_permission", {
-                "sessionId": params.session_id,
-                "toolCall": {"toolCallId": "t1"},
-                "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
-            })
+            await self.conn.request(
+                "session/request_permission",
+                {
+                    "sessionId": params.session_id,
+                    "toolCall": {"toolCallId": "t1"},
+                    "options": [{"optionId": "ok", "name": "OK", "kind": "allow_once"}],
+                },
+            )
         chunk = v1.AgentMessageChunk(content=v1.TextContent(text="echo"))
         await self.conn.notify("session/update", {"sessionId": params.session_id, "update": chunk.to_wire()})
         return v1.PromptResponse(stop_reason="end_turn")
@@ -87,8 +90,9 @@ def main() -> None:
     args = parser.parse_args(namespace=OPTIONS)
     if args.log:
         logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    asyncio.run(connection.serve_stdio(Agent, versions=tuple(args.versions or ("v1", "v2")),
-                                       max_line_size=args.max_line_size))
+    asyncio.run(
+        connection.serve_stdio(Agent, versions=tuple(args.versions or ("v1", "v2")), max_line_size=args.max_line_size)
+    )
 
 
 if __name__ == "__main__":

@@ -37,8 +37,7 @@ async def main(count: int, seconds: float) -> None:
             handled[0] += 1
 
     base = status("VmRSS")
-    async with connection.spawn_agent([sys.executable, str(STREAMER), str(count)], Client,
-                                      versions=("v1",)):
+    async with connection.spawn_agent([sys.executable, str(STREAMER), str(count)], Client, versions=("v1",)):
         await asyncio.sleep(seconds)
     print(status("VmHWM") - base, handled[0])
 

@@ -9,8 +9,10 @@ import json
 import sys
 
 chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x" * 200}}
-line = json.dumps({"jsonrpc": "2.0", "method": "session/update",
-                   "params": {"sessionId": "s1", "update": chunk}}).encode() + b"\n"
+line = (
+    json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s1", "update": chunk}}).encode()
+    + b"\n"
+)
 block = line * 256
 out = sys.stdout.buffer
 try:

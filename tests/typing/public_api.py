@@ -53,5 +53,7 @@ async def handle(conn: connection.AgentConnection, params: v1.NewSessionRequest)
     spec = v1.METHODS["session/new"]
     assert_type(spec.validate_params(params.to_wire()), v1.NewSessionRequest)
     peer = v1.ClientPeer(conn)
-    await peer.session_update(v1.SessionNotification(session_id="s", update=v1.AgentMessageChunk(content=v1.TextContent(text="hi"))))
+    await peer.session_update(
+        v1.SessionNotification(session_id="s", update=v1.AgentMessageChunk(content=v1.TextContent(text="hi")))
+    )
     return v1.NewSessionResponse(session_id="s")

@@ -50,8 +50,14 @@ _ = (_agent, _client)  # importing them registers their checks
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m acp_types.conformance", usage="%(prog)s {agent,client} [options] -- CMD...", description="Check an ACP agent or client over stdio, rule by rule.")
-    parser.add_argument("mode", choices=("agent", "client"), help="agent: the kit plays the client; client: the kit plays the agent")
+    parser = argparse.ArgumentParser(
+        prog="python -m acp_types.conformance",
+        usage="%(prog)s {agent,client} [options] -- CMD...",
+        description="Check an ACP agent or client over stdio, rule by rule.",
+    )
+    parser.add_argument(
+        "mode", choices=("agent", "client"), help="agent: the kit plays the client; client: the kit plays the agent"
+    )
     parser.add_argument("--protocol", choices=("v1", "v2", "both"), default="both")
     parser.add_argument("--suite", choices=("core", "seeds", "all"), default="all")
     parser.add_argument("--case", metavar="ID", help="run the one check with this id (see --list)")
@@ -59,27 +65,47 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", type=Path, metavar="FILE")
     parser.add_argument("--junit", type=Path, metavar="FILE")
     parser.add_argument("--markdown", type=Path, metavar="FILE")
-    parser.add_argument("--transcript", type=Path, metavar="DIR", help="keep the whole exchange, one JSON line per message")
+    parser.add_argument(
+        "--transcript", type=Path, metavar="DIR", help="keep the whole exchange, one JSON line per message"
+    )
     parser.add_argument("--expected-failures", type=Path, metavar="FILE")
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds a request may take (a check gets 3 times that)")
+    parser.add_argument(
+        "--timeout", type=float, default=10.0, help="seconds a request may take (a check gets 3 times that)"
+    )
     parser.add_argument("--turn-timeout", type=float, default=5.0, help="seconds a prompt turn may take")
     parser.add_argument("--prompt", default=_agent.Options.prompt)
     parser.add_argument("--long-prompt", default=_agent.LONG_PROMPT, help="a prompt long enough to cancel mid-turn")
-    parser.add_argument("--permission", choices=("allow", "reject", "cancel"), default="allow", help="how the kit answers session/request_permission")
-    parser.add_argument("--client-fs", action="store_true", help="advertise fs/* in v1 and serve files under the kit's workspace")
-    parser.add_argument("--client-input", default="", metavar="TEXT", help="client mode with {agent}: text written to the client's stdin (\\n for a newline)")
+    parser.add_argument(
+        "--permission",
+        choices=("allow", "reject", "cancel"),
+        default="allow",
+        help="how the kit answers session/request_permission",
+    )
+    parser.add_argument(
+        "--client-fs", action="store_true", help="advertise fs/* in v1 and serve files under the kit's workspace"
+    )
+    parser.add_argument(
+        "--client-input",
+        default="",
+        metavar="TEXT",
+        help="client mode with {agent}: text written to the client's stdin (\\n for a newline)",
+    )
     parser.add_argument("--quiet", action="store_true", help="print only the summary")
     return parser
 
 
-async def run(mode: str, command: list[str], versions: list[str], selected: list[Check], options: _agent.Options) -> tuple[list[Result], dict[str, Any]]:
+async def run(
+    mode: str, command: list[str], versions: list[str], selected: list[Check], options: _agent.Options
+) -> tuple[list[Result], dict[str, Any]]:
     """Run ``selected`` checks against ``command``; the results and what each version's program advertised."""
     if mode == "agent":
         return await _agent.run_agent(command, versions, selected, options)
     return await _client.run_client(command, versions, selected, options)
 
 
-def _render(kind: str, mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]) -> str:
+def _render(
+    kind: str, mode: str, command: list[str], results: list[Result], info: dict[str, Any], outcome: dict[str, Any]
+) -> str:
     if kind == "json":
         return as_json(mode, command, results, info, outcome)
     if kind == "junit":
@@ -109,9 +135,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(str(exc))
     if args.transcript is not None:
         args.transcript.mkdir(parents=True, exist_ok=True)
-    options = _agent.Options(timeout=args.timeout, turn_timeout=args.turn_timeout, prompt=args.prompt,
-                             long_prompt=args.long_prompt, permission=args.permission, client_fs=args.client_fs,
-                             transcript_dir=args.transcript, client_input=args.client_input.replace("\\n", "\n"))
+    options = _agent.Options(
+        timeout=args.timeout,
+        turn_timeout=args.turn_timeout,
+        prompt=args.prompt,
+        long_prompt=args.long_prompt,
+        permission=args.permission,
+        client_fs=args.client_fs,
+        transcript_dir=args.transcript,
+        client_input=args.client_input.replace("\\n", "\n"),
+    )
     versions = ["v1", "v2"] if args.protocol == "both" else [args.protocol]
     try:
         results, info = asyncio.run(run(args.mode, command, versions, selected, options))

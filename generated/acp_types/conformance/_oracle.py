@@ -75,5 +75,7 @@ class Oracle:
                 getattr(state, what)(payload)
             else:
                 getattr(state, what)()
-        return [Found(p.rule, p.level, p.message, seqs.get(p.position) if p.update is not None else None)
-                for p in state.problems]
+        return [
+            Found(p.rule, p.level, p.message, seqs.get(p.position) if p.update is not None else None)
+            for p in state.problems
+        ]
