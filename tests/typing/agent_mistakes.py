@@ -10,8 +10,7 @@ class Wrong(agent.App):
         await turn.txt("hi")  # E: attr-defined
         peer = turn.session.v1
         if peer is not None:
-            await peer.sesion_update(
-                v1.SessionNotification(session_id="s", update=v1.AgentMessageChunk(content=v1.TextContent(text="x")))
-            )  # E: attr-defined
+            chunk = v1.AgentMessageChunk(content=v1.TextContent(text="x"))
+            await peer.sesion_update(v1.SessionNotification(session_id="s", update=chunk))  # E: attr-defined
         await turn.tool_call("t", "edti")  # E: arg-type
         return "finished"  # E: return-value
