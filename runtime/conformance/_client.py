@@ -459,5 +459,7 @@ async def _c_prm08(run: ClientRun) -> None:
 async def _c_can03(run: ClientRun) -> None:
     bad = [pr for pr in run.p.problems if pr.kind == "answers"]
     run.failed(bool(bad), "; ".join(pr.detail for pr in bad[:3]), *(pr.seq for pr in bad[:5]))
-    lost = [seq for seq, _sid, r in run.permissions if isinstance(r, str) and r.startswith("no answer")]
+    # unanswered whether the kit gave up waiting or the client closed the connection first (which of
+    # the two comes first depends on the machine's speed)
+    lost = [seq for seq, _sid, r in run.permissions if isinstance(r, str) and r.startswith(("no answer", "closed"))]
     run.failed(bool(lost), f"{len(lost)} permission requests never answered", *lost[:3])
