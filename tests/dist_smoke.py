@@ -62,4 +62,5 @@ def main(dist: Path) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1] if len(sys.argv) > 1 else "dist"))
+    # absolute: each artifact is installed from inside a temporary folder
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "dist").resolve())
