@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from acp_types import v1 as _v1
-from acp_types.session_state import RULES, BaseSessionState, Rule, _Reader, _wire
+from acp_types.session_state import RULES, BaseSessionState, Rule, _Reader, _wire, shared_handlers
 from acp_types.v1 import models as m
 
 __all__ = ["SessionState"]
@@ -127,22 +127,11 @@ class SessionState(BaseSessionState):
         self.current_mode_id = update.current_mode_id
 
     _handlers: ClassVar[dict[type, Callable[[Any, Any], None]]] = {
-        m.UserMessageChunk: lambda s, u: s._message_chunk("user", u),
-        m.AgentMessageChunk: lambda s, u: s._message_chunk("agent", u),
-        m.AgentThoughtChunk: lambda s, u: s._message_chunk("thought", u),
         m.ToolCall: _tool_call_start,
         m.ToolCallProgress: _tool_call_update,
         m.Plan: _plan,
         m.CurrentModeUpdate: _mode,
-        m.PlanUpdate: BaseSessionState._plan_update,
-        m.PlanRemoved: BaseSessionState._plan_removed,
-        m.AvailableCommandsUpdate: BaseSessionState._commands,
-        m.ConfigOptionUpdate: BaseSessionState._config,
-        m.SessionInfoUpdate: BaseSessionState._session_info,
-        m.UsageUpdate: BaseSessionState._usage,
-        m.Notice: BaseSessionState._notice,
-        m.CompactionUpdate: BaseSessionState._compaction,
-        m.CompactionSummaryChunk: BaseSessionState._compaction_chunk,
+        **shared_handlers(m),
     }
 
     # -- writing out ---------------------------------------------------------

@@ -49,6 +49,7 @@ from acp_types.session_state import (
     _Reader,
     _tag,
     _wire,
+    shared_handlers,
 )
 from acp_types.v2 import models as m
 
@@ -291,9 +292,6 @@ class SessionState(BaseSessionState):
         m.UserMessage: lambda s, u: s._message_update("user", u),
         m.AgentMessage: lambda s, u: s._message_update("agent", u),
         m.AgentThought: lambda s, u: s._message_update("thought", u),
-        m.UserMessageChunk: lambda s, u: s._message_chunk("user", u),
-        m.AgentMessageChunk: lambda s, u: s._message_chunk("agent", u),
-        m.AgentThoughtChunk: lambda s, u: s._message_chunk("thought", u),
         m.RunningStateUpdate: _state,
         m.IdleStateUpdate: _state,
         m.RequiresActionStateUpdate: _state,
@@ -301,15 +299,7 @@ class SessionState(BaseSessionState):
         m.ToolCallContentChunk: _tool_chunk,
         m.TerminalUpdate: _terminal_update,
         m.TerminalOutputChunk: _terminal_chunk,
-        m.PlanUpdate: BaseSessionState._plan_update,
-        m.PlanRemoved: BaseSessionState._plan_removed,
-        m.AvailableCommandsUpdate: BaseSessionState._commands,
-        m.ConfigOptionUpdate: BaseSessionState._config,
-        m.SessionInfoUpdate: BaseSessionState._session_info,
-        m.UsageUpdate: BaseSessionState._usage,
-        m.Notice: BaseSessionState._notice,
-        m.CompactionUpdate: BaseSessionState._compaction,
-        m.CompactionSummaryChunk: BaseSessionState._compaction_chunk,
+        **shared_handlers(m),
     }
 
     # -- writing out ---------------------------------------------------------

@@ -1058,3 +1058,21 @@ def iter_text(state: BaseSessionState) -> Iterator[str]:
             yield f"{entry.role}: {entry.text}"
         else:
             yield f"tool {entry.tool_call_id} [{entry.status or 'pending'}] {entry.title or ''}".rstrip()
+
+
+def shared_handlers(m: Any) -> dict[type, Callable[[Any, Any], None]]:
+    """The updates both versions apply alike, keyed by the classes of the version's models module ``m``."""
+    return {
+        m.UserMessageChunk: lambda s, u: s._message_chunk("user", u),
+        m.AgentMessageChunk: lambda s, u: s._message_chunk("agent", u),
+        m.AgentThoughtChunk: lambda s, u: s._message_chunk("thought", u),
+        m.PlanUpdate: BaseSessionState._plan_update,
+        m.PlanRemoved: BaseSessionState._plan_removed,
+        m.AvailableCommandsUpdate: BaseSessionState._commands,
+        m.ConfigOptionUpdate: BaseSessionState._config,
+        m.SessionInfoUpdate: BaseSessionState._session_info,
+        m.UsageUpdate: BaseSessionState._usage,
+        m.Notice: BaseSessionState._notice,
+        m.CompactionUpdate: BaseSessionState._compaction,
+        m.CompactionSummaryChunk: BaseSessionState._compaction_chunk,
+    }
