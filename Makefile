@@ -45,7 +45,7 @@ test: $(STAMP)
 	$(PY) tests/_venvs.py -q -n 2 -m "not slow"
 
 test-quick: $(STAMP)
-	$(PY) -m pytest -q -n 2 -m "not slow"
+	ACP_TYPES_QUICK=1 $(PY) -m pytest -q -n 2 -m "not slow"
 
 # The short run of tests/test_fuzz.py is part of `make test`; this one mutates
 # many more fixtures, with a new seed each time unless FUZZ_SEED is given.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -16,34 +17,56 @@ FIXTURES = ROOT / "tests" / "fixtures"
 GENERATED = ROOT / "generated"
 VERSIONS = tuple(importlib.import_module("acp_types").VERSIONS)
 
-# `make test-quick` (and the run on the other end of the supported interpreter
-# range in `make test`) leaves out the tests marked slow: whole modules that
-# run the generator end to end, build environments or spawn agents, and any
-# test that needs the whole tree rendered (the `rendered` fixture).
+# `make test-quick` (and the runs on the other ends of the supported interpreter
+# range in `make test`) leave out the tests marked slow: whole modules that run
+# the generator end to end, build environments, spawn agents or clients as
+# processes, drive the official SDKs or run mypy, and any test that needs the
+# whole tree rendered (the `rendered` fixture). What is left runs in-process and
+# is what a contributor's edit most often breaks; the whole suite runs every test.
 SLOW_MODULES = frozenset(
     {
+        "test_conformance.py",  # the conformance kit against spawned agents, a run per mutant
+        "test_conformance_client.py",  # the same against spawned clients
+        "test_conformance_sdks.py",  # the kit against the official SDKs' programs
         "test_connection_interop.py",  # the official SDKs, in environments of their own
         "test_connection_process.py",  # the example agent and client as processes
         "test_connection_typing.py",  # mypy over the typed API
+        "test_connection_types.py",  # mypy over the typed connection
+        "test_agent_typing.py",  # mypy over the typed agent
+        "test_example_client.py",  # the example client driving spawned agents
+        "test_examples_interop.py",  # the examples against the official SDKs' programs
         "test_golden.py",  # whole-tree renders under several hash seeds and job counts
+        "test_hostile_peers.py",  # connections under load, with memory measured
         "test_hostile_schemas.py",  # a generator run per bad or hostile schema
         "test_interpreters.py",  # a render per supported interpreter
         "test_manifest.py",  # full checks of generated/ in subprocesses
         "test_output_folder.py",  # the command line on real folders
         "test_package.py",  # builds a wheel
         "test_pydantic_floor.py",  # an environment with the oldest pydantic allowed
+        "test_session_state_client.py",  # the client helpers against spawned agents
         "test_versions.py",  # generates a third version package
     }
 )
-# Single tests of other modules that take seconds each: whole renders or many fresh processes.
+# Single tests of other modules that take seconds each: whole renders, generator
+# runs in subprocesses or many fresh processes.
 SLOW_TESTS = frozenset(
     {
         "test_validation_gives_the_same_answer_in_any_order_in_fresh_processes",  # test_parser_limits.py
         "test_a_message_costs_memory_in_proportion_to_its_size",  # test_parser_limits.py
         "test_cli_output_is_deterministic",  # test_diff.py
         "test_sigkill_at_random_moments_leaves_old_or_new",  # test_atomic_write.py
+        "test_recursive_types_generate_import_and_round_trip",  # test_generator_inputs.py: generates and imports
+        "test_every_field_description_reaches_help_and_the_attribute_docstring",  # test_plan.py: help() of every model
     }
 )
+
+QUICK = os.environ.get("ACP_TYPES_QUICK") == "1"
+"""Set by `make test-quick`: the property tests draw fewer examples (see :func:`examples`)."""
+
+
+def examples(n: int) -> int:
+    """Hypothesis's ``max_examples`` for a property: ``n``, or a fifth of it in the quick loop."""
+    return max(3, n // 5) if QUICK else n
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -35,14 +35,14 @@ import string
 from typing import Any
 
 import pytest
-from conftest import VERSIONS, api, bundled_schema, validator_for
+from conftest import VERSIONS, api, bundled_schema, examples, validator_for
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
 
 MAX_DEPTH = 4
 SETTINGS = settings(
-    max_examples=25,
+    max_examples=examples(25),
     deadline=None,
     derandomize=True,
     database=None,

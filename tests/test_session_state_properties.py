@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from conftest import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -21,7 +22,7 @@ from acp_types import session_state, v1, v2
 S = "s"
 IDS = st.sampled_from(["a", "b", "c"])
 WORDS = st.text(alphabet="xyz €", min_size=0, max_size=4)
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def up(update: dict[str, Any]) -> dict[str, Any]:
