@@ -13,7 +13,7 @@ help:
 	@echo "make check     exit 1 and list stale files if generated/ is out of date"
 	@echo "make validate  check the schemas only, reporting file and JSON pointer"
 	@echo "make test      the whole suite, then the unit tests on the other ends of Python 3.10-3.13 found"
-	@echo "make test-quick the unit tests only (no end-to-end generator runs, environments or agents)"
+	@echo "make test-quick the quick loop: in-process tests only (no generator runs, environments, processes or mypy), under a minute"
 	@echo "make fuzz      a long fuzzing run of the parser (FUZZ_CASES=100000, FUZZ_SEED=a fresh one), then the hostile peers at 10x load"
 	@echo "make lint      ruff (checks and format) and mypy --strict over the generator, the runtime and the package"
 	@echo "make format    ruff's formatter over the hand-written code"
@@ -36,14 +36,16 @@ check: $(STAMP)
 validate: $(STAMP)
 	$(PY) -m generator validate
 
-# The whole suite on .venv's interpreter, then the unit tests (those not marked
-# slow, see tests/conftest.py) on each end of the supported range (3.10, 3.13)
-# that .venv is not, in .venv-interpreters/ (made on first use; an end not on
-# the machine is skipped with a note, or fails under ACP_TYPES_REQUIRE_RANGE_ENDS=1).
+# The whole suite on .venv's interpreter, then the quick selection (the tests not
+# marked slow, see tests/conftest.py) on each end of the supported range (3.10,
+# 3.13) that .venv is not, in .venv-interpreters/ (made on first use; an end not
+# on the machine is skipped with a note, or fails under ACP_TYPES_REQUIRE_RANGE_ENDS=1).
+# ACP_TYPES_QUICK=1 draws fewer property examples: the whole suite drew them all.
 test: $(STAMP)
 	$(PY) -m pytest -rs -n 2 --dist worksteal
-	$(PY) tests/_venvs.py -q -n 2 -m "not slow"
+	ACP_TYPES_QUICK=1 $(PY) tests/_venvs.py -q -n 2 -m "not slow"
 
+# The contributor's loop: every test not marked slow, with fewer property examples (under a minute).
 test-quick: $(STAMP)
 	ACP_TYPES_QUICK=1 $(PY) -m pytest -q -n 2 -m "not slow"
 
