@@ -15,6 +15,8 @@ from generator.errors import Problem, SchemaError, pointer
 from generator.model import ObjectType, Protocol
 
 CATEGORIES = ("methods", "types", "fields", "capabilities")
+SINGULAR = {"methods": "method", "types": "type", "fields": "field", "capabilities": "capability"}
+"""How an error names one entry of each category."""
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,7 @@ def build_crossmap(doc: dict[str, Any], left: Protocol, right: Protocol, file: s
                         Problem(
                             file,
                             pointer(category, i, key),
-                            f"{category[:-1]} {name!r} does not exist in {proto.source}",
+                            f"{SINGULAR[category]} {name!r} does not exist in {proto.source}",
                             "correct the name, or remove the entry",
                         )
                     )
@@ -151,7 +153,7 @@ def build_crossmap(doc: dict[str, Any], left: Protocol, right: Protocol, file: s
                 Problem(
                     file,
                     pointer(category),
-                    f"{left.version} {category[:-1]} {name!r} has no counterpart in {right.version} and is not listed",
+                    f"{left.version} {SINGULAR[category]} {name!r} has no counterpart in {right.version} and is not listed",
                     f'add {{"{lv}": "{name}", "{rv}": <its {rv} name or null>}}',
                 )
             )
@@ -160,7 +162,7 @@ def build_crossmap(doc: dict[str, Any], left: Protocol, right: Protocol, file: s
                 Problem(
                     file,
                     pointer(category),
-                    f"{right.version} {category[:-1]} {name!r} has no counterpart in {left.version} and is not listed",
+                    f"{right.version} {SINGULAR[category]} {name!r} has no counterpart in {left.version} and is not listed",
                     f'add {{"{lv}": <its {lv} name or null>, "{rv}": "{name}"}}',
                 )
             )

@@ -102,7 +102,7 @@ class GitSource:
         return sorted(names)
 
     def read(self, name: str) -> bytes:
-        spec = f"{self.rev}:{self.folder}/{name}"
+        spec = f"{self.rev}:{self.folder}/{name}" if self.folder else f"{self.rev}:{name}"
         size = int(self._git("cat-file", "-s", spec))
         if size > MAX_INPUT_BYTES:
             raise _too_big(f"{self.label}/{name}", size)

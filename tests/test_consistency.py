@@ -93,6 +93,15 @@ def test_a_one_version_name_left_out_of_the_map_is_refused(inputs) -> None:
     assert "/types: v1 type 'McpServerSse' has no counterpart in v2 and is not listed" in problems
 
 
+def test_a_capability_is_named_in_the_singular(inputs) -> None:
+    doc = _map_doc()
+    doc["capabilities"].append({"v1": "agentCapabilities.noSuchThing", "v2": None})
+    n = len(doc["capabilities"]) - 1
+    assert f"/capabilities/{n}/v1: capability 'agentCapabilities.noSuchThing' does not exist in schema/v1" in _problems(
+        doc, inputs
+    )
+
+
 def test_a_name_listed_twice_is_refused(inputs) -> None:
     doc = _map_doc()
     doc["methods"].append({"v1": "session/load", "v2": None})

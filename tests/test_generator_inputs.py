@@ -27,6 +27,7 @@ from generator.model import (
     builtins_of,
 )
 from generator.pipeline import Inputs
+from generator.sources import MAX_INPUT_BYTES
 
 ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8"}
 DEFINITION_NAME = re.compile(r"^[A-Z][A-Za-z0-9]*$")  # what the meta-schema lets a definition be called
@@ -177,6 +178,42 @@ def test_a_schema_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path
         assert done.returncode == 2, done.stderr
         assert "schema/v1/zz_huge.json: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
+
+
+def test_a_cross_version_map_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """The map the diff finds beside a side is read like a schema file: its size first, from a folder or from git."""
+    schema = tmp_path / "schema"
+    shutil.copytree(ROOT / "schema", schema)
+    _sparse(schema / "crossversion.json")
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), "diff", "schema/v1", "schema/v2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        preexec_fn=_limited(1024),
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "schema/crossversion.json: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    # at a revision: git is asked for the size, and the blob is never shown
+    (schema / "crossversion.json").write_bytes(b" " * (MAX_INPUT_BYTES + 1))
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for args in (["init", "-q"], ["add", "schema"], ["commit", "-q", "-m", "big map"]):
+        subprocess.run([*git, *args], check=True, capture_output=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), "diff", "HEAD:schema/v1", "HEAD:schema/v2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        preexec_fn=_limited(1024),
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"HEAD:schema/crossversion.json: {MAX_INPUT_BYTES + 1} bytes, more than the 16 MiB" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_reference_schema_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from generator.diff.rules import BREAKING, POSSIBLY
 from generator.errors import SchemaError, UsageError
 from generator.loader import load_version, meta_problems, parse_json
 from generator.model import Protocol, build_protocol
-from generator.sources import DirSource, GitSource, open_source
+from generator.sources import DirSource, GitSource, open_source, read_bounded
 
 MAP_FILE = "crossversion.json"
 FAIL_LEVELS = {"breaking": {BREAKING}, "possibly-breaking": {BREAKING, POSSIBLY}, "any": None}
@@ -61,13 +61,14 @@ def _find_map(sources: list[DirSource | GitSource], old: str, new: str) -> Cross
             path = source.path.parent / MAP_FILE
             if path.is_file():
                 label = str(Path(source.label).parent / MAP_FILE)
-                return _parse_map(path.read_bytes(), label, old, new)
+                return _parse_map(read_bounded(path, label), label, old, new)
         else:
             parent = str(Path(source.folder).parent)
             inner = MAP_FILE if parent in ("", ".") else f"{parent}/{MAP_FILE}"
-            done = _git(source.repo, "show", f"{source.rev}:{inner}")
-            if done.returncode == 0:
-                return _parse_map(done.stdout, f"{source.rev}:{inner}", old, new)
+            if _git(source.repo, "cat-file", "-e", f"{source.rev}:{inner}").returncode == 0:
+                # the map's folder at that revision, read as the schema files are (size checked first)
+                beside = GitSource(source.repo, source.rev, parent if parent not in ("", ".") else "")
+                return _parse_map(beside.read(MAP_FILE), f"{source.rev}:{inner}", old, new)
     return None
 
 
