@@ -112,4 +112,4 @@ conformance: $(STAMP)
 	$(PY) tests/conformance/reports.py $(if $(SDK_EXAMPLES),--sdk-examples $(SDK_EXAMPLES))
 
 clean:
-	rm -rf $(VENV) .venv-bench .venv-floor .venv-interpreters .venv-dist build dist generated/*.egg-info
+	rm -rf $(VENV) .cache .venv-bench .venv-floor .venv-interpreters .venv-dist build dist generated/*.egg-info

@@ -16,8 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import black
-
 from generator import __version__
 from generator.crossversion import CrossMap, build_crossmap, entry_problems
 from generator.diff import changelog
@@ -27,6 +25,7 @@ from generator.errors import Problem, SchemaError
 from generator.loader import load_crossversion, load_version, meta_document
 from generator.model import Method, Protocol, build_protocol
 from generator.render import templated
+from generator.render.formatting import format_python
 from generator.render.models import render_models
 from generator.sources import DirSource
 
@@ -45,10 +44,6 @@ VERSION_MODULES = {
     "envelopes": "{src}/protocol.json and the definitions it names",
     "peer": "{src}/protocol.json",
 }
-
-
-class RenderBug(Exception):
-    """A renderer produced something that is not valid Python: a bug in the generator."""
 
 
 @dataclass(frozen=True)
@@ -159,13 +154,6 @@ def header(source: str, comment: str = "#") -> str:
     )
 
 
-def _format(path: str, text: str) -> str:
-    try:
-        return black.format_str(text, mode=black.Mode(target_versions={black.mode.TargetVersion.PY310}))
-    except Exception as exc:  # black raises several types for invalid input
-        raise RenderBug(f"{path}: rendered text is not valid Python ({type(exc).__name__}: {str(exc)[:300]})") from exc
-
-
 def build_outputs(
     inputs: Inputs | None = None, *, versions: Iterable[str] | None = None, docs: bool = True
 ) -> dict[str, str]:
@@ -197,7 +185,7 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
     """The package but its models: our Jinja templates, the runtime and the bundled schemas."""
     out: dict[str, str] = {}
     pkg_header = header("the version folders of schema/")
-    out[f"{PACKAGE}/__init__.py"] = _format(
+    out[f"{PACKAGE}/__init__.py"] = format_python(
         f"{PACKAGE}/__init__.py",
         templated.render(
             "package/__init__.py.jinja2",
@@ -207,7 +195,7 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
             package_version=__version__,
         ),
     )
-    out[f"{PACKAGE}/_protocol.py"] = _format(
+    out[f"{PACKAGE}/_protocol.py"] = format_python(
         f"{PACKAGE}/_protocol.py",
         templated.render(
             "package/_protocol.py.jinja2",
@@ -223,7 +211,7 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
         for name, source in VERSION_MODULES.items():
             hdr = header(source.format(src=proto.source))
             path = f"{base}/{name}.py"
-            out[path] = _format(path, templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx))
+            out[path] = format_python(path, templated.render(f"version/{name}.py.jinja2", header=hdr, **ctx))
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
         out[f"{base}/schema.stable.json"] = json.dumps(proto.stable_bundle, indent=2, ensure_ascii=False) + "\n"
     return out
@@ -284,7 +272,7 @@ def support_files() -> dict[str, str]:
 
 def _models_of(proto: Protocol) -> tuple[str, str]:
     path = f"{PACKAGE}/{proto.version}/models.py"
-    return path, _format(path, render_models(proto, header(f"the definitions in {proto.source}/")))
+    return path, format_python(path, render_models(proto, header(f"the definitions in {proto.source}/")))
 
 
 class _InProcess(Executor):
