@@ -57,6 +57,7 @@ SLOW_TESTS = frozenset(
         "test_sigkill_at_random_moments_leaves_old_or_new",  # test_atomic_write.py
         "test_recursive_types_generate_import_and_round_trip",  # test_generator_inputs.py: generates and imports
         "test_a_cross_version_map_over_the_size_limit_is_refused_before_it_is_read",  # test_generator_inputs.py: two diffs
+        "test_every_generated_module_is_what_black_writes_for_it_whole",  # test_formatting.py: a render and black whole
         "test_every_field_description_reaches_help_and_the_attribute_docstring",  # test_plan.py: help() of every model
     }
 )

@@ -1,4 +1,4 @@
-"""black's output cache (generator/render/formatting.py): it stands in for black only where black would write the same."""
+"""black one definition at a time, with a cache (generator/render/formatting.py): always the text black writes for the whole file."""
 
 from __future__ import annotations
 
@@ -8,10 +8,47 @@ from pathlib import Path
 import black
 import pytest
 
+from generator import pipeline
 from generator.render import formatting
-from generator.render.formatting import RenderBug, format_python
+from generator.render.formatting import RenderBug, format_python, split_definitions
 
-UGLY = "x = {  'a':1 ,'b' :2}\ndef f( a,b ):\n  return a+b\n"
+# A module with what black treats specially around top-level definitions: a docstring first,
+# decorators, a comment attached to a class, overloads, a string whose lines look like code,
+# nested definitions, and statements between classes.
+SAMPLE = '''"""Module docstring."""
+class First: pass
+from typing import overload
+import os
+x = {  'a':1 ,'b' :2}
+class A :
+  """Doc."""
+  def f( self,a,b ):
+    def inner(): return 1
+    return a+b
+
+
+
+y=1
+NOTE = """
+class NotAClass:
+def not_a_function():
+@not_a_decorator
+"""
+# a comment that belongs to B
+class B(A): pass
+@overload
+def g(a: int) -> int: ...
+@overload
+def g(a: str) -> str: ...
+def g(a): return a
+@staticmethod
+@property
+def h(): pass
+if os.name:
+    class C: pass
+z = [1,
+  2,]
+'''
 
 
 @pytest.fixture
@@ -35,74 +72,94 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
-def _entries(cache: Path) -> list[Path]:
-    return sorted(p for p in cache.glob("*/*") if not p.name.startswith(".tmp-"))
+def _whole(text: str) -> str:
+    return black.format_str(text, mode=formatting._MODE)
 
 
-def test_the_same_text_is_formatted_once(cache: Path, calls: list[str]) -> None:
-    first = format_python("m.py", UGLY)
-    assert first == black.format_str(UGLY, mode=formatting._MODE)
+def test_the_pieces_are_the_definitions_not_what_looks_like_one(cache: Path) -> None:
+    pieces = split_definitions("m.py", SAMPLE)
+    starts = [piece.splitlines()[0] for piece in pieces]
+    # B follows its comment, the stubs (@overload) each other; h starts at its decorators; nothing in NOTE or in bodies
+    assert starts == ['"""Module docstring."""', "class First: pass", "class A :", "@overload", "@staticmethod"]
+    assert "".join(pieces) == SAMPLE
+
+
+def test_the_pieces_joined_are_what_black_writes_for_the_whole_file(cache: Path) -> None:
+    assert format_python("m.py", SAMPLE) == _whole(SAMPLE)
+    assert format_python("m.py", SAMPLE) == _whole(SAMPLE)  # and from the cache
+
+
+def test_a_run_formats_only_the_definitions_that_changed(cache: Path, calls: list[str]) -> None:
+    first = format_python("m.py", SAMPLE)
+    assert len(calls) == len(split_definitions("m.py", SAMPLE))
     calls.clear()
-    assert format_python("other.py", UGLY) == first
+    assert format_python("m.py", SAMPLE) == first
     assert calls == []
-    assert len(_entries(cache)) == 1
+    edited = SAMPLE.replace("def g(a): return a", "def g(a): return  a*2")
+    result = format_python("m.py", edited)
+    assert calls == [piece for piece in split_definitions("m.py", edited) if "a*2" in piece]
+    assert len(calls) == 1
+    assert result == _whole(edited)
 
 
-def test_other_text_or_another_black_or_interpreter_is_formatted_again(
+def test_the_cache_holds_the_latest_render_of_each_path_only(cache: Path, calls: list[str]) -> None:
+    format_python("m.py", SAMPLE)
+    format_python("m.py", "a = 1\nclass Only: pass\n")
+    format_python("other.py", SAMPLE)
+    assert len(list(cache.iterdir())) == 2
+    calls.clear()
+    format_python("m.py", SAMPLE)  # m.py's pieces of the first render are gone; other.py's are not its own
+    assert len(calls) == len(split_definitions("m.py", SAMPLE))
+
+
+def test_another_black_or_interpreter_formats_again(
     cache: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    format_python("m.py", UGLY)
-    format_python("m.py", UGLY + "y = 1\n")
-    assert len(calls) == 2
+    format_python("m.py", SAMPLE)
+    calls.clear()
     monkeypatch.setattr(formatting, "_KEY_PREFIX", "black 0.0, py310 target, python 3.99\0")
-    format_python("m.py", UGLY)
-    assert len(calls) == 3
-    assert len(_entries(cache)) == 3
+    format_python("m.py", SAMPLE)
+    assert len(calls) == len(split_definitions("m.py", SAMPLE))
 
 
-def test_an_entry_that_does_not_match_its_checksum_is_formatted_again(cache: Path, calls: list[str]) -> None:
-    good = format_python("m.py", UGLY)
-    (entry,) = _entries(cache)
+def test_a_cache_file_that_does_not_match_its_checksum_is_not_used(cache: Path, calls: list[str]) -> None:
+    good = format_python("m.py", SAMPLE)
+    (entry,) = cache.iterdir()
     digest, _, body = entry.read_bytes().partition(b"\n")
     entry.write_bytes(digest + b"\n" + body.replace(b"a + b", b"a - b"))
-    assert format_python("m.py", UGLY) == good
-    assert len(calls) == 2
-    entry.write_bytes(b"")  # cut short
-    assert format_python("m.py", UGLY) == good
-    assert len(calls) == 3
-    assert entry.read_bytes().partition(b"\n")[2].decode() == good
+    calls.clear()
+    assert format_python("m.py", SAMPLE) == good
+    assert len(calls) == len(split_definitions("m.py", SAMPLE))
+    entry.write_bytes(entry.read_bytes()[:100])  # cut short
+    assert format_python("m.py", SAMPLE) == good
 
 
-def test_invalid_python_is_a_render_bug_and_is_not_kept(cache: Path) -> None:
-    with pytest.raises(RenderBug, match=r"^broken\.py: rendered text is not valid Python"):
-        format_python("broken.py", "def (:\n")
-    assert _entries(cache) == []
+def test_invalid_python_is_a_render_bug_and_nothing_is_kept(cache: Path) -> None:
+    with pytest.raises(RenderBug, match=r"^broken\.py: rendered text is not valid Python \(line 2"):
+        format_python("broken.py", "x = 1\ndef (:\n")
+    assert not cache.exists()
 
 
 def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     monkeypatch.setattr(formatting, "CACHE_DIR", blocker / "format")
-    assert format_python("m.py", UGLY) == black.format_str(UGLY, mode=formatting._MODE)
+    assert format_python("m.py", SAMPLE) == _whole(SAMPLE)
     assert blocker.read_text() == "not a folder"
 
 
-def test_the_least_recently_used_entries_go_past_the_limit(
-    cache: Path, calls: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(formatting, "KEEP", 3)
-    texts = [f"v{i} = {i}\n" for i in range(4)]
-    for i, text in enumerate(texts[:3]):
-        before = set(_entries(cache))
-        format_python("m.py", text)
-        (new,) = set(_entries(cache)) - before
-        os.utime(new, (i + 1, i + 1))  # used at second i + 1: the order is clear on any clock
-    format_python("m.py", texts[0])  # used again: now the most recent
-    format_python("m.py", texts[3])  # a fourth entry: the least recently used one (texts[1]) goes
-    assert len(_entries(cache)) == 3
-    calls.clear()
-    for text in (texts[0], texts[2], texts[3]):
-        format_python("m.py", text)
-    assert calls == []
-    format_python("m.py", texts[1])
-    assert calls == [texts[1]]
+def test_every_generated_module_is_what_black_writes_for_it_whole(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real renders: each module formatted piece by piece equals black over the whole rendered text."""
+    monkeypatch.setenv("ACP_TYPES_JOBS", "1")  # the renders are recorded in this process
+    rendered: dict[str, str] = {}
+
+    def recording(path: str, text: str) -> str:
+        rendered[path] = text
+        return format_python(path, text)
+
+    monkeypatch.setattr(pipeline, "format_python", recording)
+    out = pipeline.build_outputs()
+    assert len(rendered) >= 18
+    differing = [path for path, text in rendered.items() if _whole(text) != out[path]]
+    assert differing == []
+    assert os.environ["ACP_TYPES_JOBS"] == "1"

@@ -1,22 +1,30 @@
-"""black over rendered Python, with black's output kept in a local cache.
+"""black over rendered Python, one top-level definition at a time, with black's output kept in a local cache.
 
-black is most of a generator run (about 85% of it with one job), and it is a
-pure function of the text it is given, its own version and the interpreter
-it runs on, all under one fixed mode. :func:`format_python` keeps what black
-wrote under ``.cache/format/`` (ignored by git), keyed by a hash of all of
-those, so a run after a schema edit formats only the files whose rendered
-text changed, and a run over unchanged inputs formats nothing. A file the
-renderer writes differently (another hash seed, another job count, another
-interpreter) has another key, so the cache never stands in for a render.
+black is most of a generator run (about 85% of it with one job), and a
+schema edit changes a few definitions of a models module of 5,000 lines.
+:func:`format_python` cuts the rendered text before each top-level class or
+function (with its decorators) and has black format each piece on its own:
+black puts exactly two blank lines before a top-level definition, so the
+pieces joined by two blank lines are the text black writes for the whole
+file (``tests/test_formatting.py`` holds this against black on every
+generated module). A definition right after a comment stays with what comes
+before it, since black keeps a comment attached to what follows it.
 
-The cache is a convenience: an entry that cannot be written is skipped, one
-that does not hold what its own checksum says is ignored and written again,
-and removing the folder (``make clean``) costs one slower run.
+What black wrote for each piece is kept under ``.cache/format/`` (ignored by
+git): one file per generated path, under a hash of black's version, the
+interpreter's and the path, holding each piece of the last render by the
+hash of its text. A run formats only the pieces whose rendered text changed,
+and the cache never holds more than the latest render of each path. The
+cache is a convenience: a file that cannot be written is skipped, one that
+does not hold what its checksum says is ignored, and removing the folder
+(``make clean``) costs one slower run.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import json
 import os
 import sys
 import tempfile
@@ -26,49 +34,96 @@ from pathlib import Path
 import black
 
 CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "format"
-KEEP = 256
-"""The most entries kept; past it the ones least recently used are removed (a whole tree is about 20)."""
+
+_MODE = black.Mode(target_versions={black.mode.TargetVersion.PY310})
+_KEY_PREFIX = f"black {metadata.version('black')}, py310 target, python {sys.version_info[0]}.{sys.version_info[1]}\0"
 
 
 class RenderBug(Exception):
     """A renderer produced something that is not valid Python: a bug in the generator."""
 
 
-_MODE = black.Mode(target_versions={black.mode.TargetVersion.PY310})
-_KEY_PREFIX = f"black {metadata.version('black')}, py310 target, python {sys.version_info[0]}.{sys.version_info[1]}\0"
-
-
 def format_python(path: str, text: str) -> str:
     """``text`` as black writes it; RenderBug (naming ``path``) if it is not valid Python."""
-    key = hashlib.sha256((_KEY_PREFIX + text).encode("utf-8", "surrogatepass")).hexdigest()
-    entry = CACHE_DIR / key[:2] / key
-    found = _read(entry)
-    if found is not None:
-        return found
+    pieces = split_definitions(path, text)
+    keys = [_sha256(piece) for piece in pieces]
+    entry = CACHE_DIR / _sha256(_KEY_PREFIX + path)
+    kept = _read(entry)
+    done: dict[str, str] = {}
+    for key, piece in zip(keys, pieces, strict=True):
+        if key not in done:
+            found = kept.get(key)
+            done[key] = found if isinstance(found, str) else _black(path, piece)
+    if done != kept:
+        _write(entry, done)
+    return "\n\n".join(done[key] for key in keys)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def split_definitions(path: str, text: str) -> list[str]:
+    """``text`` cut before each top-level class or function that does not follow a comment."""
     try:
-        formatted = black.format_str(text, mode=_MODE)
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise RenderBug(f"{path}: rendered text is not valid Python (line {exc.lineno}: {exc.msg})") from exc
+    lines = text.splitlines(keepends=True)
+    cuts = []
+    for previous, node in zip(tree.body, tree.body[1:], strict=False):
+        if not isinstance(node, _DEFINITIONS) or _is_stub(previous):
+            continue
+        start = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1
+        before = start - 1
+        while before >= 0 and not lines[before].strip():
+            before -= 1
+        if before >= 0 and not lines[before].lstrip().startswith("#"):
+            cuts.append(start)
+    bounds = [0, *cuts, len(lines)]
+    return ["".join(lines[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+_DEFINITIONS = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def _is_stub(node: ast.stmt) -> bool:
+    """A definition whose body is only ``...``: black keeps such functions together when written so (overloads)."""
+    return (
+        isinstance(node, _DEFINITIONS)
+        and len(node.body) == 1
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and node.body[0].value.value is Ellipsis
+    )
+
+
+def _black(path: str, text: str) -> str:
+    try:
+        return black.format_str(text, mode=_MODE)
     except Exception as exc:  # black raises several types for invalid input
         raise RenderBug(f"{path}: rendered text is not valid Python ({type(exc).__name__}: {str(exc)[:300]})") from exc
-    _write(entry, formatted)
-    return formatted
 
 
-def _read(entry: Path) -> str | None:
-    """The text kept in ``entry`` when its checksum line matches it, else None."""
+def _read(entry: Path) -> dict[str, str]:
+    """The pieces kept in ``entry`` when its checksum line matches them, else none."""
     try:
         data = entry.read_bytes()
-        os.utime(entry)  # recently used: the last to be removed
     except OSError:
-        return None
+        return {}
     digest, _, body = data.partition(b"\n")
     if hashlib.sha256(body).hexdigest().encode() != digest:
-        return None
-    return body.decode("utf-8", "surrogatepass")
+        return {}
+    try:
+        pieces = json.loads(body)
+    except ValueError:
+        return {}
+    return pieces if isinstance(pieces, dict) else {}
 
 
-def _write(entry: Path, text: str) -> None:
-    """Keep ``text`` in ``entry`` (whole or not at all: written beside it, then renamed)."""
-    body = text.encode("utf-8", "surrogatepass")
+def _write(entry: Path, pieces: dict[str, str]) -> None:
+    """Keep ``pieces`` in ``entry`` (whole or not at all: written beside it, then renamed)."""
+    body = json.dumps(pieces, ensure_ascii=True, sort_keys=True).encode()
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
@@ -79,15 +134,5 @@ def _write(entry: Path, text: str) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-        _prune()
     except OSError:
         pass  # a read-only checkout, a full disk: the next run formats again
-
-
-def _prune() -> None:
-    entries = [p for p in CACHE_DIR.glob("*/*") if not p.name.startswith(".tmp-")]
-    if len(entries) <= KEEP:
-        return
-    by_use = sorted(entries, key=lambda p: p.stat().st_mtime)
-    for old in by_use[: len(entries) - KEEP]:
-        old.unlink(missing_ok=True)
