@@ -582,9 +582,8 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
 
     import acp_types.v1 as v1
     from acp_types import _jsonrpc
-    from benchmarks.messages import CASES
-
     from acp_types.v1.messages import _PARSER as v1_parser
+    from benchmarks.messages import CASES
 
     loads, dumps = json.loads, json.dumps
     unique_loads = json.JSONDecoder(object_pairs_hook=_unique_pairs).decode
