@@ -755,6 +755,14 @@ def bench_connection(repeats: int) -> list[Figure]:
 
     *targets, reference = connection.run(repeats, reference=True)
     figures = [Figure(name, ours, sdk, unit, ">= 2x", ours >= 2 * sdk) for name, ours, sdk, unit in targets]
+    for figure in figures:
+        _note_miss(
+            figure,
+            [],
+            f"bare asyncio protocols over the same pipes reach {reference[1] / reference[2]:.2f}x of the SDK",
+            "the profile of a round trip in docs/PERFORMANCE.md: the two lines' parse, the handler's strict result "
+            "check and write, the loop's turns; no one part gives 2x",
+        )
     # what any asyncio connection over these pipes could reach: the bound of the round trips
     figures.append(Figure("  " + reference[0], reference[1], reference[2], reference[3], "report", None))
     return figures

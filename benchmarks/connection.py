@@ -196,6 +196,12 @@ async def _floor() -> Callable[[], Awaitable[float]]:
 
 
 async def _measure(repeats: int, reference: bool = False) -> list[tuple[str, float, float, str]]:
+    # Every pipe read asks os.read for 256 KiB (asyncio's transport). glibc serves such a buffer
+    # with mmap (about 25 us here instead of 2) until the process has freed one block that
+    # large; a long-lived process has. Free one first, so that whichever side runs first
+    # does not pay for it alone and every figure is the steady state.
+    block = bytes(4 << 20)
+    del block
     ours, theirs, floor = await _ours(), await _sdk(), await _floor()
     rates: dict[str, dict[str, list[float]]] = {"stream": {"ours": [], "sdk": []}, "rt": {"ours": [], "sdk": []}}
     floors: list[float] = []
