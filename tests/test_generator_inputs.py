@@ -166,18 +166,23 @@ def test_a_schema_file_over_the_size_limit_is_refused_before_it_is_read(tmp_path
     shutil.copytree(ROOT / "schema", schema)
     _sparse(schema / "v1" / "zz_huge.json")
     for command in (["validate"], ["diff", "schema/v1", "schema/v2"]):
-        done = subprocess.run(
-            [sys.executable, "-m", "generator", "--schema", str(schema), *command],
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            env=ENV,
-            preexec_fn=_limited(1024),
-            timeout=120,
-        )
-        assert done.returncode == 2, done.stderr
-        assert "schema/v1/zz_huge.json: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
-        assert "Traceback" not in done.stderr
+        _refused_for_size(schema, *command, file="schema/v1/zz_huge.json", size=4 << 30)
+
+
+def _refused_for_size(schema: Path, *args: str, file: str, size: int, cwd: Path | None = None) -> None:
+    """The generator run with ``args`` in 1 GiB of memory stops with exit 2, naming ``file`` and its ``size``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "generator", "--schema", str(schema), *args],
+        cwd=cwd or schema.parent,
+        capture_output=True,
+        text=True,
+        env=ENV,
+        preexec_fn=_limited(1024),
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"{file}: {size} bytes, more than the 16 MiB" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_a_cross_version_map_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
@@ -185,35 +190,20 @@ def test_a_cross_version_map_over_the_size_limit_is_refused_before_it_is_read(tm
     schema = tmp_path / "schema"
     shutil.copytree(ROOT / "schema", schema)
     _sparse(schema / "crossversion.json")
-    done = subprocess.run(
-        [sys.executable, "-m", "generator", "--schema", str(schema), "diff", "schema/v1", "schema/v2"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        preexec_fn=_limited(1024),
-        timeout=120,
-    )
-    assert done.returncode == 2, done.stderr
-    assert "schema/crossversion.json: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr
+    _refused_for_size(schema, "diff", "schema/v1", "schema/v2", file="schema/crossversion.json", size=4 << 30)
     # at a revision: git is asked for the size, and the blob is never shown
     (schema / "crossversion.json").write_bytes(b" " * (MAX_INPUT_BYTES + 1))
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     for args in (["init", "-q"], ["add", "schema"], ["commit", "-q", "-m", "big map"]):
         subprocess.run([*git, *args], check=True, capture_output=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "generator", "--schema", str(schema), "diff", "HEAD:schema/v1", "HEAD:schema/v2"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        preexec_fn=_limited(1024),
-        timeout=120,
+    _refused_for_size(
+        schema,
+        "diff",
+        "HEAD:schema/v1",
+        "HEAD:schema/v2",
+        file="HEAD:schema/crossversion.json",
+        size=MAX_INPUT_BYTES + 1,
     )
-    assert done.returncode == 2, done.stderr
-    assert f"HEAD:schema/crossversion.json: {MAX_INPUT_BYTES + 1} bytes, more than the 16 MiB" in done.stderr
-    assert "Traceback" not in done.stderr
 
 
 def test_a_reference_schema_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
@@ -221,28 +211,16 @@ def test_a_reference_schema_over_the_size_limit_is_refused_before_it_is_read(tmp
     reference.mkdir()
     _sparse(reference / "schema.json")
     (reference / "meta.json").write_text('{"agentMethods": {}, "clientMethods": {}, "version": 1}')
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "generator",
-            "--schema",
-            str(ROOT / "schema"),
-            "compare-reference",
-            "--version",
-            "v1",
-            str(reference),
-        ],
+    _refused_for_size(
+        ROOT / "schema",
+        "compare-reference",
+        "--version",
+        "v1",
+        str(reference),
+        file=str(reference / "schema.json"),
+        size=4 << 30,
         cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env=ENV,
-        preexec_fn=_limited(1024),
-        timeout=120,
     )
-    assert done.returncode == 2, done.stderr
-    assert f"{reference / 'schema.json'}: 4294967296 bytes, more than the 16 MiB" in done.stderr, done.stderr
-    assert "Traceback" not in done.stderr
 
 
 def test_a_file_just_over_the_limit_is_refused_and_one_at_it_is_read(tmp_path: Path) -> None:
