@@ -553,13 +553,6 @@ def bench_throughput(repeats: int, budget: float) -> list[Figure]:
     return figures
 
 
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise ValueError("a repeated key")
-    return out
-
-
 _LINES_TRIED = (
     "a line is decoded by json.loads with hooks (repeated keys, NaN/Infinity, integer digits), walked once in "
     "Python for the rest of the limits (depth, overflowed floats, lone surrogates), and validated once over its "
@@ -584,12 +577,12 @@ def bench_lines(repeats: int, budget: float) -> list[Figure]:
     import acp.schema as sdk
 
     import acp_types.v1 as v1
-    from acp_types import _jsonrpc
+    from acp_types import _jsonrpc, _wire
     from acp_types.v1.messages import _PARSER as v1_parser
     from benchmarks.messages import CASES
 
     loads, dumps = json.loads, json.dumps
-    unique_loads = json.JSONDecoder(object_pairs_hook=_unique_pairs).decode
+    unique_loads = json.JSONDecoder(object_pairs_hook=_wire._unique_keys).decode  # the parser's own hook
     sdk_models = {"session/update": sdk.SessionNotification, "initialize": sdk.InitializeResponse}
     figures = []
     for name, method, kind, payload in CASES:

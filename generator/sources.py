@@ -105,7 +105,7 @@ class GitSource:
         spec = f"{self.rev}:{self.folder}/{name}" if self.folder else f"{self.rev}:{name}"
         size = int(self._git("cat-file", "-s", spec))
         if size > MAX_INPUT_BYTES:
-            raise _too_big(f"{self.label}/{name}", size)
+            raise _too_big(spec, size)
         return self._git("show", spec)
 
 

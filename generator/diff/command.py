@@ -64,10 +64,10 @@ def _find_map(sources: list[DirSource | GitSource], old: str, new: str) -> Cross
                 return _parse_map(read_bounded(path, label), label, old, new)
         else:
             parent = str(Path(source.folder).parent)
-            inner = MAP_FILE if parent in ("", ".") else f"{parent}/{MAP_FILE}"
+            # the map's folder at that revision, read as the schema files are (size checked first)
+            beside = GitSource(source.repo, source.rev, "" if parent == "." else parent)
+            inner = f"{beside.folder}/{MAP_FILE}" if beside.folder else MAP_FILE
             if _git(source.repo, "cat-file", "-e", f"{source.rev}:{inner}").returncode == 0:
-                # the map's folder at that revision, read as the schema files are (size checked first)
-                beside = GitSource(source.repo, source.rev, parent if parent not in ("", ".") else "")
                 return _parse_map(beside.read(MAP_FILE), f"{source.rev}:{inner}", old, new)
     return None
 

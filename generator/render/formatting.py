@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import sys
-import tempfile
 from importlib import metadata
 from pathlib import Path
 
@@ -122,17 +121,12 @@ def _read(entry: Path) -> dict[str, str]:
 
 
 def _write(entry: Path, pieces: dict[str, str]) -> None:
-    """Keep ``pieces`` in ``entry`` (whole or not at all: written beside it, then renamed)."""
+    """Keep ``pieces`` in ``entry`` (whole or not at all: written beside it, then renamed), as manifest.record does."""
     body = json.dumps(pieces, ensure_ascii=True, sort_keys=True).encode()
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
-            os.replace(tmp, entry)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+        os.replace(tmp, entry)
     except OSError:
         pass  # a read-only checkout, a full disk: the next run formats again
