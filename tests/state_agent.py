@@ -1,7 +1,9 @@
 """A small agent that follows the update rules, for the client helpers' tests (run over pipes by them).
 
 Prompt text decides the turn: ``ask`` requests permission and reports its
-outcome; ``slow`` streams until cancelled; anything else is echoed. v2
+outcome; ``slow`` streams until cancelled; ``die`` says ``bye`` and exits
+the process in the middle of the turn (v2: after acknowledging the prompt);
+anything else is echoed. v2
 answers the prompt at once and reports the turn with state updates; v1
 answers it when the turn is over. ``session/list`` pages by two with opaque
 cursors; ``session/resume`` (v2) / ``session/load`` (v1) replay the history.
@@ -10,6 +12,7 @@ cursors; ``session/resume`` (v2) / ``session/load`` (v1) replay the history.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -119,6 +122,17 @@ class StateAgent:
             )
             if sid in self.cancelled or outcome == "cancelled":
                 reason = "cancelled"
+        elif text == "die":
+            await self.send(
+                sid,
+                {
+                    "sessionUpdate": "agent_message_chunk",
+                    "messageId": f"a{n}",
+                    "content": {"type": "text", "text": "bye"},
+                },
+            )
+            await asyncio.sleep(0.2)  # the acknowledgement and the chunk are out
+            os._exit(0)
         elif text == "slow":
             while sid not in self.cancelled:
                 await self.send(

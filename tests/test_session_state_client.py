@@ -271,3 +271,31 @@ def test_cancel_ends_a_streaming_turn_cancelled(version: str) -> None:
 
     turn = session(STATE_AGENT, version, body, strict=True)
     assert turn.stop_reason == "cancelled" and turn.problems == []
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_prompt_raises_connection_closed_when_the_agent_dies_mid_turn(version: str) -> None:
+    # v2: the prompt was acknowledged, then the agent exited before any idle: nothing else will end the turn
+    async def body(conn: Any, acp: client.SessionClient) -> Any:
+        sid = await acp.new_session(os.getcwd())
+        with pytest.raises(connection.ConnectionClosed):
+            await acp.prompt(sid, "die")
+        return acp.states[sid]
+
+    state = session(STATE_AGENT, version, body)
+    assert state.messages[-1].text == "bye"
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_two_prompts_on_one_session_each_return_their_own_turn(version: str) -> None:
+    # the second call waits for the first turn to end; before, it took the first's idle waiter and the first hung
+    async def body(conn: Any, acp: client.SessionClient) -> Any:
+        sid = await acp.new_session(os.getcwd())
+        turns = await asyncio.gather(acp.prompt(sid, "one two"), acp.prompt(sid, "three"))
+        return turns, acp.states[sid], acp._prompting
+
+    turns, state, queues = session(STATE_AGENT, version, body, strict=True)
+    assert [t.stop_reason for t in turns] == ["end_turn", "end_turn"]
+    assert all(t.problems == [] for t in turns) and state.ok
+    assert [m.text for m in state.messages if m.role == "agent"] == ["onetwo", "three"]
+    assert queues == {}  # nothing kept once the prompts are done

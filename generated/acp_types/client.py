@@ -68,6 +68,14 @@ class Turn:
     timed_out: bool = False
 
 
+@dataclass
+class _Queue:
+    """The prompts of one session waiting for their turn (``users``: the calls holding or waiting for ``lock``)."""
+
+    lock: asyncio.Lock
+    users: int = 0
+
+
 def _module(conn: Any) -> Any:
     from acp_types import v1, v2
 
@@ -92,8 +100,14 @@ class SessionClient:
     the chosen ``optionId`` (or a whole result dict); without it the first
     ``reject_once`` / ``reject_always`` option is chosen, or the request is
     answered ``cancelled`` when there is none. ``on_update`` is called after
-    each update was applied. Updates for a session this client did not open
-    get a state too (the first update names it).
+    each update was applied.
+
+    A session this client opened (:meth:`new_session`, :meth:`replay`,
+    :meth:`prompt`, or :meth:`state` called for it) keeps its state for the
+    life of the client. Updates for other sessions (an agent may name any id)
+    get a state too, but at most ``max_other_sessions`` of them are kept: the
+    one updated least recently is dropped first (``0``: such updates are
+    ignored), so an agent naming fresh ids cannot grow the client without bound.
     """
 
     def __init__(
@@ -103,27 +117,51 @@ class SessionClient:
         strict: bool = False,
         permission: PermissionPolicy | None = None,
         on_update: UpdateHook | None = None,
+        max_other_sessions: int = 16,
     ) -> None:
         self.conn = conn
         self.strict = strict
         self.permission = permission
         self.on_update = on_update
+        self.max_other_sessions = max_other_sessions
         self.states: dict[str, Any] = {}
-        """One ``SessionState`` per session id."""
+        """One ``SessionState`` per session id (those of sessions it did not open: the last few updated)."""
+        self._others: dict[str, None] = {}  # ids of the states kept for sessions not opened here, least recent first
         self._idle: dict[str, asyncio.Future[Any]] = {}
+        self._prompting: dict[str, _Queue] = {}
         self._pending: dict[str, set[asyncio.Future[None]]] = {}
 
     def state(self, session_id: str) -> Any:
-        """The session's state (made on first use, of the connection's settled version)."""
+        """The session's state (made on first use, of the connection's settled version); it is kept from now on."""
+        self._others.pop(session_id, None)
         found = self.states.get(session_id)
         if found is None:
             found = self.states[session_id] = _module(self.conn).SessionState(session_id, strict=self.strict)
         return found
 
+    def _state_for_update(self, session_id: str) -> Any:
+        found = self.states.get(session_id)
+        if found is not None:
+            if session_id in self._others:  # the most recently updated goes last
+                del self._others[session_id]
+                self._others[session_id] = None
+            return found
+        if self.max_other_sessions <= 0:
+            return None
+        while len(self._others) >= self.max_other_sessions:
+            oldest = next(iter(self._others))
+            del self._others[oldest]
+            del self.states[oldest]
+        self._others[session_id] = None
+        found = self.states[session_id] = _module(self.conn).SessionState(session_id, strict=self.strict)
+        return found
+
     # -- what the agent calls ----------------------------------------------------
 
     async def session_update(self, params: Any) -> None:
-        state = self.state(params.session_id)
+        state = self._state_for_update(params.session_id)
+        if state is None:
+            return
         state.apply(params)
         waiter = self._idle.get(params.session_id)
         if (
@@ -145,6 +183,8 @@ class SessionClient:
             await asyncio.wait({decision, cancelled}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             pending.discard(cancelled)
+            if not pending and self._pending.get(params.session_id) is pending:
+                del self._pending[params.session_id]  # nothing kept per session id once answered
         if not decision.done():  # the turn was cancelled first: the protocol's answer is `cancelled`
             decision.cancel()
             return {"outcome": {"outcome": "cancelled"}}
@@ -182,8 +222,27 @@ class SessionClient:
         agent that never sends one is waited for ``idle_timeout`` seconds
         after the response (forever when ``None``), then the turn counts as
         finished without a stop reason and the state reports ``turn.idle``
-        (strict clients).
+        (strict clients). When the connection ends before the turn does
+        (the agent exited after acknowledging), it raises
+        ``connection.ConnectionClosed``, as a pending request does.
+
+        Prompts on one session go one at a time: a second call for the same
+        session waits until the first turn has ended, then sends its prompt
+        (each call returns its own turn's stop reason).
         """
+        entry = self._prompting.get(session_id)
+        if entry is None:
+            entry = self._prompting[session_id] = _Queue(asyncio.Lock())
+        entry.users += 1
+        try:
+            async with entry.lock:
+                return await self._prompt(session_id, prompt, idle_timeout)
+        finally:
+            entry.users -= 1
+            if entry.users == 0:
+                del self._prompting[session_id]
+
+    async def _prompt(self, session_id: str, prompt: str | Sequence[Any], idle_timeout: float | None) -> Turn:
         m = _module(self.conn)
         state = self.state(session_id)
         request = m.PromptRequest(session_id=session_id, prompt=_prompt_blocks(m, prompt))
@@ -195,16 +254,22 @@ class SessionClient:
             return Turn(response.stop_reason, response, state, state.problems[before:])
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._idle[session_id] = waiter
+        closed = asyncio.ensure_future(self.conn.wait_closed())
         try:
             response = await self.conn.peer.session_prompt(request)
-            try:
-                idle = await asyncio.wait_for(asyncio.shield(waiter), idle_timeout)
-            except asyncio.TimeoutError:
-                state.finish(response)
-                return Turn(None, response, state, state.problems[before:], timed_out=True)
+            await asyncio.wait({waiter, closed}, timeout=idle_timeout, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            closed.cancel()
             if self._idle.get(session_id) is waiter:
                 del self._idle[session_id]
+        if not waiter.done():
+            state.finish(response)
+            if closed.done() and not closed.cancelled():
+                from acp_types.connection import ConnectionClosed
+
+                raise ConnectionClosed(f"the connection ended before the turn on session {session_id!r} did")
+            return Turn(None, response, state, state.problems[before:], timed_out=True)
+        idle = waiter.result()
         state.finish(response)
         return Turn(idle.stop_reason, response, state, state.problems[before:])
 
