@@ -31,11 +31,30 @@ from acp_types import client, connection, session_state, v1, v2
 T = TypeVar("T")
 
 
+def touched(state: Any, notification: Any) -> list[Any]:
+    """The transcript entries an update may have changed: the message or tool call it names, else the last entry."""
+    update = getattr(notification, "update", None)
+    message_id = getattr(update, "message_id", None)
+    if isinstance(message_id, str):
+        found = state.message(message_id)
+        return [found] if found is not None else []
+    tool_call_id = getattr(update, "tool_call_id", None)
+    if isinstance(tool_call_id, str):
+        call = state.tool_calls.get(tool_call_id)
+        return [call] if call is not None else []
+    return state.transcript[-1:]  # a v1 chunk without an id continues (or starts) the last message
+
+
 class Render:
-    """Prints what changed in the session's state since the last update: agent text as it grows, tool call statuses."""
+    """Prints what changed in the session's state since the last update: agent text as it grows, tool call statuses.
+
+    Only what the update touched is looked at, and a growing message costs
+    what was appended (``Message.text_since``), not its whole text.
+    """
 
     def __init__(self) -> None:
-        self.shown: dict[int, str] = {}  # id() of a transcript entry -> what was printed of it
+        # id() of a transcript entry -> (the entry, kept so its id is not reused; what was shown of it)
+        self.shown: dict[int, tuple[Any, Any]] = {}
         self.line_start = True
 
     def out(self, text: str) -> None:
@@ -52,21 +71,22 @@ class Render:
         self.out(text + "\n")
 
     def __call__(self, state: Any, notification: Any) -> None:
-        for entry in state.transcript:
-            old = self.shown.get(id(entry))
+        for entry in touched(state, notification):
+            old = self.shown.get(id(entry), (None, None))[1]
+            now: Any
             if isinstance(entry, session_state.ToolCall):
                 now = f"[{entry.kind or 'tool'}] {entry.title or entry.tool_call_id}: {entry.status or 'pending'}"
                 if now != old:
                     self.line(now)
             elif entry.role == "agent":
-                now = entry.text
-                if old is None or now.startswith(old):
-                    self.out(now[len(old or "") :])
+                now = (entry.revision, entry.text_length)
+                if old is None or old[0] == entry.revision:
+                    self.out(entry.text_since(old[1] if old else 0))
                 else:  # the agent replaced the message's content
-                    self.line(f"(rewritten) {now}")
+                    self.line(f"(rewritten) {entry.text}")
             else:
                 continue
-            self.shown[id(entry)] = now
+            self.shown[id(entry)] = (entry, now)
 
 
 async def authenticated(conn: connection.ClientConnection, methods: list[Any], call: Callable[[], Awaitable[T]]) -> T:

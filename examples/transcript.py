@@ -22,21 +22,27 @@ import _path  # noqa: F401  (acp_types from the checkout when not installed)
 
 from acp_types import client, connection, v2
 
-seen: dict[int, str] = {}  # index of a message -> its text as printed
+seen: dict[int, tuple[Any, int, int]] = {}  # id() of a message -> (the message, its revision, length printed)
 
 
 def show(state: Any, notification: Any) -> None:
-    for i, msg in enumerate(state.messages):
-        old, new = seen.get(i), msg.text
-        if old == new:
-            continue
-        if old is None:
-            print(f"{chr(10) if seen else ''}{msg.role}: {new}", end="")
-        elif new.startswith(old):
-            print(new[len(old) :], end="")
+    """Print what changed: only the message the update names, and only the text appended since last time."""
+    message_id = getattr(getattr(notification, "update", None), "message_id", None)
+    if notification is None:
+        changed = state.messages
+    elif isinstance(message_id, str):
+        changed = [m for m in (state.message(message_id),) if m is not None]
+    else:
+        changed = state.messages[-1:]  # a v1 chunk without an id continues the last message
+    for msg in changed:
+        _, revision, printed = seen.get(id(msg), (msg, None, None))
+        if revision is None:
+            print(f"{chr(10) if seen else ''}{msg.role}: {msg.text}", end="")
+        elif revision == msg.revision:
+            print(msg.text_since(printed), end="")
         else:
-            print(f"\n{msg.role} (rewritten): {new}", end="")
-        seen[i] = new
+            print(f"\n{msg.role} (rewritten): {msg.text}", end="")
+        seen[id(msg)] = (msg, msg.revision, msg.text_length)
     sys.stdout.flush()
 
 

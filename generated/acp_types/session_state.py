@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import json
 import typing
@@ -309,6 +310,20 @@ class Message:
     ``_meta`` (set by message updates); ``chunk_meta`` maps an index of
     ``content`` to the ``_meta`` of the chunk that appended it (chunk-scoped,
     never merged into ``meta``).
+
+    Following a growing message: ``text`` joins every text block (cached,
+    but O(length) again after each change), so a client that redraws on
+    every chunk should instead keep ``(revision, text_length)`` and print
+    ``text_since(length)`` while ``revision`` is unchanged (O(new text));
+    a changed ``revision`` means the text no longer starts with what it was
+    (a message update rewrote it): redraw it from ``text``::
+
+        rev, shown = seen.get(msg.message_id, (None, 0))
+        if rev in (None, msg.revision):
+            print(msg.text_since(shown), end="")
+        else:
+            print("(rewritten)", msg.text)
+        seen[msg.message_id] = (msg.revision, msg.text_length)
     """
 
     message_id: str | None
@@ -319,10 +334,70 @@ class Message:
     turn: int = 0
     """The turn whose message update (or first chunk) last reset the message."""
 
+    def __post_init__(self) -> None:
+        # an index of the text blocks of `content`, kept up to date as blocks are appended
+        self._indexed: list[Any] | None = None  # the content list indexed (replacing it re-indexes)
+        self._parts: list[str] = []  # the text of each block indexed ("" for a non-text block)
+        self._ends: list[int] = []  # where each part ends in the text
+        self._joined: str | None = ""
+        self._revision = 0
+
+    def _sync(self) -> None:
+        content, parts = self.content, self._parts
+        if content is self._indexed and len(content) == len(parts):
+            return
+        if content is self._indexed and len(content) > len(parts):  # blocks appended: index the new ones
+            self._index(content[len(parts) :])
+            return
+        old = "".join(parts) if self._joined is None else self._joined
+        self._indexed, self._parts, self._ends = content, [], []
+        self._index(content)
+        self._joined = new = "".join(self._parts)
+        if not new.startswith(old):  # not a mere extension: a follower must redraw
+            self._revision += 1
+
+    def _index(self, blocks: list[Any]) -> None:
+        end = self._ends[-1] if self._ends else 0
+        for block in blocks:
+            part = getattr(block, "text", "") if getattr(block, "type", None) == "text" else ""
+            part = part if isinstance(part, str) else ""
+            end += len(part)
+            self._parts.append(part)
+            self._ends.append(end)
+        if blocks:
+            self._joined = None
+
     @property
     def text(self) -> str:
-        """The text of the message's text blocks, joined."""
-        return "".join(getattr(block, "text", "") for block in self.content if getattr(block, "type", None) == "text")
+        """The text of the message's text blocks, joined (cached until the content changes)."""
+        self._sync()
+        if self._joined is None:
+            self._joined = "".join(self._parts)
+        return self._joined
+
+    @property
+    def text_length(self) -> int:
+        """``len(text)``, without joining."""
+        self._sync()
+        return self._ends[-1] if self._ends else 0
+
+    @property
+    def revision(self) -> int:
+        """Changes each time the text stops being an extension of what it was (chunks only append: it stays)."""
+        self._sync()
+        return self._revision
+
+    def text_since(self, start: int) -> str:
+        """``text[start:]``, at the cost of the text after ``start`` only (what was appended since a follower looked)."""
+        self._sync()
+        if start <= 0:
+            return self.text
+        i = bisect.bisect_right(self._ends, start)
+        if i >= len(self._parts):
+            return ""
+        part = self._parts[i]
+        head = part[start - (self._ends[i] - len(part)) :]
+        return head + "".join(self._parts[i + 1 :]) if i + 1 < len(self._parts) else head
 
 
 @dataclass(eq=True)
@@ -348,15 +423,57 @@ class ToolCall:
 
 @dataclass(eq=True)
 class Terminal:
-    """A display-only terminal (v2): ``output`` holds the decoded bytes (snapshots replace, chunks append)."""
+    """A display-only terminal (v2): ``output`` holds the decoded bytes (snapshots replace, chunks append).
+
+    The bytes are kept in a growing buffer, so a chunk costs its own size;
+    ``output`` makes ``bytes`` of the whole once per change. To follow a
+    running command, keep ``(revision, output_size)`` and read
+    ``output_since(size)`` while ``revision`` is unchanged (a snapshot that
+    replaced the bytes with others changes it).
+    """
 
     terminal_id: str
     command: str | None = None
     cwd: str | None = None
-    output: bytes = b""
     output_meta: Any = None
     exit_status: Any = None
     meta: Any = None
+    _buffer: bytearray = field(default_factory=bytearray, repr=False)
+    _cache: bytes | None = field(default=b"", compare=False, repr=False)
+    _revision: int = field(default=0, compare=False, repr=False)
+
+    @property
+    def output(self) -> bytes:
+        """Every byte of output, decoded."""
+        if self._cache is None:
+            self._cache = bytes(self._buffer)
+        return self._cache
+
+    @output.setter
+    def output(self, data: bytes) -> None:
+        """A snapshot: replaces every byte held."""
+        if not data.startswith(self._buffer):  # not a mere extension: a follower must redraw
+            self._revision += 1
+        self._buffer = bytearray(data)
+        self._cache = None
+
+    def append(self, data: bytes) -> None:
+        """Add a chunk's bytes at the end (amortized O(len(data)))."""
+        self._buffer += data
+        self._cache = None
+
+    @property
+    def output_size(self) -> int:
+        return len(self._buffer)
+
+    @property
+    def revision(self) -> int:
+        """Changes each time a snapshot replaces the output with bytes that do not extend it (chunks leave it)."""
+        return self._revision
+
+    def output_since(self, start: int) -> bytes:
+        """``output[start:]``, at the cost of those bytes only."""
+        return bytes(self._buffer[max(start, 0) :])
 
     @property
     def exited(self) -> bool:
@@ -364,7 +481,7 @@ class Terminal:
 
     def text(self, errors: str = "replace") -> str:
         """The output decoded as UTF-8 (the bytes are whole, so a character split across chunks decodes once)."""
-        return self.output.decode("utf-8", errors)
+        return self._buffer.decode("utf-8", errors)
 
 
 @dataclass(eq=True)
@@ -677,6 +794,7 @@ class BaseSessionState:
         if "content" in fields:
             msg.content = list(update.content or [])
             msg.chunk_meta = {}
+            msg._sync()
             self._check_blocks(msg.content)
         if "meta" in fields:
             msg.meta = update.meta
@@ -717,6 +835,7 @@ class BaseSessionState:
             if role == "user":
                 self._turn_user.append(message_id)
         msg.content.append(update.content)
+        msg._sync()
         self._check_blocks([update.content])
         if "meta" in update.model_fields_set and update.meta is not None:
             msg.chunk_meta[len(msg.content) - 1] = update.meta
@@ -957,6 +1076,7 @@ class BaseSessionState:
             if kind == "message":
                 msg = state._new_message(r.get(entry, "messageId", p, (str, type(None))), r.get(entry, "role", p, str))
                 msg.content = r.models("ContentBlock", r.get(entry, "content", p), f"{p}/content")
+                msg._sync()
                 msg.meta = r.get(entry, "meta", p)
                 msg.chunk_meta = _index_map(r.get(entry, "chunkMeta", p), f"{p}/chunkMeta")
                 msg.turn = r.get(entry, "turn", p, int)
