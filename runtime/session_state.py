@@ -558,8 +558,26 @@ class _Reader:
         if key not in data:
             raise StateFormatError(f"missing key {key!r}", pointer)
         value = data[key]
-        if kind is not None and not isinstance(value, kind):
-            raise StateFormatError(f"unexpected {type(value).__name__}", f"{pointer}/{key}")
+        if kind is not None:
+            kinds = kind if isinstance(kind, tuple) else (kind,)
+            # a bool is an int to isinstance: not here, so that what is read is what is written back
+            if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                raise StateFormatError(f"unexpected {type(value).__name__}", f"{pointer}/{key}")
+        return value
+
+    def count(self, data: Any, key: str, pointer: str, *, none: bool = False) -> Any:
+        """A non-negative integer (or ``None`` when ``none``)."""
+        value = self.get(data, key, pointer, (int, type(None)) if none else int)
+        if value is not None and value < 0:
+            raise StateFormatError("expected a non-negative integer", f"{pointer}/{key}")
+        return value
+
+    def strings(self, data: Any, key: str, pointer: str) -> list[str]:
+        """An array of strings."""
+        value: list[Any] = self.get(data, key, pointer, list)
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise StateFormatError("expected a string", f"{pointer}/{key}/{i}")
         return value
 
     def model(self, type_name: str, value: Any, pointer: str) -> Any:
@@ -567,7 +585,7 @@ class _Reader:
             return None
         try:
             return self._validators(type_name)(value)
-        except ValueError as exc:
+        except (ValueError, TypeError, RecursionError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise StateFormatError(f"not a valid {type_name}: {first}", pointer) from None
 
@@ -582,10 +600,36 @@ def _index_map(value: Any, pointer: str) -> dict[int, Any]:
         raise StateFormatError("expected an object", pointer)
     out: dict[int, Any] = {}
     for key, meta in value.items():
-        if not key.isdigit():
-            raise StateFormatError("expected an index", f"{pointer}/{key}")
+        # ASCII digits only ("²" is a digit to str.isdigit), written as to_json writes them ("01" is not)
+        if not (key.isascii() and key.isdigit() and str(int(key)) == key):
+            raise StateFormatError("expected an index", _pointer(pointer, key))
         out[int(key)] = meta
     return out
+
+
+def _pointer(pointer: str, key: str | int) -> str:
+    """``pointer`` one level down (RFC 6901: ``~`` and ``/`` in a key escaped)."""
+    return f"{pointer}/{str(key).replace('~', '~0').replace('/', '~1')}"
+
+
+_DEPTH_SLACK = 2
+"""How much deeper than its message a value sits in a state (a problem's update: 2 levels): accepted."""
+
+
+def _decode(text: str | bytes) -> Any:
+    """JSON text within the wire's limits (unique keys, finite numbers, no lone surrogate, bounded depth)."""
+    from acp_types import _wire
+
+    try:
+        value = _wire._DECODER.decode(text if isinstance(text, str) else bytes(text).decode("utf-8"))
+        return _wire.check_value(value, -_DEPTH_SLACK)
+    except _wire.JsonLimitError as exc:
+        where = "".join(_pointer("", key) for key in exc.path)
+        raise StateFormatError(f"not JSON within the limits: {exc.reason}", where) from None
+    except RecursionError:
+        raise StateFormatError("not JSON within the limits: nested too deep") from None
+    except (ValueError, TypeError) as exc:  # UnicodeDecodeError is a ValueError
+        raise StateFormatError(f"not JSON: {exc}") from None
 
 
 # -- the shared machinery -------------------------------------------------
@@ -977,12 +1021,14 @@ class BaseSessionState:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> BaseSessionState:
-        """The state ``to_json`` wrote. Bad text raises :class:`StateFormatError` (a ``ValueError``) with a JSON pointer."""
-        try:
-            data = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise StateFormatError(f"not JSON: {exc}") from None
-        return cls.from_wire(data)
+        """The state ``to_json`` wrote. Bad text raises :class:`StateFormatError` (a ``ValueError``) with a JSON pointer.
+
+        The text must be JSON within the wire's limits (see
+        ``acp_types._wire``: unique keys, finite numbers, bounded nesting) and
+        every value of the type ``to_json`` writes, so that whatever is read
+        is written back by ``to_json`` and read again to an equal state.
+        """
+        return cls.from_wire(_decode(text))
 
     def to_wire(self) -> dict[str, Any]:
         """The state as JSON-ready data (what ``to_json`` writes)."""
@@ -1069,7 +1115,7 @@ class BaseSessionState:
         if r.get(data, "version", "") != cls.VERSION:
             raise StateFormatError(f"a {data.get('version')!r} state, not {cls.VERSION!r}", "/version")
         state = cls(r.get(data, "sessionId", "", (str, type(None))), strict=bool(r.get(data, "strict", "", bool)))
-        state.position = r.get(data, "position", "", int)
+        state.position = r.count(data, "position", "")
         for i, entry in enumerate(r.get(data, "transcript", "", list)):
             p = f"/transcript/{i}"
             kind = r.get(entry, "kind", p)
@@ -1079,9 +1125,11 @@ class BaseSessionState:
                 msg._sync()
                 msg.meta = r.get(entry, "meta", p)
                 msg.chunk_meta = _index_map(r.get(entry, "chunkMeta", p), f"{p}/chunkMeta")
-                msg.turn = r.get(entry, "turn", p, int)
+                msg.turn = r.count(entry, "turn", p)
             elif kind == "tool_call":
-                call, _ = state._tool_call(r.get(entry, "toolCallId", p, str))
+                call, new = state._tool_call(r.get(entry, "toolCallId", p, str))
+                if not new:
+                    raise StateFormatError("a toolCallId already read", f"{p}/toolCallId")
                 call.title = r.get(entry, "title", p, (str, type(None)))
                 call.kind = r.get(entry, "toolKind", p, (str, type(None)))
                 call.status = r.get(entry, "status", p, (str, type(None)))
@@ -1095,7 +1143,9 @@ class BaseSessionState:
             else:
                 raise StateFormatError(f"unknown entry kind {kind!r}", f"{p}/kind")
         plans = r.get(data, "plans", "", dict)
-        state.plans = {key: r.model("PlanUpdateContent", value, f"/plans/{key}") for key, value in plans.items()}
+        state.plans = {
+            key: r.model("PlanUpdateContent", value, _pointer("/plans", key)) for key, value in plans.items()
+        }
         commands = r.get(data, "availableCommands", "")
         state.available_commands = (
             None if commands is None else r.models("AvailableCommand", commands, "/availableCommands")
@@ -1118,19 +1168,24 @@ class BaseSessionState:
             entry = Compaction(r.get(c, "compactionId", p, str), r.get(c, "status", p))
             entry.summary = r.models("ContentBlock", r.get(c, "summary", p), f"{p}/summary")
             entry.error = r.get(c, "error", p, (str, type(None)))
+            if entry.compaction_id in state.compactions:
+                raise StateFormatError("a compactionId already read", f"{p}/compactionId")
             state.compactions[entry.compaction_id] = entry
         state.extensions = r.models("SessionUpdate", r.get(data, "extensions", ""), "/extensions")
         turn = r.get(data, "turn", "", dict)
-        state.turn = r.get(turn, "number", "/turn", int)
+        state.turn = r.count(turn, "number", "/turn")
         state.in_turn = r.get(turn, "inTurn", "/turn", bool)
         state.prompted = r.get(turn, "prompted", "/turn", bool)
         state.cancelled = r.get(turn, "cancelled", "/turn", bool)
         state._turn_started = r.get(turn, "started", "/turn", bool)
-        state._cancelled_turn = r.get(turn, "cancelledTurn", "/turn", (int, type(None)))
-        state._turn_user = list(r.get(turn, "userMessages", "/turn", list))
+        state._cancelled_turn = r.count(turn, "cancelledTurn", "/turn", none=True)
+        state._turn_user = list(r.strings(turn, "userMessages", "/turn"))
         replay = r.get(data, "replay", "", dict)
         state.replaying = r.get(replay, "active", "/replay", bool)
-        state._replay_reset = set(r.get(replay, "reset", "/replay", list))
+        reset = r.strings(replay, "reset", "/replay")
+        state._replay_reset = set(reset)
+        if len(state._replay_reset) != len(reset):
+            raise StateFormatError("a messageId twice", "/replay/reset")
         for i, p in enumerate(r.get(data, "problems", "", list)):
             ptr = f"/problems/{i}"
             state.problems.append(
@@ -1139,7 +1194,7 @@ class BaseSessionState:
                     r.get(p, "level", ptr, str),
                     r.get(p, "source", ptr, str),
                     r.get(p, "message", ptr, str),
-                    r.get(p, "position", ptr, int),
+                    r.count(p, "position", ptr),
                     r.get(p, "update", ptr, (dict, type(None))),
                 )
             )

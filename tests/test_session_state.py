@@ -594,6 +594,21 @@ def test_copy_is_independent_and_equal() -> None:
         (lambda d: d["transcript"][0].pop("role"), "/transcript/0"),
         (lambda d: d["terminals"][0].update(output="%%"), "/terminals/0/output"),
         (lambda d: d.update(position="3"), "/position"),
+        # what let other exceptions through, or was read and could not be written back
+        (lambda d: d["transcript"][0].update(chunkMeta={"²": 1}), "/transcript/0/chunkMeta/²"),
+        (lambda d: d["transcript"][0].update(chunkMeta={"a/b": 1}), "/transcript/0/chunkMeta/a~1b"),
+        (lambda d: d["transcript"][0].update(meta=float("nan")), ""),
+        (lambda d: d["replay"].update(reset=["a", 1]), "/replay/reset/1"),
+        (lambda d: d["replay"].update(reset=[{}]), "/replay/reset/0"),
+        (lambda d: d["turn"].update(userMessages=["u", None]), "/turn/userMessages/1"),
+        (lambda d: d.update(position=True), "/position"),
+        (lambda d: d.update(position=-1), "/position"),
+        (lambda d: d["transcript"].append({**d["transcript"][1]}), "/transcript/2/toolCallId"),
+        (lambda d: d["terminals"].append({**d["terminals"][0]}), "/terminals/1/terminalId"),
+        (
+            lambda d: d["transcript"][0].update(meta=json.loads("[" * 200 + "]" * 200)),
+            "/transcript/0/meta" + "/0" * 127,
+        ),
     ],
 )
 def test_from_json_names_the_fault(change: Any, pointer: str) -> None:
@@ -602,12 +617,24 @@ def test_from_json_names_the_fault(change: Any, pointer: str) -> None:
         [
             up({"sessionUpdate": "agent_message_chunk", "messageId": "m", "content": text("x")}),
             up({"sessionUpdate": "terminal_output_chunk", "terminalId": "t", "data": "YQ=="}),
+            up({"sessionUpdate": "tool_call_update", "toolCallId": "c", "title": "Run"}),
         ],
     )
     data = state.to_wire()
+    assert type(state).from_json(json.dumps(data)) == state
     change(data)
     with pytest.raises(session_state.StateFormatError) as info:
         v2.SessionState.from_json(json.dumps(data))
     assert info.value.pointer == pointer
     with pytest.raises(session_state.StateFormatError):
         v2.SessionState.from_json("{not json")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["[" * 100_000 + "]" * 100_000, b"\xff", '{"format": 1, "format": 1}', "[1e400]", '"\\ud800"', "", "null"],
+)
+def test_from_json_refuses_what_is_not_json_within_the_limits(text: str | bytes) -> None:
+    with pytest.raises(session_state.StateFormatError) as info:
+        v2.SessionState.from_json(text)
+    assert "\n" not in str(info.value)

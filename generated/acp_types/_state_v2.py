@@ -334,6 +334,8 @@ class SessionState(BaseSessionState):
             terminal.output_meta = r.get(t, "outputMeta", p)
             terminal.exit_status = r.model("TerminalExitStatus", r.get(t, "exitStatus", p), f"{p}/exitStatus")
             terminal.meta = r.get(t, "meta", p)
+            if terminal.terminal_id in self.terminals:
+                raise StateFormatError("a terminalId already read", f"{p}/terminalId")
             self.terminals[terminal.terminal_id] = terminal
         self.run_state = r.model("SessionUpdate", r.get(data, "runState", ""), "/runState")
 
