@@ -49,7 +49,8 @@ def show(state: Any, notification: Any) -> None:
 async def main(text: str, command: list[str], strict: bool, idle_timeout: float | None) -> int:
     factory = lambda conn: client.SessionClient(conn, strict=strict, on_update=show)  # noqa: E731
     async with connection.spawn_agent(command, factory) as conn:
-        await conn.initialize(v2.InitializeRequest(protocol_version=2, info={"name": "transcript", "version": "1"}))
+        info = v2.Implementation(name="transcript", version="1")
+        await conn.initialize(v2.InitializeRequest(protocol_version=2, info=info))
         acp = conn.handler
         session_id = await acp.new_session(os.getcwd())
         turn = await acp.prompt(session_id, text, idle_timeout=idle_timeout)  # v1 or v2: returns when the turn is over
