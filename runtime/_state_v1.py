@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from acp_types import v1 as _v1
-from acp_types.session_state import RULES, BaseSessionState, Rule, _Reader, _wire, shared_handlers
+from acp_types.session_state import RULES, BaseSessionState, Message, Rule, ToolCall, _Reader, _wire, shared_handlers
 from acp_types.v1 import models as m
 
 __all__ = ["SessionState"]
@@ -46,6 +46,21 @@ class SessionState(BaseSessionState):
     ``available_modes`` (from :meth:`apply_setup` and ``current_mode_update``).
     """
 
+    # the shared attributes, typed with this version's models (a typo such as `state.mesages` is a type error)
+    transcript: list[Message[m.ContentBlock] | ToolCall[m.ToolCallContent, m.ToolCallLocation]]
+    messages: list[Message[m.ContentBlock]]
+    tool_calls: dict[str, ToolCall[m.ToolCallContent, m.ToolCallLocation]]
+    plans: dict[str, m.PlanUpdateContent]
+    available_commands: list[m.AvailableCommand] | None
+    config_options: list[m.SessionConfigOption] | None
+    usage: m.UsageUpdate | None
+    turn_usage: m.Usage | None
+    notices: list[m.Notice]
+    extensions: list[m.SessionUpdate]
+    plan: list[m.PlanEntry] | None
+    current_mode_id: str | None
+    available_modes: list[m.SessionMode] | None
+
     VERSION: ClassVar[str] = "v1"
     RULES: ClassVar[Mapping[str, Rule]] = MappingProxyType({k: r for k, r in RULES.items() if "v1" in r.versions})
     _notification: ClassVar[type[Any]] = m.SessionNotification
@@ -53,9 +68,9 @@ class SessionState(BaseSessionState):
 
     def __init__(self, session_id: str | None = None, *, strict: bool = False) -> None:
         super().__init__(session_id, strict=strict)
-        self.plan: list[Any] | None = None
-        self.current_mode_id: str | None = None
-        self.available_modes: list[Any] | None = None
+        self.plan = None
+        self.current_mode_id = None
+        self.available_modes = None
 
     @classmethod
     def _models_module(cls) -> Any:

@@ -40,9 +40,11 @@ from acp_types._runtime import UnknownVariant
 from acp_types.session_state import (
     RULES,
     BaseSessionState,
+    Message,
     Rule,
     StateFormatError,
     Terminal,
+    ToolCall,
     _decode_base64,
     _is_absolute,
     _known_values,
@@ -98,6 +100,20 @@ class SessionState(BaseSessionState):
     ``UnknownVariant`` for a state this version does not know).
     """
 
+    # the shared attributes, typed with this version's models (a typo such as `state.mesages` is a type error)
+    transcript: list[Message[m.ContentBlock] | ToolCall[m.ToolCallContent, m.ToolCallLocation]]
+    messages: list[Message[m.ContentBlock]]
+    tool_calls: dict[str, ToolCall[m.ToolCallContent, m.ToolCallLocation]]
+    plans: dict[str, m.PlanUpdateContent]
+    available_commands: list[m.AvailableCommand] | None
+    config_options: list[m.SessionConfigOption] | None
+    usage: m.UsageUpdate | None
+    turn_usage: m.Usage | None
+    notices: list[m.Notice]
+    extensions: list[m.SessionUpdate]
+    terminals: dict[str, Terminal]
+    run_state: m.RunningStateUpdate | m.IdleStateUpdate | m.RequiresActionStateUpdate | UnknownVariant | None
+
     VERSION: ClassVar[str] = "v2"
     RULES: ClassVar[Mapping[str, Rule]] = MappingProxyType({k: r for k, r in RULES.items() if "v2" in r.versions})
     _notification: ClassVar[type[Any]] = m.UpdateSessionNotification
@@ -105,8 +121,8 @@ class SessionState(BaseSessionState):
 
     def __init__(self, session_id: str | None = None, *, strict: bool = False) -> None:
         super().__init__(session_id, strict=strict)
-        self.terminals: dict[str, Terminal] = {}
-        self.run_state: Any = None
+        self.terminals = {}
+        self.run_state = None
 
     @classmethod
     def _models_module(cls) -> Any:

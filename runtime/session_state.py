@@ -57,7 +57,7 @@ import typing
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 __all__ = [
     "RULES",
@@ -73,6 +73,10 @@ __all__ = [
 
 FORMAT = 1
 """The version of the ``to_json`` layout; ``from_json`` refuses another."""
+
+_Block = TypeVar("_Block")
+_Content = TypeVar("_Content")
+_Location = TypeVar("_Location")
 
 Level = Literal["MUST", "MUST NOT", "SHOULD", "REQ", "IMPL"]
 
@@ -301,7 +305,7 @@ class StateFormatError(ValueError):
 
 
 @dataclass(eq=True)
-class Message:
+class Message(Generic[_Block]):
     """A message of the conversation.
 
     ``role`` is ``user``, ``agent`` or ``thought``. ``content`` holds the
@@ -328,7 +332,7 @@ class Message:
 
     message_id: str | None
     role: str
-    content: list[Any] = field(default_factory=list)
+    content: list[_Block] = field(default_factory=list)
     meta: Any = None
     chunk_meta: dict[int, Any] = field(default_factory=dict)
     turn: int = 0
@@ -336,7 +340,7 @@ class Message:
 
     def __post_init__(self) -> None:
         # an index of the text blocks of `content`, kept up to date as blocks are appended
-        self._indexed: list[Any] | None = None  # the content list indexed (replacing it re-indexes)
+        self._indexed: list[_Block] | None = None  # the content list indexed (replacing it re-indexes)
         self._parts: list[str] = []  # the text of each block indexed ("" for a non-text block)
         self._ends: list[int] = []  # where each part ends in the text
         self._joined: str | None = ""
@@ -356,7 +360,7 @@ class Message:
         if not new.startswith(old):  # not a mere extension: a follower must redraw
             self._revision += 1
 
-    def _index(self, blocks: list[Any]) -> None:
+    def _index(self, blocks: list[_Block]) -> None:
         end = self._ends[-1] if self._ends else 0
         for block in blocks:
             part = getattr(block, "text", "") if getattr(block, "type", None) == "text" else ""
@@ -401,7 +405,7 @@ class Message:
 
 
 @dataclass(eq=True)
-class ToolCall:
+class ToolCall(Generic[_Content, _Location]):
     """A tool call: the fields its updates patched, ``content`` with the version's ``ToolCallContent`` models.
 
     A field never given (or cleared with ``null`` in v2) is ``None``; a
@@ -412,8 +416,8 @@ class ToolCall:
     title: str | None = None
     kind: str | None = None
     status: str | None = None
-    content: list[Any] = field(default_factory=list)
-    locations: list[Any] = field(default_factory=list)
+    content: list[_Content] = field(default_factory=list)
+    locations: list[_Location] = field(default_factory=list)
     raw_input: Any = None
     raw_output: Any = None
     name: str | None = None
@@ -653,11 +657,11 @@ class BaseSessionState:
         self.position = 0
         """How many updates have been applied (including those reported and not applied)."""
         self.problems: list[Problem] = []
-        self.transcript: list[Message | ToolCall] = []
+        self.transcript: list[Message[Any] | ToolCall[Any, Any]] = []
         """Messages and tool calls in the order they first appeared."""
-        self.messages: list[Message] = []
+        self.messages: list[Message[Any]] = []
         """Every message, in the order it first appeared."""
-        self.tool_calls: dict[str, ToolCall] = {}
+        self.tool_calls: dict[str, ToolCall[Any, Any]] = {}
         """Every tool call by ``toolCallId``, in the order it first appeared."""
         self.plans: dict[str, Any] = {}
         """Plans of ``plan_update`` by ``planId``: the version's plan content models (``PlanItems``...)."""
@@ -686,11 +690,11 @@ class BaseSessionState:
         self._turn_started = False
         self._cancelled_turn: int | None = None
         self._replay_reset: set[str] = set()
-        self._by_id: dict[str, Message] = {}
+        self._by_id: dict[str, Message[Any]] = {}
 
     # -- reading ----------------------------------------------------------
 
-    def message(self, message_id: str) -> Message | None:
+    def message(self, message_id: str) -> Message[Any] | None:
         """The message with this ``messageId``, if any."""
         return self._by_id.get(message_id)
 
@@ -812,15 +816,15 @@ class BaseSessionState:
 
     # -- messages ------------------------------------------------------------
 
-    def _new_message(self, message_id: str | None, role: str) -> Message:
-        msg = Message(message_id, role, turn=self.turn)
+    def _new_message(self, message_id: str | None, role: str) -> Message[Any]:
+        msg: Message[Any] = Message(message_id, role, turn=self.turn)
         self.messages.append(msg)
         self.transcript.append(msg)
         if message_id is not None:
             self._by_id[message_id] = msg
         return msg
 
-    def _check_kind(self, msg: Message, role: str) -> None:
+    def _check_kind(self, msg: Message[Any], role: str) -> None:
         if msg.role != role:
             self._report(
                 "message.kind", f"messageId {msg.message_id!r} belongs to a {msg.role} message, not a {role} one"
@@ -897,7 +901,7 @@ class BaseSessionState:
 
     _TOOL_FIELDS = ("title", "kind", "status", "content", "locations", "raw_input", "raw_output", "name", "meta")
 
-    def _tool_call(self, tool_call_id: str) -> tuple[ToolCall, bool]:
+    def _tool_call(self, tool_call_id: str) -> tuple[ToolCall[Any, Any], bool]:
         call = self.tool_calls.get(tool_call_id)
         if call is not None:
             return call, False
@@ -906,7 +910,7 @@ class BaseSessionState:
         self.transcript.append(call)
         return call, True
 
-    def _patch_tool_call(self, call: ToolCall, update: Any, null_clears: bool) -> None:
+    def _patch_tool_call(self, call: ToolCall[Any, Any], update: Any, null_clears: bool) -> None:
         fields = update.model_fields_set
         for name in self._TOOL_FIELDS:
             if name not in fields:

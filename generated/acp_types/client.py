@@ -36,9 +36,21 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, ForwardRef, Union
 
-__all__ = ["CursorLoop", "SessionClient", "Turn", "list_sessions"]
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from acp_types import _state_v1, _state_v2
+    from acp_types.session_state import Problem
+
+    SessionState: TypeAlias = "_state_v1.SessionState | _state_v2.SessionState"
+else:  # the same at run time, without importing both versions' models
+    SessionState = Union[ForwardRef("acp_types.v1.SessionState"), ForwardRef("acp_types.v2.SessionState")]  # noqa: UP007
+"""The state a :class:`SessionClient` keeps: ``v1.SessionState`` or ``v2.SessionState``, by the settled version
+(``isinstance`` tells which; a type checker knows the attributes both have)."""
+
+__all__ = ["CursorLoop", "SessionClient", "SessionState", "Turn", "list_sessions"]
 
 PermissionPolicy = Callable[[Any], "Awaitable[Any] | Any"]
 """Decides a permission request: given its params, returns an ``optionId`` (or a result dict); may be async."""
@@ -63,8 +75,8 @@ class Turn:
 
     stop_reason: str | None
     response: Any
-    state: Any
-    problems: list[Any] = field(default_factory=list)
+    state: SessionState
+    problems: list[Problem] = field(default_factory=list)
     timed_out: bool = False
 
 
@@ -124,14 +136,14 @@ class SessionClient:
         self.permission = permission
         self.on_update = on_update
         self.max_other_sessions = max_other_sessions
-        self.states: dict[str, Any] = {}
+        self.states: dict[str, SessionState] = {}
         """One ``SessionState`` per session id (those of sessions it did not open: the last few updated)."""
         self._others: dict[str, None] = {}  # ids of the states kept for sessions not opened here, least recent first
         self._idle: dict[str, asyncio.Future[Any]] = {}
         self._prompting: dict[str, _Queue] = {}
         self._pending: dict[str, set[asyncio.Future[None]]] = {}
 
-    def state(self, session_id: str) -> Any:
+    def state(self, session_id: str) -> SessionState:
         """The session's state (made on first use, of the connection's settled version); it is kept from now on."""
         self._others.pop(session_id, None)
         found = self.states.get(session_id)
@@ -139,7 +151,7 @@ class SessionClient:
             found = self.states[session_id] = _module(self.conn).SessionState(session_id, strict=self.strict)
         return found
 
-    def _state_for_update(self, session_id: str) -> Any:
+    def _state_for_update(self, session_id: str) -> SessionState | None:
         found = self.states.get(session_id)
         if found is not None:
             if session_id in self._others:  # the most recently updated goes last
@@ -153,8 +165,9 @@ class SessionClient:
             del self._others[oldest]
             del self.states[oldest]
         self._others[session_id] = None
-        found = self.states[session_id] = _module(self.conn).SessionState(session_id, strict=self.strict)
-        return found
+        made: SessionState = _module(self.conn).SessionState(session_id, strict=self.strict)
+        self.states[session_id] = made
+        return made
 
     # -- what the agent calls ----------------------------------------------------
 
@@ -250,7 +263,7 @@ class SessionClient:
         state.begin_turn()
         if self.conn.version == "v1":
             response = await self.conn.peer.session_prompt(request)
-            state.end_turn(response)
+            state.finish(response)  # v1: the turn ends with the response (end_turn)
             return Turn(response.stop_reason, response, state, state.problems[before:])
         waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._idle[session_id] = waiter
