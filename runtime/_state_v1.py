@@ -11,7 +11,8 @@ The v1 rules applied here, in our words (sources in ``RULES``):
   replaces it); ``tool_call_update`` patches a known call: each field given
   replaces, each omitted (or ``null``, which v1 does not define as
   clearing) stays, ``content`` and ``locations`` as whole arrays.
-- ``plan`` carries every entry and replaces the plan held.
+- ``plan`` carries every entry and replaces the plan held (``state.plan``;
+  ``state.plans`` is for the unstable ``plan_update`` only).
 - ``current_mode_update`` sets the current mode.
 - ``available_commands_update`` / ``config_option_update`` replace the
   whole list; ``session_info_update`` as in v2 (omitted stays, ``null``
@@ -44,6 +45,11 @@ class SessionState(BaseSessionState):
     Beyond the shared attributes: ``plan`` (the entries of the last
     ``plan``; ``None`` before one), ``current_mode_id`` and
     ``available_modes`` (from :meth:`apply_setup` and ``current_mode_update``).
+
+    Plans, one place each: v1's stable ``plan`` update (one plan, all its
+    entries) goes to ``plan`` only; ``plans`` holds only the plans of the
+    unstable ``plan_update`` (by ``planId``, as in v2). A v1 agent on the
+    stable protocol leaves ``plans`` empty: read ``plan``.
     """
 
     # the shared attributes, typed with this version's models (a typo such as `state.mesages` is a type error)

@@ -664,7 +664,9 @@ class BaseSessionState:
         self.tool_calls: dict[str, ToolCall[Any, Any]] = {}
         """Every tool call by ``toolCallId``, in the order it first appeared."""
         self.plans: dict[str, Any] = {}
-        """Plans of ``plan_update`` by ``planId``: the version's plan content models (``PlanItems``...)."""
+        """Plans of ``plan_update`` by ``planId``: the version's plan content models (``PlanItems``...).
+
+        v1's stable ``plan`` update is not here: it is ``v1.SessionState.plan``."""
         self.available_commands: list[Any] | None = None
         """The last full list of commands (``None``: never advertised)."""
         self.config_options: list[Any] | None = None
