@@ -12,7 +12,8 @@ from conftest import ROOT
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The wheel, and everything the build printed (verbose: the backend's warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
     done = subprocess.run(
@@ -23,7 +24,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "wheel",
             "--no-deps",
             "--no-build-isolation",
-            "--quiet",
+            "--verbose",
             "--disable-pip-version-check",
             "-w",
             str(out),
@@ -35,7 +36,36 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     assert done.returncode == 0, done.stderr
     (found,) = out.glob("acp_types-*.whl")
-    return found
+    return found, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(built: tuple[Path, str]) -> Path:
+    return built[0]
+
+
+def test_the_build_warns_of_nothing_deprecated(built: tuple[Path, str]) -> None:
+    # setuptools >= 77 warned four times that the `license = { text = ... }` table is deprecated and
+    # that such builds stop working "By 2027-Feb-18": the license is an SPDX expression now
+    log = built[1]
+    assert not [line for line in log.splitlines() if "deprecat" in line.lower() or "2027" in line], log[-3000:]
+    with zipfile.ZipFile(built[0]) as zf:
+        meta = zf.read(next(n for n in zf.namelist() if n.endswith("METADATA"))).decode().splitlines()
+        assert "License-Expression: Apache-2.0" in meta and "License-File: LICENSE" in meta
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in zf.namelist())
+
+
+def test_the_build_backend_is_pinned_to_a_range() -> None:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - 3.10
+        import tomli as tomllib
+    from packaging.requirements import Requirement
+
+    requires = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["build-system"]["requires"]
+    (backend,) = [Requirement(r) for r in requires if Requirement(r).name == "setuptools"]
+    specs = {s.operator: s.version for s in backend.specifier}
+    assert specs.get(">=", "0").split(".")[0] >= "77" and "<" in specs, backend  # PEP 639 support, and a cap
 
 
 def test_wheel_depends_on_pydantic_only(wheel: Path) -> None:
