@@ -17,7 +17,17 @@ for v1 and v2 agents::
   turn has ended: in v1 with the response's stop reason; in v2, where the
   response only acknowledges the prompt, with the stop reason of the
   ``idle`` state update that ends the turn. Every update of the turn has
-  been applied to the state by then.
+  been applied to the state by then. If the connection ends first (the
+  agent exited after acknowledging), it raises ``ConnectionClosed``.
+  Prompts on one session go one at a time (a second call waits for the
+  first turn to end).
+- ``SessionClient(conn, permission=...)`` decides ``session/request_permission``:
+  a plain function or an ``async`` one, given the request's params, returning
+  an ``optionId``, a whole result dict, or ``None`` (``cancelled``).
+- ``states[session_id]`` / ``state(session_id)`` is a :data:`SessionState`:
+  ``v1.SessionState`` or ``v2.SessionState`` by the settled version, typed
+  (``isinstance`` narrows it). States of sessions this client did not open
+  are capped (``max_other_sessions``).
 - :meth:`SessionClient.cancel` sends ``session/cancel`` and answers the
   session's pending ``session/request_permission`` requests with the
   ``cancelled`` outcome, as both versions require.

@@ -118,3 +118,12 @@ def test_the_export_list_is_a_plain_list_of_every_name(version: str) -> None:
     assert _schema_names(version) <= set(names)
     model = _update_model(version)
     assert model in names and "parse_params" in names and "METHODS" in names
+
+
+def test_the_client_helpers_page_says_what_a_user_had_to_guess() -> None:
+    # a new user found these only by reading signatures (issue 34.4)
+    from acp_types import client
+
+    page = _page(client)
+    for needle in ("``async`` one", "ConnectionClosed", "one at a time", "max_other_sessions", "v1.SessionState"):
+        assert needle in page, needle
