@@ -346,6 +346,12 @@ class Message(Generic[_Block]):
         self._joined: str | None = ""
         self._revision = 0
 
+    def __copy__(self) -> Message[_Block]:
+        # a copy indexes its own content (sharing the index would let one's appends corrupt the other's)
+        twin = Message(self.message_id, self.role, list(self.content), self.meta, dict(self.chunk_meta), self.turn)
+        twin._revision = self._revision
+        return twin
+
     def _sync(self) -> None:
         content, parts = self.content, self._parts
         if content is self._indexed and len(content) == len(parts):

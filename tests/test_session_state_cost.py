@@ -186,3 +186,17 @@ def test_the_transcript_example_redraws_at_the_cost_of_what_changed() -> None:
 
     ratio = growth(make, 1000)
     assert ratio < LINEAR, f"10x the chunks cost {ratio:.1f}x"
+
+
+def test_a_copied_message_follows_its_own_content() -> None:
+    import copy
+
+    state = v2.SessionState("s")
+    for note in _chunks(v2, 2, "ab"):
+        state.apply(note)
+    msg = state.messages[0]
+    assert msg.text == "abab"
+    for twin in (copy.copy(msg), copy.deepcopy(msg)):
+        twin.content.append(v2.TextContent(text="!"))
+        assert (twin.text, twin.text_since(4), twin.revision) == ("abab!", "!", msg.revision)
+        assert (msg.text, msg.text_length) == ("abab", 4)
