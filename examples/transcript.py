@@ -8,6 +8,8 @@ first; the printer then shows what changed, so a message the agent rewrites
 With ``--strict`` it lists the rules the agent broke. A v2 turn ends with the
 agent's ``idle`` state update; ``--idle-timeout`` gives up waiting for it that
 many seconds after the prompt was acknowledged (for agents that never send one).
+An error from the agent, an answer that does not validate or an agent that
+exits early is one line on stderr, exit 1.
 """
 
 from __future__ import annotations
@@ -70,4 +72,11 @@ if __name__ == "__main__":
     options = parser.parse_args(args[:split])
     if not args[split + 1 :]:
         parser.error("give the agent command after --")
-    sys.exit(asyncio.run(main(" ".join(options.text), args[split + 1 :], options.strict, options.idle_timeout)))
+    try:
+        sys.exit(asyncio.run(main(" ".join(options.text), args[split + 1 :], options.strict, options.idle_timeout)))
+    except (connection.RequestError, v2.MessageError, connection.ConnectionClosed, OSError) as exc:
+        if seen:
+            print()  # end the transcript's last line
+        flat = " ".join(str(exc).split())  # one line, whatever the agent wrote
+        print(f"error: {flat[:1000]}", file=sys.stderr)
+        sys.exit(1)

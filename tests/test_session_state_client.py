@@ -299,3 +299,28 @@ def test_two_prompts_on_one_session_each_return_their_own_turn(version: str) -> 
     assert all(t.problems == [] for t in turns) and state.ok
     assert [m.text for m in state.messages if m.role == "agent"] == ["onetwo", "three"]
     assert queues == {}  # nothing kept once the prompts are done
+
+
+@pytest.mark.parametrize(
+    ("agent", "stdout", "error"),
+    [
+        (
+            [*STATE_AGENT],
+            "user: die\nagent: bye\n",
+            "error: the connection ended before the turn on session 'sess_1' did\n",
+        ),
+        (
+            [sys.executable, str(ROOT / "tests" / "client_agents.py"), "bad-result"],
+            "",
+            "error: invalid result of 'session/new': sessionId: Input should be a valid string\n",
+        ),
+    ],
+)
+def test_the_transcript_example_ends_with_one_line_on_a_bad_agent(agent: list[str], stdout: str, error: str) -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "transcript.py"), "die", "--", *agent],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (out.returncode, out.stdout, out.stderr) == (1, stdout, error)
