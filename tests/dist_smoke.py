@@ -4,8 +4,9 @@
 in DIST_DIR, installs each (with its dependencies, as a user would) into a
 virtual environment of its own made in a temporary folder, and runs a script
 there in isolated mode (``-I``, so nothing of this checkout is importable):
-the package imports, says the version the artifact's name carries, and each
-version module parses a message and writes it back unchanged.
+the package imports, says the version the artifact's name carries, each
+version module parses a message and writes it back unchanged, and the
+installed metadata carries the SPDX license with the LICENSE file.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ for name in acp_types.VERSIONS:
     line = '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s1"}}'
     message = module.parse_message(line)
     assert message.to_wire() == json.loads(line), (name, message.to_wire())
+from importlib import metadata
+meta = metadata.metadata("acp-types")
+assert meta["License-Expression"] == "Apache-2.0", meta["License-Expression"]  # PEP 639, not the old table
+assert any(str(f).endswith("licenses/LICENSE") for f in metadata.files("acp-types") or ()), "LICENSE not shipped"
 print("ok", acp_types.__version__, *acp_types.VERSIONS)
 """
 
