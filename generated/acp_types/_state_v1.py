@@ -78,6 +78,10 @@ class SessionState(BaseSessionState):
         self.current_mode_id = None
         self.available_modes = None
 
+    def message(self, message_id: str) -> Message[m.ContentBlock] | None:
+        """The message with this ``messageId``, if any."""
+        return self._by_id.get(message_id)
+
     @classmethod
     def _models_module(cls) -> Any:
         return _v1

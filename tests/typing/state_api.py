@@ -43,3 +43,8 @@ def from_the_client(acp: client.SessionClient, session_id: str) -> int:
 
 def turn_state(turn: client.Turn) -> list[str]:
     return [p.rule for p in turn.problems] + [m.role for m in turn.state.messages]
+
+
+def by_id(state: v2.SessionState, state1: v1.SessionState) -> tuple[list[v2.ContentBlock], list[v1.ContentBlock]]:
+    msg, msg1 = state.message("m"), state1.message("m")
+    return (msg.content if msg else []), (msg1.content if msg1 else [])
