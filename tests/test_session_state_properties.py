@@ -314,3 +314,27 @@ def test_from_json_refuses_with_a_pointer_or_reads_what_round_trips(version: str
     again = cls.from_json(read.to_json())
     assert again == read
     assert again.to_json() == read.to_json()
+
+
+@SETTINGS
+@given(live_message_steps(), st.data())
+def test_a_follower_of_text_since_sees_the_text(steps: list[Any], data: Any) -> None:
+    # whatever the stream (chunks, rewrites, clears, blocks without text), text_since(k) is text[k:],
+    # text_length is len(text), and the revision stays exactly while the text extends what it was
+    state = v2.SessionState(S)
+    last: dict[str, tuple[str, int]] = {}
+    image = {"type": "image", "data": "", "mimeType": "image/png"}
+    for step in steps:
+        state.apply(step)
+        kind = step["update"]["sessionUpdate"]
+        if kind.endswith("_chunk") and data.draw(st.booleans()):  # a block with no text in between
+            state.apply(up({"sessionUpdate": kind, "messageId": step["update"]["messageId"], "content": image}))
+        for msg in state.messages:
+            text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", None) == "text")
+            assert (msg.text, msg.text_length) == (text, len(text))
+            k = data.draw(st.integers(-1, len(text) + 1))
+            assert msg.text_since(k) == text[max(k, 0) :]
+            before = last.get(str(msg.message_id))
+            if before is not None:
+                assert (msg.revision == before[1]) == text.startswith(before[0]), (before, text, msg.revision)
+            last[str(msg.message_id)] = (text, msg.revision)
