@@ -69,6 +69,7 @@ lint: $(STAMP)
 	$(PY) -m mypy generator runtime
 	$(PY) -m mypy -p acp_types
 	$(PY) -m mypy tests/typing/public_api.py tests/typing/star_import.py
+	$(PY) tests/readme_snippets.py  # every python block of README.md: mypy --strict and pyright
 
 format: $(STAMP)
 	$(PY) -m ruff format $(FORMATTED)

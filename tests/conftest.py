@@ -44,6 +44,8 @@ SLOW_MODULES = frozenset(
         "test_package.py",  # builds a wheel
         "test_pydantic_floor.py",  # an environment with the oldest pydantic allowed
         "test_session_state_client.py",  # the client helpers against spawned agents
+        "test_session_state_typing.py",  # mypy and pyright over the typed session state
+        "test_readme_snippets.py",  # mypy and pyright over README.md's python blocks
         "test_versions.py",  # generates a third version package
     }
 )
