@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
+import jsonschema
+
 from generator.diff import rules
 from generator.diff.command import FAIL_LEVELS
 from generator.diff.compare import Change, compare
@@ -208,6 +210,8 @@ class _Translator:
         self.unsupported: list[tuple[str, str, str]] = []
         # open union -> the keys of which an unknown variant must carry at least one
         self.unknown_one_of: dict[str, list[str]] = {}
+        # definitions whose scopes are being merged: one met again is a cycle at one instance location
+        self._flattening: list[str] = []
         self._count(self.src)
         # how many unions have a branch of each tag value: a branch is named after its value alone only when
         # no other union has that value, so the names do not depend on the order definitions are read in
@@ -385,6 +389,12 @@ class _Translator:
     def flat(self, name: str, ptr: str) -> tuple[dict[str, Any], list[str], list[list[str]]]:
         """A definition's properties with its own untagged ``anyOf`` scopes merged in as optional."""
         d = self.src[name]
+        if not self._flattening:
+            self._flattening.append(name)
+            try:
+                return self.flat(name, ptr)
+            finally:
+                self._flattening.pop()
         props: dict[str, Any] = {
             k: self.prop(v, k in d.get("required", []), ptr + pointer("properties", k))
             for k, v in d.get("properties", {}).items()
@@ -418,7 +428,20 @@ class _Translator:
                     t = self.target(ref, f"{ptr}/{word}/{i}")
                     if t is None:
                         continue
-                    sub, sub_req, _ = self.flat(t, pointer("$defs", t))
+                    if t in self._flattening:
+                        cycle = " -> ".join([*self._flattening[self._flattening.index(t) :], t])
+                        self.problem(
+                            f"{ptr}/{word}/{i}",
+                            f"{name}: its {word} comes back to {t} at the same place of the message ({cycle}); "
+                            "JSON Schema leaves such a loop undefined",
+                            "reach the definition again through a property (one level deeper), not through anyOf",
+                        )
+                        continue
+                    self._flattening.append(t)
+                    try:
+                        sub, sub_req, _ = self.flat(t, pointer("$defs", t))
+                    finally:
+                        self._flattening.pop()
                     for k, v in sub.items():
                         props.setdefault(k, v)
                     keys.extend(k for k in sub_req if k not in keys)
@@ -833,6 +856,10 @@ def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: b
             not isinstance(meta, dict)
             or not isinstance(meta.get("version"), int)
             or not any(isinstance(meta.get(k), dict) for k in _SIDES)
+            or not all(
+                isinstance(table, dict) and all(isinstance(w, str) for w in table.values())
+                for table in (meta.get(k, {}) for k in _SIDES)
+            )
         ):
             raise SchemaError(
                 [
@@ -840,7 +867,7 @@ def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: b
                         meta_label,
                         "",
                         f"{meta_path.name} needs an integer version and method "
-                        "tables (agentMethods, clientMethods, protocolMethods)",
+                        "tables (agentMethods, clientMethods, protocolMethods) of method names",
                         f"pass the published {meta_path.name}",
                     )
                 ]
@@ -853,11 +880,32 @@ def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: b
         ptrs = {
             str(wire): pointer(group, key) for group in _SIDES for key, wire in sorted((meta.get(group) or {}).items())
         }
+    _check_json_schema(schema, label)
     t = _Translator(schema["$defs"], label)
     defs = t.run()
     if check and t.problems:
         raise SchemaError(t.problems)
     return _Pair(t, defs, meta, files, meta_label, ptrs, others)
+
+
+def _check_json_schema(schema: dict[str, Any], label: str) -> None:
+    """Refuse a reference that is not JSON Schema (``"properties": []``, ``"required": 5``...): the
+    translator reads keywords by their JSON Schema meaning, so each must have its JSON Schema type."""
+    validator = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+    problems = []
+    for error in validator.iter_errors(schema):
+        best = jsonschema.exceptions.best_match([error])
+        message = best.message if len(best.message) <= 300 else best.message[:300] + "..."
+        problems.append(
+            Problem(
+                label,
+                pointer(*best.absolute_path),
+                f"not valid JSON Schema 2020-12 ({best.validator}): {message}",
+                "a reference schema must be JSON Schema; fix or re-download the file",
+            )
+        )
+    if problems:
+        raise SchemaError(problems)
 
 
 def _wire_names(meta: dict[str, Any]) -> set[str]:

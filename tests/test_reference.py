@@ -10,6 +10,8 @@ one reading on a copy of the canonical side.
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import io
 import json
 import shutil
@@ -19,6 +21,8 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from generator import cli
 from generator.loader import load_version
@@ -764,6 +768,93 @@ def test_x_method_without_x_side_is_bad_input(tmp_path: Path, capsys: pytest.Cap
     pub = _edited(tmp_path, lambda defs: defs["NewSessionRequest"].pop("x-side"))
     code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
     assert code == 2 and out == "" and "schema.json#/$defs/NewSessionRequest" in err and "x-side" in err
+
+
+def _first_object(defs: dict[str, Any]) -> dict[str, Any]:
+    return next(d for _, d in sorted(defs.items()) if isinstance(d, dict) and "properties" in d)
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (lambda defs: _first_object(defs).__setitem__("properties", []), "/properties: not valid JSON Schema"),
+        (lambda defs: _first_object(defs).__setitem__("required", 5), "/required: not valid JSON Schema"),
+        (
+            lambda defs: defs.__setitem__(
+                "Loop", {"type": "object", "properties": {"a": {"type": "string"}}, "anyOf": [{"$ref": "#/$defs/Loop"}]}
+            ),
+            "#/$defs/Loop/anyOf/0: Loop: its anyOf comes back to Loop",
+        ),
+        (
+            lambda defs: defs.update(
+                {
+                    "LoopA": {"type": "object", "properties": {"a": {}}, "anyOf": [{"$ref": "#/$defs/LoopB"}]},
+                    "LoopB": {
+                        "type": "object",
+                        "properties": {"b": {"$ref": "#/$defs/LoopA"}},
+                        "required": ["b"],
+                        "anyOf": [{"$ref": "#/$defs/LoopA"}],
+                    },
+                }
+            ),
+            "(LoopA -> LoopB -> LoopA)",
+        ),
+    ],
+    ids=["properties-list", "required-int", "anyOf-self", "anyOf-cycle"],
+)
+def test_a_reference_that_is_not_json_schema_or_loops_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Callable[[dict[str, Any]], None], where: str
+) -> None:
+    """Issue 32 item 18: these were exit 3 ("a bug in the generator"); they are the input's fault: exit 2, one
+    problem with its pointer. A loop of anyOf scopes at one place of the message is undefined in JSON Schema."""
+    pub = _edited(tmp_path, edit)
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert (code, out) == (2, "") and where in err and "internal error" not in err, err
+
+
+def test_recursion_through_a_property_of_a_union_branch_is_read(tmp_path: Path) -> None:
+    """A union whose branch refers back to the union through a property is valid JSON Schema and a finite
+    message: it is read, not refused."""
+
+    def loop(defs: dict[str, Any]) -> None:
+        defs["Tree"] = {"anyOf": [{"$ref": "#/$defs/Node"}, {"$ref": "#/$defs/Leaf"}]}
+        defs["Node"] = {"type": "object", "properties": {"child": {"$ref": "#/$defs/Tree"}}, "required": ["child"]}
+        defs["Leaf"] = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
+
+    ref = _load(_edited(tmp_path, loop))
+    assert ref.protocol.has_type("Tree") and ref.protocol.has_type("Node")
+
+
+_JUNK = [None, True, 5, 1.5, "x", [], {}, ["a"], {"a": 1}, {"$ref": "#/$defs/Nope"}, {"anyOf": []}]
+_KEYS = ["properties", "required", "anyOf", "oneOf", "allOf", "items", "$ref", "type", "const", "enum"]
+_KEYS += ["additionalProperties", "description", "x-method", "x-side", "default", "x-deserialize-default-on-error"]
+
+
+def _objects(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        return [node, *(o for v in node.values() for o in _objects(v))]
+    if isinstance(node, list):
+        return [o for v in node for o in _objects(v)]
+    return []
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_damaged_reference_is_never_a_bug_in_the_generator(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Any keyword of the reference or its meta file set to any JSON value: exit 0, 1 or 2, never 3."""
+    pub = _published_copy(tmp_path_factory.mktemp("fuzz"))
+    file = data.draw(st.sampled_from(["schema.json", "meta.json"]))
+    doc = json.loads((pub / file).read_text("utf-8"))
+    for _ in range(data.draw(st.integers(1, 3))):
+        node = data.draw(st.sampled_from(_objects(doc)))
+        node[data.draw(st.sampled_from(_KEYS + sorted(node)))] = copy.deepcopy(data.draw(st.sampled_from(_JUNK)))
+    (pub / file).write_text(json.dumps(doc), "utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli.main(["--schema", str(CANONICAL), "compare-reference", str(pub), "--version", "v1"])
+    assert code in (0, 1, 2), err.getvalue()
 
 
 def test_an_any_value_branch_makes_the_union_take_any_value(tmp_path: Path) -> None:
