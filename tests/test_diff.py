@@ -1179,6 +1179,37 @@ def test_snapshot_release_bad_input_writes_nothing(
     assert not (repo / "schema" / "releases.json").exists() and not (repo / "schema" / "releases").exists()
 
 
+@pytest.mark.parametrize(
+    "link",
+    ["releases/2026-05", "releases/2026-08/v1", "releases/2026-05/v1/types.json", "releases", "releases.json.tmp"],
+)
+def test_snapshot_release_refuses_a_symbolic_link_before_writing(
+    link: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """Issue 32 item 19: a link under schema/releases/ made it write the snapshot and releases.json, then fail
+    removing the old one (exit 3 'nothing was written'). Now it is refused first: exit 2, nothing written,
+    and what the link names is untouched."""
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    outside = tmp_path / "outside"
+    (outside / "v1").mkdir(parents=True)
+    (outside / "v1" / "types.json").write_text("{}", "utf-8")
+    where = schema / link
+    where.parent.mkdir(parents=True, exist_ok=True)
+    if link.endswith("types.json"):
+        where.symlink_to(outside / "v1" / "types.json")
+    else:
+        where.symlink_to(outside / "v1" if link.endswith("v1") or link.endswith(".tmp") else outside)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if ".git" not in p.parts)
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-08"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and link.split("/")[-1] in err and "internal error" not in err, err
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if ".git" not in p.parts) == before
+    assert not (schema / "releases.json").exists()
+    assert (outside / "v1" / "types.json").read_text("utf-8") == "{}"
+
+
 def test_the_project_baseline_is_the_recorded_revision() -> None:
     """schema/releases/<name>/<v> is exactly what the recorded revision holds (the August 2026 release)."""
     from generator.diff import changelog

@@ -154,6 +154,27 @@ def _git_location(schema_root: Path, rev: str) -> tuple[Path, str, str]:
     return top, commit, prefix
 
 
+def _check_writable(schema_root: Path, releases: Path) -> None:
+    """Refuse, before the first write, what snapshot-release could not replace or remove as it promises: a
+    symbolic link anywhere under ``releases/`` (removing it, or writing through it, would touch what the
+    link names), or a ``releases.json`` (or its temporary file) that is not a plain file."""
+    for path in (schema_root / RELEASES_FILE, schema_root / (RELEASES_FILE + ".tmp")):
+        if path.is_symlink() or (path.exists() and not path.is_file()):
+            raise UsageError(f"{_label(path)} is not a plain file; move it away and run snapshot-release again")
+    if not releases.exists() and not releases.is_symlink():
+        return
+    if releases.is_symlink() or not releases.is_dir():
+        raise UsageError(f"{_label(releases)} is not a plain folder; move it away and run snapshot-release again")
+    for folder, dirs, files in os.walk(releases):
+        for entry in sorted(dirs + files):
+            path = Path(folder) / entry
+            if path.is_symlink():
+                raise UsageError(
+                    f"{_label(path)} is a symbolic link: snapshot-release only replaces and removes the folders "
+                    "it wrote; remove the link and run it again (nothing was written)"
+                )
+
+
 def snapshot_release(schema_root: Path, name: str, rev: str = "HEAD") -> list[str]:
     """Freeze every version folder of ``schema_root`` as it was at git revision ``rev`` as release ``name``.
 
@@ -176,6 +197,7 @@ def snapshot_release(schema_root: Path, name: str, rev: str = "HEAD") -> list[st
         build_protocol(loaded)  # a release that does not build is no baseline
         taken[v] = (loaded.files, loaded.digest)
     releases = schema_root / SNAPSHOTS
+    _check_writable(schema_root, releases)
     doc = {
         "description": "The previous release of each version, diffed into generated/docs/changelog-<v>.md. "
         "Written by `python -m generator snapshot-release`; never edited by hand.",
