@@ -275,7 +275,7 @@ def test_load_and_resume_replay_the_conversation_before_answering(version: str) 
         user, agent_ = (
             ("user_message_chunk", "agent_message_chunk") if version == "v1" else ("user_message", "agent_message")
         )
-        thought = "agent_thought_chunk"
+        thought = "agent_thought_chunk" if version == "v1" else "agent_thought"  # v2: a whole thought (seed 001)
         assert texts == [(user, "hello there"), (thought, "thinking"), (agent_, "hello there ")]
         assert len({u["messageId"] for u in replay}) == 3
         await w.close()

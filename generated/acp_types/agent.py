@@ -25,13 +25,38 @@ is written out by that version's rules:
 - **Stopping.** ``session/cancel``, ``session/close`` and ``session/archive``
   cancel the running turn's task (``asyncio.CancelledError`` at the agent's
   next ``await``): the turn ends ``cancelled`` (v1's answer, v2's ``idle``)
-  and nothing of it is sent after.
+  and nothing of it is sent after. ``session/archive`` closes the session as
+  ``session/close`` does (seed 000). A v2 prompt acknowledged behind the
+  running turn is never lost: when the session is closed, archived or
+  reopened first, it still gets its ``user_message`` and ``idle``
+  (``cancelled``), before the close answer, and never runs.
+- **Bounds.** A v2 session accepts :attr:`App.max_queued_prompts` prompts
+  behind its running turn (and a connection ``max_in_flight`` turns in all);
+  more are refused with -32600 until it goes idle.
+- **Who may touch a session.** Each connection acts for a *principal*: by
+  default one of its own; :func:`serve_stdio` makes it ``local:<user>`` (whoever
+  started the process); a transport sets it with ``serve(..., principal=...)``
+  (e.g. from a bearer token); :meth:`App.authenticate` may return one after a
+  login. A session belongs to the principal that made it (``Session.owner``).
+  Every session method (list, load, resume, prompt, cancel, close, archive,
+  unarchive, set_mode, set_config_option) reaches only the caller's sessions:
+  another's is answered -32002 as if it did not exist, its cancel is
+  ignored, and list shows nothing of it. With ``auth_methods``, every one of
+  them (and ``session/new``) is refused with -32000 until the peer logged in.
 - **Sessions.** The library keeps the sessions it made (id, cwd, title,
   archive state, a transcript of the text said), and answers
-  ``session/list`` (``cwd`` and ``archived`` filters, opaque cursors),
-  ``session/archive`` / ``unarchive`` and ``session/close`` from them;
+  ``session/list`` (``cwd`` matched exactly, ``archived`` filter with an
+  unknown value refused -32602, keyset cursors that stay valid when the
+  session they follow is archived; a page costs the same whatever the
+  total), ``session/archive`` / ``unarchive`` and ``session/close`` from them;
   ``session/load`` (v1) and ``session/resume`` (both) replay that transcript
-  unless :meth:`App.resume` is overridden.
+  unless :meth:`App.resume` is overridden, in updates of at most
+  :data:`REPLAY_PIECE` characters (a long message is its update with
+  ``content: []``, then chunks).
+- **Commands.** :attr:`Setup.commands` are in v2's ``session/new``,
+  ``load`` and ``resume`` answers; v1 has no such field, so a v1 client gets
+  an ``available_commands_update`` right after the ``session/new`` answer and
+  during ``session/load``/``resume``, before their answer.
 - **Capabilities** are derived from what the app implements, and checked
   when it starts: :meth:`App.capabilities` may add to them, and a promise
   without its handler (v2's ``session`` promises ``session/resume`` and
@@ -51,19 +76,22 @@ Hand-written: the source is runtime/agent.py, copied into the package unchanged.
 from __future__ import annotations
 
 import asyncio
+import base64
+import bisect
 import contextlib
 import difflib
+import getpass
 import importlib
 import logging
 import os
 import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ._errors import RequestError
-from .connection import AgentConnection, Reader, Writer, pipe_streams
+from .connection import AgentConnection, ConnectionClosed, Reader, Writer, pipe_streams
 
 if TYPE_CHECKING:
     from acp_types import v1, v2
@@ -104,6 +132,10 @@ ArchivedFilter = Literal["exclude", "include", "only"]
 AUTH_REQUIRED = -32000
 RESOURCE_NOT_FOUND = -32002
 INVALID_PARAMS = -32602
+INVALID_REQUEST = -32600
+
+REPLAY_PIECE = 64 * 1024
+"""Characters of text per replayed update: at most 768 KiB of JSON even when every one is escaped."""
 
 
 def _new_id(prefix: str) -> str:
@@ -204,9 +236,12 @@ class SessionInfo:
 @dataclass(frozen=True)
 class ListQuery:
     cwd: str | None
+    """Matched exactly: a session in ``/a/b`` or ``/ab`` is not listed for ``/a``."""
     cursor: str | None
     archived: str
-    """``exclude`` (the default), ``include``, ``only``, or an unknown value a v2 client sent."""
+    """``exclude`` (the default), ``include``, ``only``, or an unknown value a client sent (-32602 by default)."""
+    principal: str | None = None
+    """Who asks: only the sessions this principal owns (or that have no owner) are listed."""
 
 
 @dataclass(frozen=True)
@@ -222,11 +257,27 @@ class PromiseBroken(ValueError):
 # -- sessions, turns, tool calls ---------------------------------------------
 
 
-@dataclass
 class _Message:
-    role: Literal["user", "agent", "thought"]
-    message_id: str
-    text: str
+    """One message of the transcript; its chunks are kept as a list and joined when read (``+=`` was O(N^2))."""
+
+    __slots__ = ("_parts", "message_id", "role")
+
+    def __init__(self, role: Literal["user", "agent", "thought"], message_id: str, text: str = "") -> None:
+        self.role = role
+        self.message_id = message_id
+        self._parts = [text]
+
+    def append(self, text: str) -> None:
+        self._parts.append(text)
+
+    @property
+    def text(self) -> str:
+        if len(self._parts) > 1:
+            self._parts[:] = ["".join(self._parts)]
+        return self._parts[0]
+
+    def __repr__(self) -> str:
+        return f"_Message({self.role!r}, {self.message_id!r}, {self.text!r})"
 
 
 @dataclass
@@ -242,6 +293,9 @@ class Session:
     data: dict[str, Any] = field(default_factory=dict)
     transcript: list[_Message] = field(default_factory=list)
     setup: Setup = field(default_factory=Setup)
+    owner: str | None = None
+    """The principal allowed to touch the session (the one that made it); ``None``: any authenticated peer."""
+    _order: int = field(default=0, repr=False)  # list order: sessions are listed by (_order, id)
     _conn: AgentConnection | None = field(default=None, repr=False)
     _task: asyncio.Task[StopReason] | None = field(default=None, repr=False)
     _ended: asyncio.Event | None = field(default=None, repr=False)
@@ -249,6 +303,7 @@ class Session:
     _cancels: int = field(default=0, repr=False)  # session/cancel notifications received
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, repr=False)
     _tool_titles: dict[str, str] = field(default_factory=dict, repr=False)
+    _turns: set[asyncio.Task[None]] = field(default_factory=set, repr=False)  # v2 turns accepted, not ended
 
     @property
     def connection(self) -> AgentConnection:
@@ -350,10 +405,15 @@ class ToolCall:
 
 
 class Turn:
-    """One prompt turn: what the user said, and what the agent streams back."""
+    """One prompt turn: what the user said (:attr:`prompt`, :attr:`prompt_text`), what the agent streams
+    back (:meth:`text`, :meth:`thought`, :meth:`plan`, :meth:`tool_call`, :meth:`usage`), what it asks
+    (:meth:`permission`, :meth:`allowed`, :meth:`read_file`), and :attr:`session`, the session it runs in."""
 
     def __init__(self, session: Session, prompt: Sequence[Any], user_message_id: str) -> None:
         self.session = session
+        """The session of this turn: its ``id``, ``cwd``, ``setup`` (mode, config), ``data`` (the app's own),
+        ``title`` and :meth:`Session.set_title`, :meth:`Session.set_commands`..., and the version's typed client
+        (:attr:`Session.v1` / :attr:`Session.v2`)."""
         self.prompt = prompt
         """The prompt's content blocks, as the version's models."""
         self.user_message_id = user_message_id
@@ -487,30 +547,33 @@ class Replay:
     async def message(
         self, role: Literal["user", "agent", "thought"], text: str, message_id: str | None = None
     ) -> None:
+        """Write one message of the history.
+
+        A text longer than :data:`REPLAY_PIECE` characters is written in pieces of that size (one
+        line each, so a client's ``max_line_size`` is never reached): v1 as chunks of one message
+        id; v2 as the message update with ``content: []`` and then its chunks (seed 001). A v2
+        thought is an ``agent_thought``, like ``user_message`` and ``agent_message``.
+        """
         version = self.session.version
         mid = message_id or _new_id("msg")
+        pieces = [text[i : i + REPLAY_PIECE] for i in range(0, len(text), REPLAY_PIECE)] or [""]
         if version == "v1":
             from acp_types.v1 import models as m1
 
-            block1 = m1.TextContent(text=text)
-            chunk: _m1.SessionUpdate = (
-                m1.UserMessageChunk(message_id=mid, content=block1)
-                if role == "user"
-                else m1.AgentMessageChunk(message_id=mid, content=block1)
-                if role == "agent"
-                else m1.AgentThoughtChunk(message_id=mid, content=block1)
-            )
-            await self.session.send(chunk)
+            kind1 = {"user": m1.UserMessageChunk, "agent": m1.AgentMessageChunk, "thought": m1.AgentThoughtChunk}
+            for piece in pieces:
+                await self.session.send(kind1[role](message_id=mid, content=m1.TextContent(text=piece)))
             return
         from acp_types.v2 import models as m2
 
-        block2: list[Any] = [m2.TextContent(text=text)]
-        if role == "user":
-            await self.session.send(m2.UserMessage(message_id=mid, content=block2))
-        elif role == "agent":
-            await self.session.send(m2.AgentMessage(message_id=mid, content=block2))
-        else:  # v2 has no whole-thought update: reset with [] is for messages, a thought is one chunk
-            await self.session.send(m2.AgentThoughtChunk(message_id=mid, content=block2[0]))
+        whole = {"user": m2.UserMessage, "agent": m2.AgentMessage, "thought": m2.AgentThought}[role]
+        if len(pieces) == 1:
+            await self.session.send(whole(message_id=mid, content=[m2.TextContent(text=text)]))
+            return
+        chunk = {"user": m2.UserMessageChunk, "agent": m2.AgentMessageChunk, "thought": m2.AgentThoughtChunk}[role]
+        await self.session.send(whole(message_id=mid, content=[]))
+        for piece in pieces:
+            await self.session.send(chunk(message_id=mid, content=m2.TextContent(text=piece)))
 
 
 # -- the app ------------------------------------------------------------------
@@ -532,9 +595,28 @@ class App:
     archive: bool = True
     listing: bool = True
     page_size: int = 50
+    max_queued_prompts: int = 4
+    """v2 prompts a session accepts while a turn runs; more are refused (-32600) until it goes idle."""
 
     def __init__(self) -> None:
         self.sessions: dict[str, Session] = {}
+        self._keys: list[tuple[int, str]] = []  # (order, id) of every session, sorted: list's keyset
+        self._next_order = 0
+
+    def _add(self, session: Session) -> None:
+        self._next_order += 1
+        session._order = self._next_order
+        self.sessions[session.id] = session
+        self._keys.append((session._order, session.id))
+
+    def _index(self) -> list[tuple[int, str]]:
+        if len(self._keys) != len(self.sessions):  # the app added or removed sessions itself
+            for s in self.sessions.values():
+                if not s._order:
+                    self._next_order += 1
+                    s._order = self._next_order
+            self._keys = sorted((s._order, s.id) for s in self.sessions.values())
+        return self._keys
 
     async def prompt(self, turn: Turn) -> StopReason:
         """Run one turn; return why it ended. Cancelling raises ``CancelledError`` at an ``await``."""
@@ -569,26 +651,42 @@ class App:
                 return
         raise RequestError(INVALID_PARAMS, f"no config option {option_id!r}")
 
-    async def authenticate(self, method_id: str) -> None:
-        """The client logged in with one of ``auth_methods`` (v1 ``authenticate``, v2 ``auth/login``)."""
+    async def authenticate(self, method_id: str) -> str | None:
+        """The client logged in with one of ``auth_methods`` (v1 ``authenticate``, v2 ``auth/login``).
+
+        Return a principal (e.g. the account the credentials name) to make the connection act as
+        it: it then reaches the sessions that principal made, from any connection. ``None`` keeps
+        the connection's own principal.
+        """
+        return None
 
     async def list_sessions(self, query: ListQuery) -> Page:
-        """``session/list``; the default pages the sessions kept here, ``cwd`` and ``archived`` filters applied."""
-        want = query.archived if query.archived in ("include", "only") else "exclude"
-        found = [
-            s.info()
-            for s in self.sessions.values()
-            if (query.cwd is None or s.cwd == query.cwd) and (want == "include" or s.archived == (want == "only"))
-        ]
-        start = 0
-        if query.cursor is not None:
-            ids = [s.session_id for s in found]
-            if query.cursor not in ids:
-                raise RequestError(INVALID_PARAMS, "unknown cursor")
-            start = ids.index(query.cursor)
-        page = found[start : start + self.page_size]
-        more = found[start + self.page_size : start + self.page_size + 1]
-        return Page(page, more[0].session_id if more else None)
+        """``session/list``; the default pages the sessions kept here, ``cwd`` and ``archived`` filters applied.
+
+        Pages follow the order sessions were made, by a keyset cursor (opaque; it names a
+        position, not a session, so it stays valid when that session is archived): a page costs
+        what it scans from there, whatever the total. An ``archived`` value other than
+        ``exclude``, ``include`` or ``only``, or a malformed cursor, is answered -32602.
+        """
+        if query.archived not in ("exclude", "include", "only"):
+            raise RequestError(INVALID_PARAMS, f"unsupported archived filter {query.archived!r}")
+        want = query.archived
+        keys = self._index()
+        start = 0 if query.cursor is None else bisect.bisect_right(keys, _read_cursor(query.cursor))
+        found: list[SessionInfo] = []
+        last: tuple[int, str] | None = None
+        for i in range(start, len(keys)):
+            key = keys[i]
+            s = self.sessions.get(key[1])
+            if s is None or (s.owner is not None and s.owner != query.principal):
+                continue
+            if (query.cwd is None or s.cwd == query.cwd) and (want == "include" or s.archived == (want == "only")):
+                if len(found) == self.page_size:
+                    assert last is not None
+                    return Page(found, _cursor(last))
+                found.append(s.info())
+                last = key
+        return Page(found, None)
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """The capabilities advertised in ``version``, as wire JSON; the default is derived from what is implemented."""
@@ -631,10 +729,24 @@ def _models(version: str) -> Any:
     return m2
 
 
+def _cursor(key: tuple[int, str]) -> str:
+    return base64.urlsafe_b64encode(f"{key[0]}:{key[1]}".encode()).decode()
+
+
+def _read_cursor(cursor: str) -> tuple[int, str]:
+    try:
+        order, _, sid = base64.urlsafe_b64decode(cursor.encode("ascii")).decode().partition(":")
+        if not order.isdigit() or len(order) > 18:
+            raise ValueError(order)
+        return int(order), sid
+    except (ValueError, UnicodeError) as exc:
+        raise RequestError(INVALID_PARAMS, "malformed cursor: pass back a nextCursor this agent sent") from exc
+
+
 def _remember(session: Session, role: Literal["user", "agent", "thought"], mid: str, text: str) -> None:
     last = session.transcript[-1] if session.transcript else None
     if last is not None and last.message_id == mid:
-        last.text += text
+        last.append(text)
     else:
         session.transcript.append(_Message(role, mid, text))
 
@@ -726,12 +838,21 @@ def _tool_content(version: str, text: str | None, edits: Sequence[Edit]) -> list
 
 
 class _Surface:
-    """The handler object of one connection: each version's methods, written from the app."""
+    """The handler object of one connection: each version's methods, written from the app.
+
+    Who may touch a session: the connection's :attr:`principal` that made it (its
+    ``owner``), after logging in when the app has ``auth_methods``. Any other caller is
+    told there is no such session (-32002), its cancels are ignored, and ``session/list``
+    shows it nothing of them; before logging in every session method is refused with
+    -32000.
+    """
 
     def __init__(self, app: App, conn: AgentConnection) -> None:
         self.app = app
         self.conn = conn
         self.authenticated = not app.auth_methods
+        self.principal = _new_id("peer")
+        """Whose sessions this connection reaches: one per connection unless a transport (or login) sets it."""
         self._turns: set[asyncio.Task[None]] = set()
         if not app.archive:
             self.session_archive = None  # type: ignore[assignment]
@@ -743,9 +864,13 @@ class _Surface:
     def m(self) -> Any:
         return _models(self.conn.version)
 
+    def _mine(self, session: Session | None) -> bool:
+        return session is not None and session.owner in (None, self.principal)
+
     def _session(self, sid: str) -> Session:
+        self._need_auth()
         session = self.app.sessions.get(sid)
-        if session is None:
+        if session is None or not self._mine(session):  # another principal's session is not named
             raise RequestError(RESOURCE_NOT_FOUND, f"no session {sid!r}", {"sessionId": sid})
         return session
 
@@ -794,28 +919,49 @@ class _Surface:
     async def _login(self, method_id: str) -> None:
         if method_id not in [a.id for a in self.app.auth_methods]:
             raise RequestError(INVALID_PARAMS, f"no auth method {method_id!r}")
-        await self.app.authenticate(method_id)
+        who = await self.app.authenticate(method_id)
+        if who is not None:
+            self.principal = who
         self.authenticated = True
 
     async def session_new(self, params: Any) -> Any:
         self._need_auth()
         session = Session(_new_id("sess"), params.cwd, list(params.additional_directories or ()))
+        session.owner = self.principal
         session._conn = self.conn
-        self.app.sessions[session.id] = session
+        self.app._add(session)
         setup = await self.app.new_session(session)
         if setup is not None:
             session.setup = setup
+        if self.conn.version == "v1" and setup is not None and setup.commands:
+            # v1 has no commands in the answer: an update, once the answer has named the session
+            self._later(self._send_commands(session, setup.commands))
         return self.m.NewSessionResponse(session_id=session.id, **_setup_fields(self.conn.version, setup))
 
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._turns.add(task)
+        task.add_done_callback(self._turns.discard)
+
+    async def _send_commands(self, session: Session, commands: Sequence[Command]) -> None:
+        await asyncio.sleep(0)  # the answer is written in the step the handler returns
+        with contextlib.suppress(ConnectionClosed):
+            from acp_types.v1 import models as m1
+
+            update = m1.AvailableCommandsUpdate(available_commands=_commands(m1, commands))
+            await self.conn.notify("session/update", m1.SessionNotification(session_id=session.id, update=update))
+
     async def _reopen(self, params: Any, replay: bool) -> Any:
-        self._need_auth()
         session = self._session(params.session_id)
+        session._conn = None  # turns waiting on the other connection (or this one) end cancelled
         await self._stop(session)
         session._conn = self.conn
         session.cwd = params.cwd
         setup = await self.app.resume(session, Replay(session) if replay else None)
         if setup is not None:
             session.setup = setup
+            if self.conn.version == "v1" and setup.commands:  # v2 has them in the answer
+                await session.set_commands(setup.commands)
         return _setup_fields(self.conn.version, setup)
 
     async def session_load(self, params: Any) -> Any:
@@ -825,15 +971,18 @@ class _Surface:
         replay = getattr(params, "replay_from", None) is not None
         return self.m.ResumeSessionResponse(**await self._reopen(params, replay))
 
-    async def session_close(self, params: Any) -> Any:
-        session = self._session(params.session_id)
-        await self._stop(session)
+    async def _close(self, session: Session) -> None:
+        """As ``session/close``: the running turn is cancelled, the waiting ones end ``cancelled``, all before this returns."""
         session._conn = None
+        await self._stop(session)
+
+    async def session_close(self, params: Any) -> Any:
+        await self._close(self._session(params.session_id))
         return self.m.CloseSessionResponse()
 
     async def session_cancel(self, params: Any) -> None:
         session = self.app.sessions.get(params.session_id)
-        if session is None:
+        if not self.authenticated or session is None or not self._mine(session):
             return
         session._cancels += 1  # also stops a turn accepted but not started yet (see _turn)
         if session._task is not None:
@@ -845,7 +994,7 @@ class _Surface:
         if not session.archived and session._conn is self.conn:
             await session.send(self.m.SessionInfoUpdate(archived=True))
         session.archived = True
-        await self._stop(session)
+        await self._close(session)  # seed 000: as if session/close had been called
         return self.m.ArchiveSessionResponse()
 
     async def session_unarchive(self, params: Any) -> Any:
@@ -853,7 +1002,8 @@ class _Surface:
         return self.m.UnarchiveSessionResponse()
 
     async def session_list(self, params: Any) -> Any:
-        query = ListQuery(params.cwd, params.cursor, params.archived or "exclude")
+        self._need_auth()
+        query = ListQuery(params.cwd, params.cursor, params.archived or "exclude", self.principal)
         page = await self.app.list_sessions(query)
         m = self.m
         infos = [
@@ -875,16 +1025,19 @@ class _Surface:
         return self.m.SetSessionModeResponse()
 
     async def _stop(self, session: Session) -> None:
-        """Cancel the session's running turn and wait until it has ended (its last word sent)."""
+        """Cancel the session's running turn; wait until it and every v2 turn waiting behind it have ended."""
         task, ended = session._task, session._ended
         if task is not None and not task.done():
             session._cancelled = True
             task.cancel()
+        current = asyncio.current_task()
+        waiting = [t for t in session._turns if t is not current]
+        if waiting:
+            await asyncio.wait(waiting)
         if ended is not None:
             await ended.wait()
 
     async def session_prompt(self, params: Any) -> Any:
-        self._need_auth()
         session = self._session(params.session_id)
         if session._conn is not self.conn:
             raise RequestError(INVALID_PARAMS, f"session {session.id!r} is not open on this connection")
@@ -901,10 +1054,18 @@ class _Surface:
             from acp_types.v1 import models as m1
 
             return m1.PromptResponse(stop_reason=reason)
-        # v2: the answer acknowledges the prompt; the turn follows it.
+        # v2: the answer acknowledges the prompt; the turn follows it. Bounded: a turn running and
+        # max_queued_prompts waiting per session, max_in_flight turns per connection.
+        if len(session._turns) > self.app.max_queued_prompts or len(self._turns) >= self.conn.max_in_flight:
+            raise RequestError(
+                INVALID_REQUEST,
+                f"session {session.id!r} has {len(session._turns)} prompts running or waiting "
+                "(or this connection has too many): wait for its idle state, then prompt again",
+            )
         task = asyncio.get_running_loop().create_task(self._v2_turn(session, params.prompt, user_id, cancels))
-        self._turns.add(task)
-        task.add_done_callback(self._turns.discard)
+        for turns in (self._turns, session._turns):
+            turns.add(task)
+            task.add_done_callback(turns.discard)
         from acp_types.v2 import models as m2
 
         return m2.PromptResponse(message_id=user_id)
@@ -912,29 +1073,38 @@ class _Surface:
     async def _v2_turn(self, session: Session, prompt: Sequence[Any], user_id: str, cancels: int) -> None:
         from acp_types.v2 import models as m2
 
+        conn = self.conn
+
+        async def send(update: Any) -> None:  # on this connection, even once the session is closed
+            await conn.notify("session/update", m2.UpdateSessionNotification(session_id=session.id, update=update))
+
         async with session._lock:
             ended = session._ended = asyncio.Event()
             try:
                 await asyncio.sleep(0)  # the acknowledgement is written before anything of the turn
-                await session.send(m2.UserMessage(message_id=user_id, content=list(prompt)))
-                await session.send(m2.RunningStateUpdate())
+                await send(m2.UserMessage(message_id=user_id, content=list(prompt)))
+                await send(m2.RunningStateUpdate())
                 try:
                     reason: StopReason | None = await self._turn(session, prompt, user_id, cancels)
+                except ConnectionClosed:
+                    raise
                 except Exception:
                     log.exception("the turn of session %r failed (ACP v2)", session.id)
                     reason = None
-                await session.send(m2.IdleStateUpdate(stop_reason=reason) if reason else m2.IdleStateUpdate())
+                await send(m2.IdleStateUpdate(stop_reason=reason) if reason else m2.IdleStateUpdate())
+            except ConnectionClosed:
+                pass  # the client is gone: nobody to tell
             finally:
                 ended.set()
 
     async def _turn(self, session: Session, prompt: Sequence[Any], user_id: str, cancels: int) -> StopReason:
         turn = Turn(session, prompt, user_id)
         session._cancelled = False
+        _remember(session, "user", user_id, turn.prompt_text)  # acknowledged: kept even when it never runs
         if session._conn is not self.conn:  # closed or reopened elsewhere while this turn waited
             return "cancelled"
         if session._cancels != cancels:  # cancelled after the prompt was accepted, before it started
             return "cancelled"
-        _remember(session, "user", user_id, turn.prompt_text)
         task = asyncio.get_running_loop().create_task(self.app.prompt(turn))
         session._task = task
         try:
@@ -998,6 +1168,13 @@ def check(app: App, versions: Sequence[str] = ("v1", "v2")) -> None:
                 )
 
 
+def _local_principal() -> str:
+    try:
+        return f"local:{getpass.getuser()}"
+    except Exception:  # no user name (a container without one): the uid, or one local user
+        return f"local:{getattr(os, 'getuid', lambda: '')()}"
+
+
 @contextlib.contextmanager
 def _stdout_to_stderr() -> Iterator[int]:
     """Keep fd 1 for the wire and point ``sys.stdout`` (and fd 1 for children) at stderr."""
@@ -1021,17 +1198,24 @@ async def serve(
     *,
     versions: Sequence[str] = ("v1", "v2"),
     strict_capabilities: bool = False,
+    principal: str | None = None,
     **options: Any,
 ) -> None:
     """Run ``app`` on a reader/writer pair until the client goes away (``options`` go to the connection).
 
     ``strict_capabilities=True`` refuses, before sending, a client method the
     client did not advertise (``connection.CapabilityNotAdvertised`` in the app).
+    ``principal`` names who the peer is (e.g. from a bearer token a transport
+    checked): it reaches the sessions made under that name, from any connection.
+    ``None``, the default, makes the connection a principal of its own (until
+    :meth:`App.authenticate` returns one).
     """
     check(app, versions)
     conn = AgentConnection(
         reader, writer, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
     )
+    if principal is not None:
+        cast(_Surface, conn.handler).principal = principal
     async with conn:
         await conn.wait_closed()
     for session in app.sessions.values():
@@ -1045,10 +1229,16 @@ async def serve_stdio(
     versions: Sequence[str] = ("v1", "v2"),
     protect_stdout: bool = True,
     strict_capabilities: bool = False,
+    principal: str | None = None,
     **options: Any,
 ) -> None:
-    """Run ``app`` on stdin/stdout; with ``protect_stdout`` what the app prints goes to stderr, not the wire."""
+    """Run ``app`` on stdin/stdout; with ``protect_stdout`` what the app prints goes to stderr, not the wire.
+
+    The peer is the local user who started the process: its principal is
+    ``local:<user name>`` unless ``principal`` says otherwise.
+    """
     options["strict_capabilities"] = strict_capabilities
+    options["principal"] = principal if principal is not None else _local_principal()
     check(app, versions)
     if not protect_stdout:
         reader, writer = await pipe_streams(sys.stdin.buffer, sys.stdout.buffer)
