@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -154,3 +155,45 @@ def test_leaving_spawn_agent_stops_the_agents_whole_process_group() -> None:
     assert _live_members(int(pgid)) == []
     # exit_timeout (1 s) for the shell to exit on its own, then SIGTERM to the group; not the 20 s
     assert float(elapsed) < 5, f"leaving spawn_agent took {elapsed} s: it waited for the sleeps"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_a_client_sent_sigterm_or_sighup_stops_its_agents_process_group(signame: str) -> None:
+    # how `timeout`, a parent or a closed terminal stops a client: the agent and what it started go
+    # too, as on leaving the block, and the client's own finally blocks still run
+    script = (
+        "import asyncio\n"
+        "from acp_types import connection\n"
+        "async def main():\n"
+        "    try:\n"
+        "        async with connection.spawn_agent(['sh', '-c', 'sleep 30 & sleep 30']) as conn:\n"
+        "            print(conn.process.pid, flush=True)\n"
+        "            await asyncio.sleep(30)\n"
+        "    finally:\n"
+        "        print('finally', flush=True)\n"
+        "asyncio.run(main())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
+    client = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    try:
+        assert client.stdout is not None
+        pgid = int(client.stdout.readline())
+        for _ in range(50):  # the shell has started its two sleeps
+            if len(_live_members(pgid)) >= 3:
+                break
+            time.sleep(0.1)
+        client.send_signal(getattr(signal, signame))
+        out, err = client.communicate(timeout=30)
+    finally:
+        if client.poll() is None:
+            client.kill()
+            os.killpg(pgid, signal.SIGKILL)
+    assert (client.returncode, out, err) == (128 + getattr(signal, signame), "finally\n", "")
+    for _ in range(50):
+        if not _live_members(pgid):
+            break
+        time.sleep(0.1)
+    assert _live_members(pgid) == []

@@ -138,6 +138,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping, Sequence
@@ -1969,7 +1970,9 @@ async def _spawn_agent(
     SIGTERM, and SIGKILL if anything is left ``exit_timeout`` seconds after
     that, so processes it started do not outlive it. ``stderr`` is passed to
     the process as is (``None``: this process's stderr; do not pass ``PIPE``,
-    nothing would read it).
+    nothing would read it). A SIGTERM or SIGHUP to this process while the
+    block runs (left at their default) stops the agent the same way, then
+    raises ``SystemExit(128 + signal)`` (see :class:`_StopOnSignal`).
     """
     if not command:
         raise ValueError("spawn_agent needs a command")
@@ -1985,6 +1988,8 @@ async def _spawn_agent(
         start_new_session=True,
     )
     process = AgentProcess(transport, protocol.exited)
+    task = asyncio.current_task()
+    _SIGNALS.enter(loop, task)
     try:
         conn = ClientConnection(protocol.reader, protocol.writer, handler, versions=versions, **options)
         conn.process = process
@@ -1995,6 +2000,63 @@ async def _spawn_agent(
             await _stop(process, protocol, exit_timeout)
         finally:
             transport.close()  # else asyncio complains when it collects the transport
+            received = _SIGNALS.leave(loop, task)
+        if received is not None:
+            raise SystemExit(128 + received)  # as a shell reports a process that SIGTERM / SIGHUP ended
+
+
+class _StopOnSignal:
+    """SIGTERM and SIGHUP, while a :func:`spawn_agent` block runs, leave the block as a normal exit does.
+
+    Python's default for both ends the process at once, leaving the agent's
+    process group running (``timeout``, a parent or a closed terminal stop
+    a client that way). While at least one block is open, and only where the
+    signal still has its default disposition (a handler of the program's own,
+    or ``nohup``'s ignore, is left alone), the signal cancels the tasks in the
+    blocks; each block then stops its agent as on leaving it and raises
+    ``SystemExit(128 + signal)``, so the process exits with the code a shell
+    gives one that the signal ended, once its own ``finally`` blocks ran.
+    """
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._installed: list[int] = []
+        self.received: int | None = None
+
+    def enter(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> None:
+        if task is None or threading.current_thread() is not threading.main_thread():
+            return  # signal handlers belong to the main thread's loop
+        if not self._tasks:
+            self.received = None
+            for sig in (getattr(signal, "SIGTERM", None), getattr(signal, "SIGHUP", None)):
+                if sig is None or signal.getsignal(sig) is not signal.SIG_DFL:
+                    continue
+                try:
+                    loop.add_signal_handler(sig, self._on_signal, sig)
+                except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover - Windows, no loop
+                    continue
+                self._installed.append(sig)
+        self._tasks.add(task)
+
+    def _on_signal(self, sig: int) -> None:
+        if self.received is None:
+            self.received = sig
+            for task in self._tasks:
+                task.cancel()
+
+    def leave(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any] | None) -> int | None:
+        if task is None or task not in self._tasks:
+            return None
+        self._tasks.discard(task)
+        received = self.received
+        if not self._tasks:
+            for sig in self._installed:
+                loop.remove_signal_handler(sig)  # back to the default disposition
+            self._installed.clear()
+        return received
+
+
+_SIGNALS = _StopOnSignal()
 
 
 if TYPE_CHECKING:  # the version and the handler's type, from the arguments
