@@ -186,7 +186,7 @@ class Method:
     @property
     def advertiser(self) -> str | None:
         """Whose initialize message carries the gating capability."""
-        return None if self.side == "protocol" else self.side
+        return None if self.side in ("protocol", "proxy") else self.side
 
 
 @dataclass(frozen=True)
@@ -905,9 +905,12 @@ class _Builder:
                         f'declare "{code}" in the errors table of protocol.json',
                     )
             cap = tuple(m["capability"].split(".")) if m["capability"] else None
-            if cap is not None and m["side"] == "protocol":
+            if cap is not None and m["side"] in ("protocol", "proxy"):
                 self.problem(
-                    None, ptr + "/capability", "protocol-level methods cannot be gated", "set capability to null"
+                    None,
+                    ptr + "/capability",
+                    f"{m['side']}-side methods cannot be gated by a capability",
+                    "set capability to null",
                 )
                 cap = None
             method = Method(

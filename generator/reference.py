@@ -62,7 +62,7 @@ _CONSTRAINTS = (
     "maxItems",
     "uniqueItems",
 )
-_SIDES = {"agentMethods": "agent", "clientMethods": "client", "protocolMethods": "protocol"}
+_SIDES = {"agentMethods": "agent", "clientMethods": "client", "protocolMethods": "protocol", "proxyMethods": "proxy"}
 # Rules about names only: they change generated code, never a message.
 NAMING_RULES = frozenset(
     r.id for r in (rules.TYPE_ADDED, rules.TYPE_REMOVED, rules.TYPE_RENAMED, rules.TYPE_ANNOTATION_CHANGED)
@@ -796,8 +796,9 @@ def _annotated_meta(
 ) -> tuple[dict[str, Any], dict[str, str], dict[str, tuple[str, str]], list[Problem]]:
     """The method tables a meta file would hold, from the definitions' ``x-method`` / ``x-side``.
 
-    ``x-side`` names the side that handles the method (agent, client, or protocol for both); a method any
-    other side handles (the proxy chains' ``proxy``) is returned apart, to be reported as unsupported.
+    ``x-side`` names the side that handles the method (agent, client, protocol for both, or proxy for the
+    proxy chains' methods between a conductor and its proxies); a method any other side handles is
+    returned apart, to be reported as unsupported.
     """
     meta: dict[str, Any] = {"version": int(version[1:]), **{group: {} for group in _SIDES}}
     groups = {side: group for group, side in _SIDES.items()}
@@ -998,10 +999,12 @@ def load_reference(
             found = [names.get(n, n) for n in by_method.get(wire, [])]
             results = [n for n in found if n.endswith("Response")]
             params = [n for n in found if not n.endswith("Response")]
+            notification: list[str] = []
             if len(params) > 1 and results:
                 # a method sent both as a request and as a notification: the request form has the result
+                notification = [n for n in params if n.endswith("Notification")]
                 params = [n for n in params if n.endswith("Request")] or params
-            if len(params) != 1 or len(results) > 1:
+            if len(params) != 1 or len(results) > 1 or len(notification) > 1:
                 t.problems.append(
                     Problem(
                         meta_label,
@@ -1027,6 +1030,8 @@ def load_reference(
                 "stability": _method_stability(wire, ours.stability if ours else None, canonical, stable_methods),
                 "description": ours.description if ours else wire,
             }
+            if notification:
+                methods[wire]["notificationParams"] = notification[0]
     if t.problems:
         raise SchemaError(t.problems)
     init = methods.get("initialize")
@@ -1062,7 +1067,7 @@ def load_reference(
             "method",
             wire,
             f"method `{wire}` is handled by the `{side}` side (x-side at "
-            f"{label}#{ptr}), which our format has no place for (agent, client, protocol)",
+            f"{label}#{ptr}), which our format has no place for (agent, client, protocol, proxy)",
         )
         for wire, (side, ptr) in sorted(pair.other_sides.items())
     ]

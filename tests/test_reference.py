@@ -712,35 +712,77 @@ def _compare(capsys: pytest.CaptureFixture[str], pub: Path, *extra: str) -> tupl
     return code, json.loads(out)
 
 
-def test_a_method_of_the_proxy_side_is_reported_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    def proxy(defs: dict[str, Any]) -> None:
-        defs["InitializeProxyRequest"] = {
-            "description": "Params.",
-            "x-method": "proxy/initialize",
-            "x-side": "proxy",
-            "allOf": [{"$ref": "#/$defs/InitializeRequest"}],
-        }
-        defs["InitializeProxyResponse"] = {
-            "description": "Result.",
-            "x-method": "proxy/initialize",
-            "x-side": "proxy",
-            "allOf": [{"$ref": "#/$defs/InitializeResponse"}],
-        }
-        # the proxy's JSON-RPC envelopes are skipped like the others (an inline union inside `params`)
-        defs["ProxyRequest"] = {
-            "type": "object",
-            "properties": {
-                "params": {
-                    "anyOf": [{"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]
-                }
-            },
-        }
-        defs["ProxyResponse"] = {"anyOf": [{"title": "Result", "type": "object", "properties": {"result": {}}}]}
+def _proxy_chain(defs: dict[str, Any]) -> None:
+    """The proxy chains' methods as the published schemas write them (x-side proxy, proxy/successor both a
+    request and a notification), with their JSON-RPC envelopes."""
+    defs["InitializeProxyRequest"] = {
+        "description": "Params.",
+        "x-method": "proxy/initialize",
+        "x-side": "proxy",
+        "allOf": [{"$ref": "#/$defs/InitializeRequest"}],
+    }
+    defs["InitializeProxyResponse"] = {
+        "description": "Result.",
+        "x-method": "proxy/initialize",
+        "x-side": "proxy",
+        "allOf": [{"$ref": "#/$defs/InitializeResponse"}],
+    }
+    envelope = {
+        "type": "object",
+        "properties": {"method": {"type": "string"}, "params": {}},
+        "required": ["method"],
+        "x-method": "proxy/successor",
+        "x-side": "proxy",
+    }
+    defs["ProxySuccessorRequest"] = {"description": "Wrapped request.", **envelope}
+    defs["ProxySuccessorNotification"] = {"description": "Wrapped notification.", **envelope}
+    defs["ProxySuccessorResponse"] = {"description": "Wrapped result.", "x-method": "proxy/successor", "x-side": "proxy"}
+    # the proxy's JSON-RPC envelopes are skipped like the others (an inline union inside `params`)
+    defs["ProxyRequest"] = {
+        "type": "object",
+        "properties": {
+            "params": {"anyOf": [{"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]}
+        },
+    }
+    defs["ProxyResponse"] = {"anyOf": [{"title": "Result", "type": "object", "properties": {"result": {}}}]}
 
-    pub = _edited(tmp_path, proxy)
+
+def test_the_proxy_side_is_read(tmp_path: Path) -> None:
+    """Issue 29 item 1: x-side proxy is our `proxy` side; a method with a Request, a Notification and a
+    Response definition is a request that may also be sent as a notification (notificationParams)."""
+    ref = _load(_edited(tmp_path, _proxy_chain))
+    init, successor = ref.protocol.method("proxy/initialize"), ref.protocol.method("proxy/successor")
+    assert init is not None and successor is not None and ref.unsupported == ()
+    assert (init.side, init.kind, init.params, init.result, init.notification_params) == (
+        "proxy",
+        "request",
+        "InitializeProxyRequest",
+        "InitializeProxyResponse",
+        None,
+    )
+    assert (successor.side, successor.kind, successor.params, successor.result, successor.notification_params) == (
+        "proxy",
+        "request",
+        "ProxySuccessorRequest",
+        "ProxySuccessorResponse",
+        "ProxySuccessorNotification",
+    )
+    assert not ref.protocol.has_type("ProxyRequest")
+
+
+def test_a_method_of_another_side_is_reported_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def conductor(defs: dict[str, Any]) -> None:
+        _proxy_chain(defs)
+        for name in list(defs):
+            if name.startswith("ProxySuccessor"):
+                del defs[name]
+        for name in ("InitializeProxyRequest", "InitializeProxyResponse"):
+            defs[name]["x-side"] = "conductor"
+
+    pub = _edited(tmp_path, conductor)
     ref = _load(pub)
-    assert ref.protocol.method("proxy/initialize") is None and not ref.protocol.has_type("ProxyRequest")
-    assert "`proxy` side" in _unsupported(pub)["proxy/initialize"]
+    assert ref.protocol.method("proxy/initialize") is None
+    assert "`conductor` side" in _unsupported(pub)["proxy/initialize"]
     code, doc = _compare(capsys, pub, "--fail-on", "any")
     hit = [c for c in doc["changes"] if c["rule"] == "reference-unsupported"]
     assert code == 1 and [(c["location"], c["scope"], c["deliberate"]) for c in hit] == [
@@ -751,7 +793,7 @@ def test_a_method_of_the_proxy_side_is_reported_by_name(tmp_path: Path, capsys: 
     entries = json.loads((CANONICAL / "differences.json").read_text("utf-8"))
     entries["differences"].append(
         {
-            "id": "proxy",
+            "id": "conductor",
             "versions": ["v1"],
             "kind": "reads-differently",
             "locations": ["proxy/*"],

@@ -8,7 +8,7 @@ versions' own definitions, so the runtime restates none of them by hand.
 
 from typing import Literal, Union
 
-Side = Literal["agent", "client", "protocol"]
+Side = Literal["agent", "client", "protocol", "proxy"]
 """Who handles a method: one side, or either (protocol-level methods)."""
 
 Kind = Literal["request", "notification"]

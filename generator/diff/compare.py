@@ -195,13 +195,18 @@ def flows(proto: Protocol) -> dict[str, set[tuple[str, str]]]:
     reachable from a payload through fields, array items, map values, union
     branches or aliases inherits its flows.
     """
+    # proxy-side methods are spoken between a conductor and a proxy, each way (proxy/successor)
     callers = {"agent": ("client",), "client": ("agent",), "protocol": ("client", "agent")}
+    callers["proxy"] = ("conductor", "proxy")
     handlers = {"agent": ("agent",), "client": ("client",), "protocol": ("client", "agent")}
+    handlers["proxy"] = ("proxy", "conductor")
     out: dict[str, set[tuple[str, str]]] = {t.name: set() for t in proto.types}
     work: list[tuple[str, tuple[str, str]]] = []
     for m in proto.methods:
         for sender in callers[m.side]:
             work.append((m.params, (REQUEST, sender)))
+            if m.notification_params:
+                work.append((m.notification_params, (REQUEST, sender)))
         if m.result:
             for sender in handlers[m.side]:
                 work.append((m.result, (RESPONSE, sender)))

@@ -264,6 +264,44 @@ class ProvidersSetResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class ProxyInitializeEnvelope(TypedDict):
+    """The ``proxy/initialize`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["proxy/initialize"]
+    params: m.InitializeProxyRequest
+
+
+@with_config(_CONFIG)
+class ProxyInitializeResultEnvelope(TypedDict):
+    """A success response to ``proxy/initialize`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.InitializeProxyResponse
+
+
+@with_config(_CONFIG)
+class ProxySuccessorEnvelope(TypedDict):
+    """The ``proxy/successor`` request as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    method: Literal["proxy/successor"]
+    params: m.ProxySuccessorRequest
+
+
+@with_config(_CONFIG)
+class ProxySuccessorResultEnvelope(TypedDict):
+    """A success response to ``proxy/successor`` as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    id: RequestId
+    result: m.ProxySuccessorResponse
+
+
+@with_config(_CONFIG)
 class SessionArchiveEnvelope(TypedDict):
     """The ``session/archive`` request as it goes on the wire."""
 
@@ -685,6 +723,8 @@ CALLS: dict[str, type] = {
     "providers/disable": ProvidersDisableEnvelope,
     "providers/list": ProvidersListEnvelope,
     "providers/set": ProvidersSetEnvelope,
+    "proxy/initialize": ProxyInitializeEnvelope,
+    "proxy/successor": ProxySuccessorEnvelope,
     "session/archive": SessionArchiveEnvelope,
     "session/cancel": SessionCancelEnvelope,
     "session/close": SessionCloseEnvelope,
@@ -722,6 +762,8 @@ RESULTS: dict[str, type] = {
     "providers/disable": ProvidersDisableResultEnvelope,
     "providers/list": ProvidersListResultEnvelope,
     "providers/set": ProvidersSetResultEnvelope,
+    "proxy/initialize": ProxyInitializeResultEnvelope,
+    "proxy/successor": ProxySuccessorResultEnvelope,
     "session/archive": SessionArchiveResultEnvelope,
     "session/close": SessionCloseResultEnvelope,
     "session/delete": SessionDeleteResultEnvelope,

@@ -3945,6 +3945,12 @@ class InitializeRequest(AcpModel):
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
 
 
+InitializeProxyRequest = TypeAliasType("InitializeProxyRequest", InitializeRequest)
+"""
+Parameters of `proxy/initialize`: the same as `initialize`'s. A conductor sends it instead of `initialize` to each member of a chain that has a successor, which makes the member a proxy; the protocol version is the one the conductor selected. Before answering successfully the proxy MUST send `initialize` to its successor through `proxy/successor`.
+"""
+
+
 class InitializeResponse(AcpModel):
     """
     Result of `initialize`: the protocol version chosen by the agent, its capabilities, its authentication methods and its identity.
@@ -4013,6 +4019,12 @@ class InitializeResponse(AcpModel):
     """Name and version of the agent."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+InitializeProxyResponse = TypeAliasType("InitializeProxyResponse", InitializeResponse)
+"""
+Result of `proxy/initialize`: the same as `initialize`'s, built by the proxy from its successor's answer, with the capabilities of the chain from the proxy onward. The proxy MUST NOT change `protocolVersion`.
+"""
 
 
 _A_str_WireKey_meta_session_id_term_f9a40f = dict[
@@ -5071,6 +5083,72 @@ class PromptResponse(AcpModel):
     """Tokens spent by the turn, if the agent reports them."""
 
     meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+
+
+class ProxySuccessorNotification(AcpModel):
+    """
+    Parameters of `proxy/successor` sent as a notification: it wraps one notification to or from the proxy's successor. A proxy sends it to its conductor to forward the notification downstream; the conductor sends it to the proxy to deliver a notification from the successor.
+
+    Attributes:
+        method: Method name of the wrapped notification.
+        params: Params of the wrapped notification, forwarded unchanged: a JSON object or array, or omitted (or null) when it has none.
+        meta: Metadata of the `proxy/successor` envelope itself, apart from the wrapped message's own `_meta` (which stays inside `params`). It is hop-local: the conductor does not copy it into the message it unwraps.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    method: str
+    """Method name of the wrapped notification."""
+
+    params: Any = None
+    """
+    Params of the wrapped notification, forwarded unchanged: a JSON object or array, or omitted (or null) when it has none.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+    """
+    Metadata of the `proxy/successor` envelope itself, apart from the wrapped message's own `_meta` (which stays inside `params`). It is hop-local: the conductor does not copy it into the message it unwraps.
+    """
+
+
+class ProxySuccessorRequest(AcpModel):
+    """
+    Parameters of `proxy/successor` sent as a request: it wraps one request to or from the proxy's successor. A proxy sends it to its conductor to forward the request downstream; the conductor sends it to the proxy to deliver a request from the successor. The wrapped request's result or error comes back unchanged as this request's result or error; an error the conductor raises itself (the successor has exited) is not a wrapped one. Cancelled with `$/cancel_request` naming this request, on this connection only.
+
+    Attributes:
+        method: Method name of the wrapped request.
+        params: Params of the wrapped request, forwarded unchanged: a JSON object or array, or omitted (or null) when it has none.
+        meta: Metadata of the `proxy/successor` envelope itself, apart from the wrapped message's own `_meta` (which stays inside `params`). It is hop-local: the conductor does not copy it into the message it unwraps.
+    """
+
+    # unknown keys, with their key check; Field(init=False) is for type checkers only
+    if TYPE_CHECKING:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d = Field(init=False)
+    else:
+        __pydantic_extra__: _A_str_WireKey_meta_3e9c0d
+
+    method: str
+    """Method name of the wrapped request."""
+
+    params: Any = None
+    """
+    Params of the wrapped request, forwarded unchanged: a JSON object or array, or omitted (or null) when it has none.
+    """
+
+    meta: _A_Meta_None_meta_OMIT_ON_ERROR_361a56 = None
+    """
+    Metadata of the `proxy/successor` envelope itself, apart from the wrapped message's own `_meta` (which stays inside `params`). It is hop-local: the conductor does not copy it into the message it unwraps.
+    """
+
+
+ProxySuccessorResponse = TypeAliasType("ProxySuccessorResponse", Any)
+"""
+Result of a `proxy/successor` request: the wrapped request's result, forwarded unchanged (any JSON value).
+"""
 
 
 _A_JsonInt_None_ge_0_le_4294967295_1c253b = Annotated[

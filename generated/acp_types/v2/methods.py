@@ -24,6 +24,8 @@ MCP_MESSAGE = "mcp/message"
 PROVIDERS_DISABLE = "providers/disable"
 PROVIDERS_LIST = "providers/list"
 PROVIDERS_SET = "providers/set"
+PROXY_INITIALIZE = "proxy/initialize"
+PROXY_SUCCESSOR = "proxy/successor"
 SESSION_ARCHIVE = "session/archive"
 SESSION_CANCEL = "session/cancel"
 SESSION_CLOSE = "session/close"
@@ -152,6 +154,16 @@ class MethodTable(dict[str, MethodSpec[Any, Any]]):
         def __getitem__(
             self, key: Literal["providers/set"], /
         ) -> MethodSpec[m.SetProviderRequest, m.SetProviderResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["proxy/initialize"], /
+        ) -> MethodSpec[m.InitializeProxyRequest, m.InitializeProxyResponse]: ...
+
+        @overload
+        def __getitem__(
+            self, key: Literal["proxy/successor"], /
+        ) -> MethodSpec[m.ProxySuccessorRequest, m.ProxySuccessorResponse]: ...
 
         @overload
         def __getitem__(
@@ -396,6 +408,33 @@ METHODS: MethodTable = MethodTable(
             stability="unstable",
             description="Sets the endpoint, API dialect and headers of one model provider.",
             handler="providers_set",
+        ),
+        PROXY_INITIALIZE: MethodSpec[
+            m.InitializeProxyRequest, m.InitializeProxyResponse
+        ](
+            name="proxy/initialize",
+            params=m.InitializeProxyRequest,
+            result=m.InitializeProxyResponse,
+            side="proxy",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="unstable",
+            description="Sent by a conductor, instead of `initialize`, to each member of a chain that has a successor: the member runs as a proxy and initializes its successor (through `proxy/successor`) before answering.",
+            handler="proxy_initialize",
+        ),
+        PROXY_SUCCESSOR: MethodSpec[m.ProxySuccessorRequest, m.ProxySuccessorResponse](
+            name="proxy/successor",
+            params=m.ProxySuccessorRequest,
+            result=m.ProxySuccessorResponse,
+            side="proxy",
+            kind="request",
+            capability=None,
+            errors=(),
+            stability="unstable",
+            description="Wraps one message between a proxy and its successor, each way: the proxy sends it to its conductor to forward downstream, the conductor sends it to the proxy to deliver from the successor. As a request, its result or error is the wrapped one, unchanged.",
+            handler="proxy_successor",
+            notification_params=m.ProxySuccessorNotification,
         ),
         SESSION_ARCHIVE: MethodSpec[m.ArchiveSessionRequest, m.ArchiveSessionResponse](
             name="session/archive",
@@ -689,6 +728,18 @@ def parse_params(
 
 @overload
 def parse_params(
+    method: Literal["proxy/initialize"], params: Any
+) -> m.InitializeProxyRequest: ...
+
+
+@overload
+def parse_params(
+    method: Literal["proxy/successor"], params: Any
+) -> m.ProxySuccessorRequest: ...
+
+
+@overload
+def parse_params(
     method: Literal["session/archive"], params: Any
 ) -> m.ArchiveSessionRequest: ...
 
@@ -858,6 +909,18 @@ def parse_result(
 def parse_result(
     method: Literal["providers/set"], result: Any
 ) -> m.SetProviderResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["proxy/initialize"], result: Any
+) -> m.InitializeProxyResponse: ...
+
+
+@overload
+def parse_result(
+    method: Literal["proxy/successor"], result: Any
+) -> m.ProxySuccessorResponse: ...
 
 
 @overload
