@@ -9,7 +9,8 @@ versions' own definitions, so the runtime restates none of them by hand.
 from typing import Literal, Union
 
 Side = Literal["agent", "client", "protocol", "proxy"]
-"""Who handles a method: one side, or either (protocol-level methods)."""
+"""Who handles a method: one side, either (protocol-level methods), or a member of a proxy chain
+(``proxy``: ``proxy/initialize`` and ``proxy/successor``, between a conductor and its proxies)."""
 
 Kind = Literal["request", "notification"]
 """A method is a request (answered) or a notification (not answered)."""

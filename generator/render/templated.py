@@ -85,8 +85,10 @@ def render(template: str, **context: Any) -> str:
 
 
 def version_context(proto: Protocol) -> dict[str, Any]:
-    sides: dict[str, list[Method]] = {"agent": [], "client": []}
+    sides: dict[str, list[Method]] = {"agent": [], "client": [], "proxy": []}
     for m in proto.methods:
+        if m.side == "proxy":
+            sides["proxy"].append(m)
         if m.side in ("agent", "protocol"):
             sides["agent"].append(m)
         if m.side in ("client", "protocol"):
@@ -96,5 +98,6 @@ def version_context(proto: Protocol) -> dict[str, Any]:
         "proto": proto,
         "agent_methods": sides["agent"],
         "client_methods": sides["client"],
+        "proxy_methods": sides["proxy"],
         "model_names": model_names,
     }

@@ -21,6 +21,7 @@ What is here:
   (``Request``, ``Notification``, ``Response``, ``ErrorResponse``, ``Batch``),
   ``PendingRequests`` and ``MessageError`` (see ``.messages``);
 - ``Agent`` and ``Client``, the method stubs each side implements, and
+  ``Proxy``, those of a member of a proxy chain, and
   ``AgentPeer`` / ``ClientPeer``, the typed calls to the other side over a
   connection (see ``acp_types.connection``); ``RequestError`` to answer with;
 - ``method_allowed`` and ``feature_supported``, ``stable_methods`` and
@@ -51,7 +52,7 @@ from acp_types.v1.capabilities import (
     stable_features,
     stable_methods,
 )
-from acp_types.v1.interfaces import Agent, Client
+from acp_types.v1.interfaces import Agent, Client, Proxy
 from acp_types.v1.methods import (
     ERRORS,
     INTERNAL_ERROR,
@@ -369,6 +370,7 @@ __all__ = [
     "NotARequestError",
     "PARSE_ERROR",
     "PROTOCOL_VERSION",
+    "Proxy",
     "RequestError",
     "SCHEMA_PATH",
     "STABLE_SCHEMA_PATH",

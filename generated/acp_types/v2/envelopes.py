@@ -169,6 +169,15 @@ class McpMessageResultEnvelope(TypedDict):
 
 
 @with_config(_CONFIG)
+class McpMessageNotificationEnvelope(TypedDict):
+    """The ``mcp/message`` request sent as a notification (no ``id``), as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    method: Literal["mcp/message"]
+    params: m.MessageMcpNotification
+
+
+@with_config(_CONFIG)
 class ProvidersDisableEnvelope(TypedDict):
     """The ``providers/disable`` request as it goes on the wire."""
 
@@ -261,6 +270,15 @@ class ProxySuccessorResultEnvelope(TypedDict):
     jsonrpc: Literal["2.0"]
     id: RequestId
     result: m.ProxySuccessorResponse
+
+
+@with_config(_CONFIG)
+class ProxySuccessorNotificationEnvelope(TypedDict):
+    """The ``proxy/successor`` request sent as a notification (no ``id``), as it goes on the wire."""
+
+    jsonrpc: Literal["2.0"]
+    method: Literal["proxy/successor"]
+    params: m.ProxySuccessorNotification
 
 
 @with_config(_CONFIG)
@@ -639,6 +657,12 @@ RESULTS: dict[str, type] = {
     "tool_call/cancel": ToolCallCancelResultEnvelope,
 }
 """Request method -> the envelope of its success response."""
+
+ALSO_NOTIFICATIONS: dict[str, type] = {
+    "mcp/message": McpMessageNotificationEnvelope,
+    "proxy/successor": ProxySuccessorNotificationEnvelope,
+}
+"""Request method that may also be sent as a notification -> the envelope of that notification."""
 
 ERROR = ErrorEnvelope
 """The envelope of an error response (any method)."""

@@ -4,7 +4,11 @@
 
 ``Agent`` lists the methods an agent handles (a client calls them);
 ``Client`` lists those a client handles. Methods of the protocol itself
-(``$/...``) appear in both. Notifications return ``None``.
+(``$/...``) appear in both. Notifications return ``None``. ``Proxy`` lists
+the proxy chains' methods (the schema's ``proxy`` side), spoken between a
+conductor and a member of its chain: ``proxy/initialize`` is handled by the
+proxy, ``proxy/successor`` by either end, as a request or a notification
+(its params say which; a notification's answer is dropped).
 
 Both are ``typing.Protocol``s, and also base classes: a subclass implements
 only the methods it supports, and each stub it inherits raises
@@ -246,3 +250,23 @@ class Client(Protocol):
         `session/update` (notification, stable). Streams session changes to the client as upserts: messages, tool calls, plans, terminals and state.
         """
         raise not_implemented("session/update")
+
+
+class Proxy(Protocol):
+    """The methods a proxy (and, for proxy/successor, its conductor) handles in ACP v2."""
+
+    async def proxy_initialize(
+        self, params: m.InitializeProxyRequest
+    ) -> m.InitializeProxyResponse:
+        """
+        `proxy/initialize` (request, unstable). Sent by a conductor, instead of `initialize`, to each member of a chain that has a successor: the member runs as a proxy and initializes its successor (through `proxy/successor`) before answering. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("proxy/initialize")
+
+    async def proxy_successor(
+        self, params: m.ProxySuccessorRequest | m.ProxySuccessorNotification
+    ) -> m.ProxySuccessorResponse:
+        """
+        `proxy/successor` (request, unstable). Wraps one message between a proxy and its successor, each way: the proxy sends it to its conductor to forward downstream, the conductor sends it to the proxy to deliver from the successor. As a request, its result or error is the wrapped one, unchanged. UNSTABLE: only in the protocol's unstable schema; it may change or go away without a new protocol version.
+        """
+        raise not_implemented("proxy/successor")
