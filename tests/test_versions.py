@@ -61,3 +61,34 @@ def test_a_new_version_that_renames_without_a_map_entry_is_refused(tmp_path: Pat
     assert done.returncode == 2
     assert "v2 method 'session/delete' has no counterpart in v3 and is not listed" in done.stderr
     assert '{"v2": "session/delete", "v3": <its v3 name or null>}' in done.stderr
+
+
+def test_both_versions_carry_the_proxy_chain_methods() -> None:
+    """Issue 29 item 1: proxy/initialize and proxy/successor are in each version's METHODS, on the proxy side,
+    with the handler names a proxy (acp_types.proxy) and a conductor dispatch on; proxy/successor is read as a
+    request or as a notification, each with its own params model, and the Proxy interface has both stubs."""
+    import importlib
+    import inspect
+
+    for version in ("v1", "v2"):
+        pkg = importlib.import_module(f"acp_types.{version}")
+        methods = importlib.import_module(f"acp_types.{version}.methods").METHODS
+        models = importlib.import_module(f"acp_types.{version}.models")
+        init, successor = methods["proxy/initialize"], methods["proxy/successor"]
+        assert (init.side, init.kind, init.handler, init.capability) == ("proxy", "request", "proxy_initialize", None)
+        assert (successor.side, successor.kind, successor.handler) == ("proxy", "request", "proxy_successor")
+        assert successor.params is models.ProxySuccessorRequest
+        assert successor.notification_params is models.ProxySuccessorNotification
+        request = pkg.parse_message(
+            json.dumps({"jsonrpc": "2.0", "id": 1, "method": "proxy/successor", "params": {"method": "session/new"}})
+        )
+        note = pkg.parse_message(
+            json.dumps({"jsonrpc": "2.0", "method": "proxy/successor", "params": {"method": "session/update"}})
+        )
+        assert isinstance(request.params, models.ProxySuccessorRequest)
+        assert isinstance(note.params, models.ProxySuccessorNotification)
+        assert {n for n, _ in inspect.getmembers(pkg.Proxy) if n.startswith("proxy_")} == {
+            "proxy_initialize",
+            "proxy_successor",
+        }
+        assert not hasattr(pkg.Agent, "proxy_initialize") and not hasattr(pkg.Client, "proxy_successor")
