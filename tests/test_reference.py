@@ -736,12 +736,18 @@ def _proxy_chain(defs: dict[str, Any]) -> None:
     }
     defs["ProxySuccessorRequest"] = {"description": "Wrapped request.", **envelope}
     defs["ProxySuccessorNotification"] = {"description": "Wrapped notification.", **envelope}
-    defs["ProxySuccessorResponse"] = {"description": "Wrapped result.", "x-method": "proxy/successor", "x-side": "proxy"}
+    defs["ProxySuccessorResponse"] = {
+        "description": "Wrapped result.",
+        "x-method": "proxy/successor",
+        "x-side": "proxy",
+    }
     # the proxy's JSON-RPC envelopes are skipped like the others (an inline union inside `params`)
     defs["ProxyRequest"] = {
         "type": "object",
         "properties": {
-            "params": {"anyOf": [{"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]}
+            "params": {
+                "anyOf": [{"anyOf": [{"allOf": [{"$ref": "#/$defs/InitializeProxyRequest"}]}]}, {"type": "null"}]
+            }
         },
     }
     defs["ProxyResponse"] = {"anyOf": [{"title": "Result", "type": "object", "properties": {"result": {}}}]}
