@@ -1240,3 +1240,23 @@ def test_snapshot_of_a_revision_that_does_not_build_writes_nothing(tmp_path: Pat
     assert cli.main(["--schema", str(repo / "schema"), "snapshot-release", "2026-08"]) == 2
     assert "v2/protocol.json" in capsys.readouterr().err
     assert not (repo / "schema" / "releases.json").exists() and not (repo / "schema" / "releases").exists()
+
+
+@pytest.mark.parametrize("what", ["dropped", "changed"])
+def test_the_notification_form_of_a_request_is_compared(what: str, tmp_path: Path) -> None:
+    """proxy/successor is a request that may also be sent as a notification (issue 29 item 1): losing that form,
+    or changing its params to a type that does not correspond, is reported on the method."""
+    folder = tmp_path / "v2"
+    shutil.copytree(ROOT / "schema" / "v2", folder)
+    path = folder / "protocol.json"
+    doc = json.loads(path.read_text("utf-8"))
+    if what == "dropped":
+        del doc["methods"]["proxy/successor"]["notificationParams"]
+    else:
+        doc["methods"]["proxy/successor"]["notificationParams"] = "InitializeProxyRequest"
+    path.write_text(json.dumps(doc), "utf-8")
+    old, new = load(ROOT / "schema" / "v2", "schema/v2"), load(folder, "edited/v2")
+    hits = {(c.rule_id, c.location) for c in compare(old, new) if c.location == "proxy/successor"}
+    rule = "method-kind-changed" if what == "dropped" else "method-params-type-changed"
+    assert hits == {(rule, "proxy/successor")}
+    assert not [c for c in compare(old, old) if c.location == "proxy/successor"]

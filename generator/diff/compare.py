@@ -512,6 +512,33 @@ class _Differ:
                 new=n.params,
                 hint=self._type_hint(m.params, n.params),
             )
+        if m.notification_params and n.notification_params:
+            if self.types.get(m.notification_params) != n.notification_params:
+                self.emit(
+                    rules.METHOD_PARAMS_TYPE_CHANGED,
+                    "method",
+                    loc,
+                    f"params of `{m.name}` sent as a notification changed from `{m.notification_params}` to "
+                    f"`{n.notification_params}`, which do not correspond",
+                    old=m.notification_params,
+                    new=n.notification_params,
+                    hint=self._type_hint(m.notification_params, n.notification_params),
+                )
+        elif m.kind == n.kind == "request" and (m.notification_params or n.notification_params):
+            # the notification form of a request comes or goes: a receiver of one side refuses what the other sends
+            self.emit(
+                rules.METHOD_KIND_CHANGED,
+                "method",
+                loc,
+                f"`{m.name}` "
+                + (
+                    "may now also be sent as a notification"
+                    if n.notification_params
+                    else "is no longer also a notification"
+                ),
+                old=m.notification_params,
+                new=n.notification_params,
+            )
         if m.result and n.result and self.types.get(m.result) != n.result:
             self.emit(
                 rules.METHOD_RESULT_TYPE_CHANGED,
