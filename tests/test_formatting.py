@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import black
 import pytest
 
-from generator import pipeline
+from generator import cli, pipeline
 from generator.render import formatting
 from generator.render.formatting import RenderBug, format_python, split_definitions
 
@@ -163,3 +166,65 @@ def test_every_generated_module_is_what_black_writes_for_it_whole(cache: Path, m
     differing = [path for path, text in rendered.items() if _whole(text) != out[path]]
     assert differing == []
     assert os.environ["ACP_TYPES_JOBS"] == "1"
+
+
+def _tamper(cache: Path, edit: Callable[[str], str]) -> None:
+    """Rewrite the one cache entry's pieces with ``edit``, under a checksum that matches: what anyone who can
+    write the file can do."""
+    (entry,) = cache.iterdir()
+    pieces = json.loads(entry.read_bytes().partition(b"\n")[2])
+    body = json.dumps({key: edit(piece) for key, piece in pieces.items()}, sort_keys=True).encode()
+    entry.write_bytes(hashlib.sha256(body).hexdigest().encode() + b"\n" + body)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda piece: piece.replace("a + b", "a - b"),  # other code
+        lambda piece: piece.replace("# a comment that belongs to B", "# type: ignore"),  # other comments
+        lambda piece: piece.replace('"""Doc."""', '"""Other doc."""'),  # another docstring
+        lambda piece: piece.replace("def f(self, a, b):", "def f(self, a, b:"),  # not Python
+    ],
+    ids=["code", "comment", "docstring", "syntax"],
+)
+def test_a_tampered_piece_with_a_matching_checksum_is_formatted_again(
+    cache: Path, calls: list[str], edit: Callable[[str], str]
+) -> None:
+    """Issue 32 item 20: a kept piece is used only if it is the rendered piece's code and comments."""
+    good = format_python("m.py", SAMPLE)
+    _tamper(cache, edit)
+    calls.clear()
+    assert format_python("m.py", SAMPLE) == good
+    assert len(calls) == 1  # only the tampered piece is formatted again; the others still come from the cache
+    calls.clear()
+    assert format_python("m.py", SAMPLE) == good and calls == []  # and the entry was put right
+
+
+def test_a_cache_entry_that_is_not_a_small_file_is_not_read(cache: Path, calls: list[str]) -> None:
+    good = format_python("m.py", SAMPLE)
+    (entry,) = cache.iterdir()
+    entry.unlink()
+    os.mkfifo(entry)  # nobody writes it: reading would block
+    calls.clear()
+    assert format_python("m.py", SAMPLE) == good and len(calls) == len(split_definitions("m.py", SAMPLE))
+    entry.unlink()
+    entry.write_bytes(b"x" * (8 * len(SAMPLE) + 65537))  # larger than the render could need
+    assert format_python("m.py", SAMPLE) == good
+
+
+def test_check_full_does_not_depend_on_the_cache(
+    tmp_path: Path, cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cache tampered only in layout (same code, same comments) passes the check of kept pieces, so generate
+    writes it; check --full formats with black alone, so it finds the tree stale instead of confirming it."""
+    monkeypatch.setattr(pipeline, "load_inputs", lambda schema: None)
+    monkeypatch.setattr(pipeline, "build_outputs", lambda inputs: {"m.py": format_python("m.py", SAMPLE)})
+    out = tmp_path / "out"
+    assert cli.main(["generate", "--out", str(out)]) == 0
+    assert (out / "m.py").read_text("utf-8") == _whole(SAMPLE)
+    _tamper(cache, lambda piece: piece.replace("return a + b", "return (a + b)"))
+    assert cli.main(["generate", "--out", str(out)]) == 0
+    assert "return (a + b)" in (out / "m.py").read_text("utf-8")
+    capsys.readouterr()
+    assert cli.main(["check", "--full", "--out", str(out)]) == 1
+    assert "m.py" in capsys.readouterr().err
