@@ -1101,6 +1101,7 @@ RESERVED_NAMES = (
             # what the version templates define beside the models
             "Agent",
             "Client",
+            "Proxy",
             "AgentPeer",
             "ClientPeer",
             "METHODS",
