@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
+import itertools
 import json
 import re
 import sys
@@ -889,12 +890,15 @@ def _read_pair(schema_path: Path, meta_path: Path | None, version: str, check: b
     return _Pair(t, defs, meta, files, meta_label, ptrs, others)
 
 
+_MAX_SCHEMA_PROBLEMS = 50  # a reference wrong everywhere is reported by its first problems, at bounded cost
+
+
 def _check_json_schema(schema: dict[str, Any], label: str) -> None:
     """Refuse a reference that is not JSON Schema (``"properties": []``, ``"required": 5``...): the
     translator reads keywords by their JSON Schema meaning, so each must have its JSON Schema type."""
     validator = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
     problems = []
-    for error in validator.iter_errors(schema):
+    for error in itertools.islice(validator.iter_errors(schema), _MAX_SCHEMA_PROBLEMS):
         best = jsonschema.exceptions.best_match([error])
         message = best.message if len(best.message) <= 300 else best.message[:300] + "..."
         problems.append(

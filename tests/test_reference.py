@@ -860,6 +860,19 @@ def test_a_reference_that_is_not_json_schema_or_loops_is_bad_input(
     assert (code, out) == (2, "") and where in err and "internal error" not in err, err
 
 
+def test_a_reference_wrong_everywhere_reports_its_first_problems_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """5,000 definitions that are not JSON Schema: exit 2 with the first 50 problems, not 10,000 of them."""
+
+    def junk(defs: dict[str, Any]) -> None:
+        for i in range(5000):
+            defs[f"Bad{i}"] = {"properties": [], "required": 5}
+
+    code, out, err = run(capsys, CANONICAL, str(_edited(tmp_path, junk)), "--version", "v1")
+    assert (code, out) == (2, "") and "the schema has 50 problems" in err and err.count("not valid JSON Schema") == 50
+
+
 def test_recursion_through_a_property_of_a_union_branch_is_read(tmp_path: Path) -> None:
     """A union whose branch refers back to the union through a property is valid JSON Schema and a finite
     message: it is read, not refused."""
