@@ -253,6 +253,8 @@ class _Translator:
                 "the reference must be one self-contained schema.json",
             )
             return None
+        if not isinstance(self.src[ref[len(REF) :]], dict):
+            return None  # `true`, `false`...: refused once, at the definition itself (run)
         return ref[len(REF) :]
 
     def run(self) -> dict[str, dict[str, Any]]:
@@ -345,7 +347,7 @@ class _Translator:
     ) -> dict[str, Any]:
         """``anyOf`` of arrays of different definitions: an array whose items are all of one branch."""
         refs = [x.get("$ref", "")[len(REF) :] for x in items]
-        if not all(r in self.src for r in refs):
+        if not all(isinstance(self.src.get(r), dict) for r in refs):
             self.problem(ptr, f"{name}: arrays of one kind must each hold a named definition", "fix the reference")
             return {"description": desc}
         item_name = f"{name}Item"

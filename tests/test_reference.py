@@ -847,8 +847,10 @@ def _first_object(defs: dict[str, Any]) -> dict[str, Any]:
             ),
             "(LoopA -> LoopB -> LoopA)",
         ),
+        # a boolean schema as a definition another one's anyOf scope refers to (found by fuzzing: exit 3)
+        (lambda defs: defs.__setitem__("SessionScope", True), "#/$defs/SessionScope: a definition must be an object"),
     ],
-    ids=["properties-list", "required-int", "anyOf-self", "anyOf-cycle"],
+    ids=["properties-list", "required-int", "anyOf-self", "anyOf-cycle", "boolean-definition"],
 )
 def test_a_reference_that_is_not_json_schema_or_loops_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Callable[[dict[str, Any]], None], where: str
