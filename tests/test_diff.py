@@ -1210,6 +1210,23 @@ def test_snapshot_release_refuses_a_symbolic_link_before_writing(
     assert (outside / "v1" / "types.json").read_text("utf-8") == "{}"
 
 
+@pytest.mark.parametrize("where", ["releases/2026-08", "releases/2026-08/v1"])
+def test_snapshot_release_refuses_a_file_where_a_snapshot_folder_goes(
+    where: str, tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """A plain file where the snapshot's folder goes was exit 3 (removing or creating it failed after the
+    check); it is refused before the first write: exit 2, one line, the file untouched, no releases.json."""
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    (schema / where).parent.mkdir(parents=True, exist_ok=True)
+    (schema / where).write_text("mine", "utf-8")
+    monkeypatch.chdir(repo)
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-08"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{where} is not a folder" in err, err
+    assert (schema / where).read_text("utf-8") == "mine" and not (schema / "releases.json").exists()
+
+
 def test_the_project_baseline_is_the_recorded_revision() -> None:
     """schema/releases/<name>/<v> is exactly what the recorded revision holds (the August 2026 release)."""
     from generator.diff import changelog

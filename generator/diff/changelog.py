@@ -154,10 +154,14 @@ def _git_location(schema_root: Path, rev: str) -> tuple[Path, str, str]:
     return top, commit, prefix
 
 
-def _check_writable(schema_root: Path, releases: Path) -> None:
+def _check_writable(schema_root: Path, releases: Path, snapshots: list[Path]) -> None:
     """Refuse, before the first write, what snapshot-release could not replace or remove as it promises: a
     symbolic link anywhere under ``releases/`` (removing it, or writing through it, would touch what the
-    link names), or a ``releases.json`` (or its temporary file) that is not a plain file."""
+    link names), a ``releases.json`` (or its temporary file) that is not a plain file, or something other
+    than a folder where a snapshot folder goes (``snapshots``, with the release's folder first)."""
+    for path in snapshots:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"{_label(path)} is not a folder; move it away and run snapshot-release again")
     for path in (schema_root / RELEASES_FILE, schema_root / (RELEASES_FILE + ".tmp")):
         if path.is_symlink() or (path.exists() and not path.is_file()):
             raise UsageError(f"{_label(path)} is not a plain file; move it away and run snapshot-release again")
@@ -197,7 +201,7 @@ def snapshot_release(schema_root: Path, name: str, rev: str = "HEAD") -> list[st
         build_protocol(loaded)  # a release that does not build is no baseline
         taken[v] = (loaded.files, loaded.digest)
     releases = schema_root / SNAPSHOTS
-    _check_writable(schema_root, releases)
+    _check_writable(schema_root, releases, [releases / name, *(releases / name / v for v in taken)])
     doc = {
         "description": "The previous release of each version, diffed into generated/docs/changelog-<v>.md. "
         "Written by `python -m generator snapshot-release`; never edited by hand.",
