@@ -1227,6 +1227,25 @@ def test_snapshot_release_refuses_a_file_where_a_snapshot_folder_goes(
     assert (schema / where).read_text("utf-8") == "mine" and not (schema / "releases.json").exists()
 
 
+def test_snapshot_release_that_cannot_write_says_so_in_one_line(tmp_path: Path, capsys, monkeypatch) -> None:
+    """A write that fails midway (a full disk) was exit 3 saying "nothing was written"; it is exit 2 with one
+    line that names the file and says the snapshot may be partly written."""
+    import errno
+
+    repo = _release_repo(tmp_path)
+    schema = repo / "schema"
+    monkeypatch.chdir(repo)
+
+    def full(self: Path, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_bytes", full)
+    assert cli.main(["--schema", str(schema), "snapshot-release", "2026-08"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "partly written" in err, err
+    assert "nothing was written" not in err and "internal error" not in err
+
+
 def test_the_project_baseline_is_the_recorded_revision() -> None:
     """schema/releases/<name>/<v> is exactly what the recorded revision holds (the August 2026 release)."""
     from generator.diff import changelog

@@ -210,19 +210,26 @@ def snapshot_release(schema_root: Path, name: str, rev: str = "HEAD") -> list[st
             for v, (_, digest) in taken.items()
         },
     }
-    for v, (files, _) in taken.items():
-        folder = releases / name / v
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        for file, data in sorted(files.items()):
-            (folder / file).write_bytes(data)
-    tmp = schema_root / (RELEASES_FILE + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n", "utf-8")
-    os.replace(tmp, schema_root / RELEASES_FILE)
-    for old in sorted(releases.iterdir()):
-        if old.is_dir() and old.name != name:
-            shutil.rmtree(old)
+    try:
+        for v, (files, _) in taken.items():
+            folder = releases / name / v
+            if folder.exists():
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            for file, data in sorted(files.items()):
+                (folder / file).write_bytes(data)
+        tmp = schema_root / (RELEASES_FILE + ".tmp")
+        tmp.write_text(json.dumps(doc, indent=2) + "\n", "utf-8")
+        os.replace(tmp, schema_root / RELEASES_FILE)
+        for old in sorted(releases.iterdir()):
+            if old.is_dir() and old.name != name:
+                shutil.rmtree(old)
+    except OSError as exc:  # a full disk, a folder we may not write: say what state it is left in
+        where = _label(Path(exc.filename)) if exc.filename else _label(schema_root)
+        raise UsageError(
+            f"{where}: cannot be written ({exc.strerror or exc}); {_label(releases)}/ and {RELEASES_FILE} may be "
+            "partly written: fix the cause and run snapshot-release again (`git status` shows what changed)"
+        ) from None
     return [
         f"{_label(releases / name / v)}/: {len(files)} files of {commit[:12]}:{prefix}/{v}"
         for v, (files, _) in taken.items()
