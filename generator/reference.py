@@ -45,6 +45,8 @@ from generator.render.templated import md_cell
 from generator.sources import DirSource, read_bounded
 
 REF = "#/$defs/"
+# how many definitions deep anyOf scopes may nest (the published schemas: two or three): bounds the reader's stack
+MAX_SCOPE_DEPTH = 64
 # The JSON-RPC envelopes: our runtime models them (acp_types._jsonrpc), not the schema.
 ENVELOPE = re.compile(r"^(Agent|Client|ProtocolLevel|Ext|Proxy)(Request|Response|Notification)$")
 # `format` values that name the Rust type behind a number, not a wire format
@@ -213,6 +215,8 @@ class _Translator:
         self.unknown_one_of: dict[str, list[str]] = {}
         # definitions whose scopes are being merged: one met again is a cycle at one instance location
         self._flattening: list[str] = []
+        # each definition's scopes are merged once: shared ones (A -> B, C -> D) cost no more than a chain
+        self._flat: dict[tuple[str, str], tuple[dict[str, Any], list[str], list[list[str]]]] = {}
         self._count(self.src)
         # how many unions have a branch of each tag value: a branch is named after its value alone only when
         # no other union has that value, so the names do not depend on the order definitions are read in
@@ -392,22 +396,21 @@ class _Translator:
     def flat(self, name: str, ptr: str) -> tuple[dict[str, Any], list[str], list[list[str]]]:
         """A definition's properties with its own untagged ``anyOf`` scopes merged in as optional."""
         d = self.src[name]
-        if not self._flattening:
+        if (name, ptr) not in self._flat and not self._flattening:
             self._flattening.append(name)
             try:
                 return self.flat(name, ptr)
             finally:
                 self._flattening.pop()
-        props: dict[str, Any] = {
-            k: self.prop(v, k in d.get("required", []), ptr + pointer("properties", k))
-            for k, v in d.get("properties", {}).items()
-        }
-        required = list(d.get("required", []))
-        one_of: list[list[str]] = []
-        keys = self.scopes(name, d, ptr, props)
-        if keys:
-            one_of.append(keys)
-        return props, required, one_of
+        if (name, ptr) not in self._flat:
+            props: dict[str, Any] = {
+                k: self.prop(v, k in d.get("required", []), ptr + pointer("properties", k))
+                for k, v in d.get("properties", {}).items()
+            }
+            keys = self.scopes(name, d, ptr, props)
+            self._flat[name, ptr] = (props, list(d.get("required", [])), [keys] if keys else [])
+        props, required, one_of = self._flat[name, ptr]
+        return dict(props), list(required), [list(keys) for keys in one_of]
 
     def scopes(self, name: str, node: dict[str, Any], ptr: str, props: dict[str, Any]) -> list[str]:
         """The keys of ``node``'s untagged alternatives (``anyOf``: at least one of them; what our
@@ -438,6 +441,13 @@ class _Translator:
                             f"{name}: its {word} comes back to {t} at the same place of the message ({cycle}); "
                             "JSON Schema leaves such a loop undefined",
                             "reach the definition again through a property (one level deeper), not through anyOf",
+                        )
+                        continue
+                    if len(self._flattening) >= MAX_SCOPE_DEPTH:
+                        self.problem(
+                            f"{ptr}/{word}/{i}",
+                            f"{name}: anyOf scopes nested more than {MAX_SCOPE_DEPTH} definitions deep",
+                            "a published schema nests them two or three deep; flatten the chain",
                         )
                         continue
                     self._flattening.append(t)

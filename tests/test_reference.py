@@ -875,6 +875,53 @@ def test_a_reference_wrong_everywhere_reports_its_first_problems_only(
     assert (code, out) == (2, "") and "the schema has 50 problems" in err and err.count("not valid JSON Schema") == 50
 
 
+def _scope_chain(defs: dict[str, Any], depth: int, width: int) -> None:
+    """``width`` definitions at each of ``depth`` levels, each with an anyOf scope on every definition of the
+    next level: a chain (width 1) or a lattice of 2**depth paths (width 2)."""
+    names = [[f"Level{i}Scope{j}" for j in range(width)] for i in range(depth + 1)]
+    for i in range(depth):
+        for name in names[i]:
+            defs[name] = {
+                "type": "object",
+                "properties": {name[:1].lower() + name[1:]: {"type": "string"}},
+                "anyOf": [{"$ref": f"#/$defs/{n}"} for n in names[i + 1]],
+            }
+    for name in names[depth]:
+        defs[name] = {"type": "object", "properties": {"last": {"type": "string"}}, "required": ["last"]}
+
+
+def test_anyof_scopes_nested_too_deep_are_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A chain of 3,000 definitions each with an anyOf scope on the next was a RecursionError (exit 3); scopes
+    nest at most MAX_SCOPE_DEPTH definitions deep: exit 2 naming where, and a chain within it is read."""
+    from generator.reference import MAX_SCOPE_DEPTH
+
+    pub = _edited(tmp_path / "deep", lambda defs: _scope_chain(defs, 3000, 1))
+    code, out, err = run(capsys, CANONICAL, str(pub), "--version", "v1")
+    assert (code, out) == (2, "") and f"anyOf scopes nested more than {MAX_SCOPE_DEPTH} definitions deep" in err
+    ref = _load(_edited(tmp_path / "ok", lambda defs: _scope_chain(defs, MAX_SCOPE_DEPTH - 1, 1)))
+    assert ref.protocol.type("Level0Scope0").field("last") is not None
+
+
+def test_shared_anyof_scopes_are_merged_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Scopes shared by several definitions (a lattice: 2**16 paths through 34 definitions) are merged once per
+    definition, not once per path: the work grows with the definitions, not exponentially."""
+    from generator import reference as module
+
+    calls: list[str] = []
+    real = module._Translator.scopes
+
+    def counting(self: Any, name: str, *args: Any) -> list[str]:
+        calls.append(name)
+        return real(self, name, *args)
+
+    monkeypatch.setattr(module._Translator, "scopes", counting)
+    ref = _load(_edited(tmp_path, lambda defs: _scope_chain(defs, 16, 2)))
+    lattice = [c for c in calls if c.startswith("Level")]
+    assert len(lattice) <= 2 * 34, len(lattice)
+    level0 = ref.protocol.type("Level0Scope0")
+    assert all(level0.field(k) is not None for k in ("level0Scope0", "level15Scope1", "last"))
+
+
 def test_recursion_through_a_property_of_a_union_branch_is_read(tmp_path: Path) -> None:
     """A union whose branch refers back to the union through a property is valid JSON Schema and a finite
     message: it is read, not refused."""
