@@ -921,8 +921,48 @@ def _check_json_schema(schema: dict[str, Any], label: str) -> None:
                 "a reference schema must be JSON Schema; fix or re-download the file",
             )
         )
+    if not problems:
+        problems = _boolean_schemas(schema, label)
     if problems:
         raise SchemaError(problems)
+
+
+# where a subschema goes, by how it is held (JSON Schema 2020-12's applicators)
+_SUB_MAPS = ("properties", "patternProperties", "dependentSchemas")
+_SUB_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SUB_ONE = ("items", "not", "contains", "if", "then", "else", "propertyNames", "unevaluatedItems")
+
+
+def _boolean_schemas(schema: dict[str, Any], label: str) -> list[Problem]:
+    """The boolean subschemas (``true``, ``false``): valid JSON Schema the reader does not take except as
+    ``additionalProperties``/``unevaluatedProperties`` (the published schemas' only use) and refuses as a
+    definition (run); each is reported by its pointer (the first few), without recursion."""
+    found: list[Problem] = []
+    stack: list[tuple[Any, str]] = [(d, pointer("$defs", n)) for n, d in sorted(schema["$defs"].items())]
+    while stack and len(found) < _MAX_SCHEMA_PROBLEMS:
+        node, ptr = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        subs = [
+            (v, ptr + pointer(k, key)) for k in _SUB_MAPS if isinstance(node.get(k), dict) for key, v in node[k].items()
+        ]
+        subs += [
+            (v, ptr + pointer(k, i)) for k in _SUB_LISTS if isinstance(node.get(k), list) for i, v in enumerate(node[k])
+        ]
+        subs += [(node[k], ptr + pointer(k)) for k in _SUB_ONE if k in node]
+        for sub, where in subs:
+            if isinstance(sub, bool):
+                found.append(
+                    Problem(
+                        label,
+                        where,
+                        f"a boolean schema ({str(sub).lower()}) is not read here",
+                        "write {} for true; a published schema has none here",
+                    )
+                )
+            else:
+                stack.append((sub, where))
+    return found
 
 
 def _wire_names(meta: dict[str, Any]) -> set[str]:

@@ -849,8 +849,25 @@ def _first_object(defs: dict[str, Any]) -> dict[str, Any]:
         ),
         # a boolean schema as a definition another one's anyOf scope refers to (found by fuzzing: exit 3)
         (lambda defs: defs.__setitem__("SessionScope", True), "#/$defs/SessionScope: a definition must be an object"),
+        # boolean subschemas where the reader expects an object (found by fuzzing: exit 3)
+        (
+            lambda defs: defs["McpServer"]["anyOf"][0]["allOf"].__setitem__(0, False),
+            "#/$defs/McpServer/anyOf/0/allOf/0: a boolean schema (false) is not read here",
+        ),
+        (
+            lambda defs: defs["SessionUpdate"]["anyOf"][1]["properties"].__setitem__("sessionUpdate", True),
+            "/anyOf/1/properties/sessionUpdate: a boolean schema (true) is not read here",
+        ),
     ],
-    ids=["properties-list", "required-int", "anyOf-self", "anyOf-cycle", "boolean-definition"],
+    ids=[
+        "properties-list",
+        "required-int",
+        "anyOf-self",
+        "anyOf-cycle",
+        "boolean-definition",
+        "boolean-branch",
+        "boolean-tag",
+    ],
 )
 def test_a_reference_that_is_not_json_schema_or_loops_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], edit: Callable[[dict[str, Any]], None], where: str
