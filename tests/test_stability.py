@@ -28,6 +28,8 @@ UNSTABLE_METHODS = {
     "auth/status_update",
     "session/status",
     "session/set_title",
+    "proxy/initialize",
+    "proxy/successor",
 }
 
 
@@ -73,7 +75,11 @@ def test_stubs_carry_unstable_methods_and_say_so(version: str) -> None:
     m = api(version)
     for name in UNSTABLE_METHODS:
         spec = m.METHODS[name]
-        sides = [m.Agent, m.Client] if spec.side == "protocol" else [m.Agent if spec.side == "agent" else m.Client]
+        sides = (
+            [m.Agent, m.Client]
+            if spec.side == "protocol"
+            else [{"agent": m.Agent, "client": m.Client, "proxy": m.Proxy}[spec.side]]
+        )
         stub = name.replace("/", "_")
         stub = "".join("_" + c.lower() if c.isupper() else c for c in stub)
         for proto in sides:
@@ -96,6 +102,8 @@ def test_peers_carry_unstable_methods_and_say_so(version: str) -> None:
     peer = importlib.import_module(f"acp_types.{version}.peer")
     m = api(version)
     for name, spec in m.METHODS.items():
+        if spec.side == "proxy":
+            continue  # proxy/* go between a conductor and its proxies: acp_types.proxy sends them, no peer does
         peers = (
             [peer.AgentPeer, peer.ClientPeer]
             if spec.side == "protocol"
