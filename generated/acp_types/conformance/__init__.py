@@ -58,8 +58,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "mode", choices=("agent", "client"), help="agent: the kit plays the client; client: the kit plays the agent"
     )
-    parser.add_argument("--protocol", choices=("v1", "v2", "both"), default="both")
-    parser.add_argument("--suite", choices=("core", "seeds", "all"), default="all")
+    parser.add_argument(
+        "--protocol", choices=("v1", "v2", "both"), default="both", help="the versions to check (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--suite", choices=("core", "seeds", "all"), default="all", help="the checks to run (default: %(default)s)"
+    )
     parser.add_argument("--case", metavar="ID", help="run the one check with this id (see --list)")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
     parser.add_argument("--json", type=Path, metavar="FILE")
@@ -70,16 +74,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--expected-failures", type=Path, metavar="FILE")
     parser.add_argument(
-        "--timeout", type=float, default=10.0, help="seconds a request may take (a check gets 3 times that)"
+        "--timeout",
+        type=float,
+        default=10.0,
+        help="seconds a request may take; a check gets 3 times that (default: %(default)s)",
     )
-    parser.add_argument("--turn-timeout", type=float, default=5.0, help="seconds a prompt turn may take")
-    parser.add_argument("--prompt", default=_agent.Options.prompt)
-    parser.add_argument("--long-prompt", default=_agent.LONG_PROMPT, help="a prompt long enough to cancel mid-turn")
+    parser.add_argument(
+        "--turn-timeout", type=float, default=5.0, help="seconds a prompt turn may take (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--prompt", default=_agent.Options.prompt, help="the prompt of each turn (default: %(default)r)"
+    )
+    parser.add_argument(
+        "--long-prompt",
+        default=_agent.LONG_PROMPT,
+        help=f"a prompt long enough to cancel mid-turn (default: a built-in one of {len(_agent.LONG_PROMPT)} characters)",
+    )
     parser.add_argument(
         "--permission",
         choices=("allow", "reject", "cancel"),
         default="allow",
-        help="how the kit answers session/request_permission",
+        help="how the kit answers session/request_permission (default: %(default)s)",
     )
     parser.add_argument(
         "--client-fs", action="store_true", help="advertise fs/* in v1 and serve files under the kit's workspace"
@@ -133,8 +148,16 @@ def main(argv: list[str] | None = None) -> int:
         baseline = read_baseline(args.expected_failures) if args.expected_failures else set()
     except BaselineError as exc:
         parser.error(str(exc))
+    for path, what in ((args.json, "--json"), (args.junit, "--junit"), (args.markdown, "--markdown")):
+        if path is not None and path.exists() and not path.is_file():
+            parser.error(f"{what} {path}: not a regular file (a report is written there)")
     if args.transcript is not None:
-        args.transcript.mkdir(parents=True, exist_ok=True)
+        if args.transcript.exists() and not args.transcript.is_dir():
+            parser.error(f"--transcript {args.transcript}: not a folder (the kit writes one file per version there)")
+        try:
+            args.transcript.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--transcript {args.transcript}: cannot make the folder ({exc.strerror})")
     options = _agent.Options(
         timeout=args.timeout,
         turn_timeout=args.turn_timeout,

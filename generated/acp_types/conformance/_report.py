@@ -7,6 +7,7 @@ copies into the package unchanged.
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,27 @@ from ._checks import FAILURE, VERDICTS, WARNING, Result
 COLOURS = {"SUCCESS": "32", "FAILURE": "31", "WARNING": "33", "SKIPPED": "90", "INFO": "36"}
 
 
+MAX_BASELINE = 1 << 20  # bytes: a baseline is a list of ids, not a data file
+
+# What a program writes reaches the reports only escaped: C0 and C1 controls (terminal escapes,
+# carriage returns, NUL...) as \\xNN, and, for XML, what XML 1.0 cannot carry at all.
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean(text: str) -> str:
+    """One line of program text, safe on a terminal and in Markdown: every control character escaped."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _xml(text: str) -> str:
+    return escape(_NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
+def _xml_attr(text: str) -> str:
+    return quoteattr(_NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
 class BaselineError(ValueError):
     pass
 
@@ -24,9 +46,16 @@ class BaselineError(ValueError):
 def read_baseline(path: Path) -> set[str]:
     """``--expected-failures``: one ``ID`` (every version) or ``ID@vN`` a line; ``#`` starts a comment."""
     try:
-        text = path.read_text("utf-8")
+        if not path.is_file():  # a FIFO nobody writes would block the run before it starts
+            raise BaselineError(f"{path}: the baseline is not a regular file")
+        if path.stat().st_size > MAX_BASELINE:
+            raise BaselineError(f"{path}: the baseline is over {MAX_BASELINE} bytes (one ID or ID@vN a line)")
+        with path.open("rb") as f:
+            text = f.read(MAX_BASELINE + 1).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
+    if len(text) > MAX_BASELINE:
+        raise BaselineError(f"{path}: the baseline is over {MAX_BASELINE} bytes (one ID or ID@vN a line)")
     entries = set()
     for number, line in enumerate(text.splitlines(), 1):
         entry = line.split("#", 1)[0].strip()
@@ -90,8 +119,8 @@ def as_text(
             continue
         out.append(f"{paint(r.verdict)} {r.key:<14} {r.check.level:<6} {r.check.title} ({r.seconds:.2f} s)")
         if r.detail:
-            out.append(f"        {r.detail}")
-        out += [f"          {line}" for line in r.evidence]
+            out.append(f"        {clean(r.detail)}")
+        out += [f"          {clean(line)}" for line in r.evidence]
     out.append("")
     out += _summary_lines(results)
     for version, data in info.items():
@@ -100,7 +129,7 @@ def as_text(
             f"{mode} {version}: method, advertised (yes / no / baseline) by the {'agent' if mode == 'agent' else 'kit'}, observed",
         ] + [f"  {row['method']:<28} {row['advertised']:<9} {row['observed']}" for row in data.get("table", [])]
         if data.get("error"):
-            out.append(f"  {data['error']}")
+            out.append(f"  {clean(str(data['error']))}")
     out.append("")
     out += _outcome_lines(outcome)
     return "\n".join(out) + "\n"
@@ -126,7 +155,7 @@ def _outcome_lines(outcome: dict[str, Any]) -> list[str]:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return clean(text.replace("\n", " ")).replace("|", "\\|")
 
 
 def as_markdown(
@@ -135,7 +164,7 @@ def as_markdown(
     out = [
         f"# ACP conformance: {mode} mode",
         "",
-        f"Program: `{' '.join(command)}`",
+        "Program: `" + clean(" ".join(command)).replace("`", "'") + "`",
         "",
         "| level | " + " | ".join(VERDICTS) + " |",
         "|---|" + "---|" * len(VERDICTS),
@@ -168,7 +197,9 @@ def as_markdown(
     if failing:
         out += ["", "## Evidence", ""]
         for r in failing:
-            out += [f"### {r.key}: {r.verdict}", "", "```"] + [line for line in r.evidence] + ["```", ""]
+            lines = [clean(line) for line in r.evidence]
+            fence = "`" * max(3, 1 + max((len(run) for line in lines for run in re.findall("`+", line)), default=0))
+            out += [f"### {r.key}: {r.verdict}", "", fence, *lines, fence, ""]
     out += [""] + [f"**{line}**" if i == 0 else line for i, line in enumerate(_outcome_lines(outcome)[-1:])]
     return "\n".join(out).rstrip() + "\n"
 
@@ -179,18 +210,18 @@ def as_junit(mode: str, results: list[Result]) -> str:
     total = sum(r.seconds for r in results)
     out = [
         '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<testsuite name={quoteattr("acp-conformance-" + mode)} tests="{len(results)}" failures="{failures}" skipped="{skipped}" time="{total:.3f}">',
+        f'<testsuite name={_xml_attr("acp-conformance-" + mode)} tests="{len(results)}" failures="{failures}" skipped="{skipped}" time="{total:.3f}">',
     ]
     for r in results:
-        head = f'  <testcase classname={quoteattr(f"{mode}.{r.version}.{r.check.suite}")} name={quoteattr(f"{r.check.id} {r.check.title}")} time="{r.seconds:.3f}"'
+        head = f'  <testcase classname={_xml_attr(f"{mode}.{r.version}.{r.check.suite}")} name={_xml_attr(f"{r.check.id} {r.check.title}")} time="{r.seconds:.3f}"'
         body = "\n".join(r.evidence)
         if r.verdict == FAILURE:
-            out.append(f"{head}><failure message={quoteattr(r.detail)}>{escape(body)}</failure></testcase>")
+            out.append(f"{head}><failure message={_xml_attr(r.detail)}>{_xml(body)}</failure></testcase>")
         elif r.verdict == "SKIPPED":
-            out.append(f"{head}><skipped message={quoteattr(r.detail)}/></testcase>")
+            out.append(f"{head}><skipped message={_xml_attr(r.detail)}/></testcase>")
         elif r.verdict in (WARNING, "INFO"):
             out.append(
-                f"{head}><system-out>{escape(r.verdict + ': ' + r.detail + chr(10) + body)}</system-out></testcase>"
+                f"{head}><system-out>{_xml(r.verdict + ': ' + r.detail + chr(10) + body)}</system-out></testcase>"
             )
         else:
             out.append(f"{head}/>")
