@@ -97,3 +97,45 @@ def test_help_shows_the_defaults() -> None:
     text = kit("--help").stdout
     for default in ("(default: both)", "(default: all)", "(default: 10.0)", "(default: 5.0)", "(default: allow)"):
         assert default in " ".join(text.split()), default
+
+
+FLOOD = r"""
+import sys
+line = ('{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":'
+        '{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"' + "x" * 900 + '"}}}}\n').encode()
+out = sys.stdout.buffer
+while True:
+    out.write(line * 64)
+"""
+
+
+def test_a_flooding_program_costs_the_kit_a_bounded_amount(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import tracemalloc
+
+    from acp_types.conformance import _driver
+
+    monkeypatch.setattr(_driver, "KEEP_EVENT_BYTES", 256 << 10, raising=False)
+    monkeypatch.setattr(_driver, "KEEP_LINE_BYTES", 256 << 10, raising=False)
+
+    async def answer(method: str, params: object) -> object:
+        return {}
+
+    async def go() -> tuple[int, int]:
+        program = _driver.Program([sys.executable, "-c", FLOOD], _driver.Transcript(), answer, version="v2")
+        await program.start()
+        try:
+            seen = []
+            for lines in (4_000, 20_000):
+                assert await program.wait_for(lambda n=lines: program.transcript.seq >= n, 120)
+                seen.append(tracemalloc.get_traced_memory()[0])
+            return seen[0], seen[1]
+        finally:
+            await program.stop()
+
+    tracemalloc.start()
+    try:
+        small, large = asyncio.run(go())
+    finally:
+        tracemalloc.stop()
+    assert large < small * 1.5, (small, large)  # 5x the flood, about the same memory

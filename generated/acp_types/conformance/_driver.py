@@ -33,6 +33,10 @@ MODULES: dict[str, ModuleType] = {"v1": v1, "v2": v2}
 NUMBERS = {"v1": 1, "v2": 2}
 MAX_LINE = 1 << 20
 KEEP_LINES = 4000
+KEEP_LINE_BYTES = 16 << 20  # the transcript's lines in memory (the file, when asked for, has them all)
+KEEP_EVENT_BYTES = 32 << 20  # the running program's judged messages, by the size of their lines
+KEEP_STOPPED_BYTES = 2 << 20  # what is kept of a program once it is stopped
+KEEP_PROBLEMS = 1000  # per program: a flood of bad lines is shown by its first and last ones
 EVIDENCE_CHARS = 400
 
 
@@ -69,6 +73,7 @@ class Event:
     msg: Any = None  # the parsed envelope, or None when it did not validate
     error: str | None = None
     id: Any = None  # a request's id; None for a notification
+    size: int = 0  # the line's length, what keeping it costs roughly
 
 
 @dataclass
@@ -111,6 +116,7 @@ class Transcript:
 
     def __init__(self, path: Path | None = None, limit: int = 64 << 20) -> None:
         self.lines: deque[Line] = deque(maxlen=KEEP_LINES)
+        self._line_bytes = 0
         self.seq = 0
         self.start = time.monotonic()
         self._file = path.open("w", encoding="utf-8") if path is not None else None
@@ -119,7 +125,12 @@ class Transcript:
     def add(self, out: bool, text: str) -> int:
         self.seq += 1
         line = Line(self.seq, time.monotonic() - self.start, out, text)
+        if len(self.lines) == KEEP_LINES:
+            self._line_bytes -= len(self.lines[0].text)
         self.lines.append(line)
+        self._line_bytes += len(text)
+        while self._line_bytes > KEEP_LINE_BYTES and len(self.lines) > 1:
+            self._line_bytes -= len(self.lines.popleft().text)
         if self._file is not None and self._left > 0:
             entry = json.dumps(
                 {"seq": line.seq, "t": round(line.at, 4), "from": "kit" if out else "program", "line": text}
@@ -169,8 +180,13 @@ class Program:
         self.version = version  # judged by this version's models until initialize settles it
         self.cwd = cwd
         self.max_line = max_line
-        self.events: list[Event] = []
-        self.problems: list[Problem] = []
+        # Bounded (a flooding program costs the kit a fixed amount): the latest events up to
+        # KEEP_EVENT_BYTES of lines, the latest KEEP_PROBLEMS problems; ``dropped`` counts the events let go.
+        self.events: deque[Event] = deque()
+        self.problems: deque[Problem] = deque(maxlen=KEEP_PROBLEMS)
+        self.dropped = 0
+        self._event_bytes = 0
+        self._event_budget = KEEP_EVENT_BYTES
         self.pending: dict[int, tuple[str, asyncio.Future[Reply]]] = {}
         self.answered: set[int] = set()
         self.ids = 0
@@ -179,6 +195,7 @@ class Program:
         self.exit: str | None = None  # why the output ended
         self._changed = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._serving: set[asyncio.Task[None]] = set()  # answers to the program's requests, dropped when done
         self.stdin_text = stdin_text
         self.relay = relay  # a Unix socket the program's agent connects to (see _relay), instead of its stdio
         self._server: asyncio.AbstractServer | None = None
@@ -261,11 +278,14 @@ class Program:
                 continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)  # children left in its group
-        for task in self._tasks:
+        tasks = [*self._tasks, *self._serving]
+        for task in tasks:
             task.cancel()
-        for task in self._tasks:
+        for task in tasks:
             with contextlib.suppress(BaseException):
                 await task
+        self._event_budget = KEEP_STOPPED_BYTES  # later checks look back at it: its latest events stay
+        self._trim()
         if self._server is not None:
             self._server.close()
         self._end("stopped by the kit")
@@ -458,9 +478,19 @@ class Program:
         except models.MessageError as exc:
             event.error = str(exc)[:600]
             self.problems.append(Problem(seq, "schema", f"{event.method}: {event.error}"))
+        event.size = len(data)
         self.events.append(event)
+        self._event_bytes += event.size
+        self._trim()
         if "id" in value:
-            self._tasks.append(asyncio.create_task(self._serve(event)))
+            task = asyncio.create_task(self._serve(event))
+            self._serving.add(task)
+            task.add_done_callback(self._serving.discard)
+
+    def _trim(self) -> None:
+        while self._event_bytes > self._event_budget and len(self.events) > 1:
+            self._event_bytes -= self.events.popleft().size
+            self.dropped += 1
 
     async def _serve(self, event: Event) -> None:
         if event.error is not None:
