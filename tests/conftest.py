@@ -27,7 +27,8 @@ SLOW_MODULES = frozenset(
     {
         "test_conformance.py",  # the conformance kit against spawned agents, a run per mutant
         "test_conformance_client.py",  # the same against spawned clients
-        "test_conformance_sdks.py",  # the kit against the official SDKs' programs
+        "test_conformance_sdks.py",
+        "test_conformance_usage.py",  # the kit's command line in subprocesses, and a flooding program  # the kit against the official SDKs' programs
         "test_connection_interop.py",  # the official SDKs, in environments of their own
         "test_connection_process.py",  # the example agent and client as processes
         "test_connection_typing.py",  # mypy over the typed API
