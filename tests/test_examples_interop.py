@@ -169,7 +169,7 @@ def test_our_client_drives_the_sdk_agents(
             protocol,
             "--yes",
             "--timeout",
-            "0.5",
+            "5",  # it bounds starting the agent too (a loaded machine takes seconds to start node)
             "--prompt",
             prompt,
             "--",
