@@ -73,7 +73,12 @@ def test_wheel_depends_on_pydantic_only(wheel: Path) -> None:
         meta = next(n for n in zf.namelist() if n.endswith("METADATA"))
         lines = zf.read(meta).decode().splitlines()
     requires = [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
-    assert len(requires) == 1 and requires[0].startswith("pydantic"), requires
+    base = [r for r in requires if "extra ==" not in r]
+    assert len(base) == 1 and base[0].startswith("pydantic"), requires
+    # everything else is an optional extra, each named in the metadata
+    extras = {line.split(":", 1)[1].strip() for line in lines if line.startswith("Provides-Extra:")}
+    assert extras == {"postgres"}, extras
+    assert all(any(f'extra == "{e}"' in r for e in extras) for r in requires if r not in base), requires
     assert "Name: acp-types" in lines
 
 
