@@ -444,6 +444,60 @@ def _row(r: Sequence[Any]) -> StoredSession:
     )
 
 
+# What the two SQL stores (this module's SQLiteStore, store_postgres.PostgresStore) share: the
+# columns, how a session's fields are written and read, and the keyset query of a list page.
+# ``mark`` is the driver's placeholder (``?`` or ``%s``).
+
+
+def _sql_values(fields: Mapping[str, Any]) -> list[Any]:
+    """A session's fields as column values: the directories and the state as JSON text."""
+    encode = {"additional_directories": lambda v: json.dumps(list(v)), "state": lambda v: json.dumps(dict(v))}
+    return [encode[k](v) if k in encode else bool(v) if k == "archived" else v for k, v in fields.items()]
+
+
+def _insert_values(s: StoredSession) -> list[Any]:
+    """The values of ``_COLUMNS`` for a new row."""
+    fields = {name: getattr(s, name) for name in _COLUMNS.split(", ")}
+    return _sql_values(fields)
+
+
+def _list_query(
+    table: str,
+    mark: str,
+    *,
+    cwd: str | None,
+    archived: ArchivedFilter,
+    cursor: str | None,
+    limit: int,
+    owner: str | None,
+) -> tuple[str, list[Any]]:
+    """The query of one list page (one row more than ``limit``: is there a next page?) and its arguments."""
+    where: list[str] = []
+    args: list[Any] = []
+    if cursor is not None:
+        where.append(f"(created_at, session_id) > ({mark}, {mark})")
+        args += _decode_cursor(cursor)
+    if cwd is not None:
+        where.append(f"cwd = {mark}")
+        args.append(cwd)
+    if archived != "include":
+        where.append(f"archived = {mark}")
+        args.append(archived == "only")
+    if owner is not None:
+        where.append(f"(owner IS NULL OR owner = {mark})")
+        args.append(owner)
+    sql = f"SELECT {_COLUMNS} FROM {table}"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    return sql + f" ORDER BY created_at, session_id LIMIT {mark}", [*args, limit + 1]
+
+
+def _page(rows: Sequence[Sequence[Any]], limit: int) -> tuple[list[StoredSession], str | None]:
+    page = [_row(r) for r in rows[:limit]]
+    more = len(rows) > limit and page
+    return page, _encode_cursor(page[-1].created_at, page[-1].session_id) if more else None
+
+
 class SQLiteStore(SessionStore):
     """Sessions in one SQLite file (WAL); several processes may share it."""
 
@@ -566,22 +620,7 @@ class SQLiteStore(SessionStore):
         try:
             self._write(
                 "creating a session",
-                [
-                    (
-                        f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            stored.session_id,
-                            stored.cwd,
-                            json.dumps(list(stored.additional_directories)),
-                            stored.title,
-                            stored.updated_at,
-                            int(stored.archived),
-                            stored.owner,
-                            json.dumps(dict(stored.state)),
-                            stored.created_at,
-                        ),
-                    )
-                ],
+                [(f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", _insert_values(stored))],
             )
         except sqlite3.IntegrityError:
             raise ValueError(f"session {session.session_id!r} exists") from None
@@ -595,18 +634,10 @@ class SQLiteStore(SessionStore):
         _check_fields(fields)
         if not fields:
             return
-        values: list[Any] = []
-        for name, value in fields.items():
-            if name == "additional_directories":
-                value = json.dumps(list(value))
-            elif name == "state":
-                value = json.dumps(dict(value))
-            elif name == "archived":
-                value = int(bool(value))
-            values.append(value)
         assignments = ", ".join(f"{name} = ?" for name in fields)
         self._write(
-            "updating a session", [(f"UPDATE sessions SET {assignments} WHERE session_id = ?", (*values, session_id))]
+            "updating a session",
+            [(f"UPDATE sessions SET {assignments} WHERE session_id = ?", (*_sql_values(fields), session_id))],
         )
 
     async def append(self, session_id: str, events: Sequence[NewEvent]) -> int:
@@ -662,28 +693,8 @@ class SQLiteStore(SessionStore):
         limit: int,
         owner: str | None = None,
     ) -> tuple[list[StoredSession], str | None]:
-        where: list[str] = []
-        args: list[Any] = []
-        if cursor is not None:
-            where.append("(created_at, session_id) > (?, ?)")
-            args += _decode_cursor(cursor)
-        if cwd is not None:
-            where.append("cwd = ?")
-            args.append(cwd)
-        if archived != "include":
-            where.append("archived = ?")
-            args.append(int(archived == "only"))
-        if owner is not None:
-            where.append("(owner IS NULL OR owner = ?)")
-            args.append(owner)
-        sql = f"SELECT {_COLUMNS} FROM sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at, session_id LIMIT ?"
-        rows = self._read("listing sessions", sql, (*args, limit + 1))
-        page = [_row(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return page, _encode_cursor(page[-1].created_at, page[-1].session_id) if more and page else None
+        sql, args = _list_query("sessions", "?", cwd=cwd, archived=archived, cursor=cursor, limit=limit, owner=owner)
+        return _page(self._read("listing sessions", sql, args), limit)
 
     async def delete(self, session_id: str) -> None:
         self._write(

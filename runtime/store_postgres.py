@@ -15,9 +15,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from .store import (
+    _COLUMNS,
     ArchivedFilter,
     Event,
     NewEvent,
@@ -27,8 +29,11 @@ from .store import (
     StoreError,
     _check_fields,
     _Clock,
-    _decode_cursor,
-    _encode_cursor,
+    _insert_values,
+    _list_query,
+    _page,
+    _row,
+    _sql_values,
 )
 
 try:
@@ -67,21 +72,6 @@ _SCHEMA = (
     )""",
     "CREATE INDEX acp_events_by_message ON acp_events (session_id, message_id, seq)",
 )
-_COLUMNS = "session_id, cwd, additional_directories, title, updated_at, archived, owner, state, created_at"
-
-
-def _row(r: Sequence[Any]) -> StoredSession:
-    return StoredSession(
-        session_id=r[0],
-        cwd=r[1],
-        additional_directories=tuple(json.loads(r[2])),
-        title=r[3],
-        updated_at=r[4],
-        archived=bool(r[5]),
-        owner=r[6],
-        state=json.loads(r[7]),
-        created_at=r[8],
-    )
 
 
 class PostgresStore(SessionStore):
@@ -167,17 +157,7 @@ class PostgresStore(SessionStore):
                 [
                     (
                         f"INSERT INTO acp_sessions ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                        (
-                            session.session_id,
-                            session.cwd,
-                            json.dumps(list(session.additional_directories)),
-                            session.title,
-                            session.updated_at,
-                            bool(session.archived),
-                            session.owner,
-                            json.dumps(dict(session.state)),
-                            created,
-                        ),
+                        _insert_values(replace(session, created_at=created)),
                     )
                 ]
             )
@@ -195,17 +175,10 @@ class PostgresStore(SessionStore):
         _check_fields(fields)
         if not fields:
             return
-        values: list[Any] = []
-        for name, value in fields.items():
-            if name == "additional_directories":
-                value = json.dumps(list(value))
-            elif name == "state":
-                value = json.dumps(dict(value))
-            elif name == "archived":
-                value = bool(value)
-            values.append(value)
         assignments = ", ".join(f"{name} = %s" for name in fields)
-        await self._exec([(f"UPDATE acp_sessions SET {assignments} WHERE session_id = %s", (*values, session_id))])
+        await self._exec(
+            [(f"UPDATE acp_sessions SET {assignments} WHERE session_id = %s", (*_sql_values(fields), session_id))]
+        )
 
     async def append(self, session_id: str, events: Sequence[NewEvent]) -> int:
         async with self._lock:
@@ -261,28 +234,10 @@ class PostgresStore(SessionStore):
         limit: int,
         owner: str | None = None,
     ) -> tuple[list[StoredSession], str | None]:
-        where: list[str] = []
-        args: list[Any] = []
-        if cursor is not None:
-            where.append("(created_at, session_id) > (%s, %s)")
-            args += _decode_cursor(cursor)
-        if cwd is not None:
-            where.append("cwd = %s")
-            args.append(cwd)
-        if archived != "include":
-            where.append("archived = %s")
-            args.append(archived == "only")
-        if owner is not None:
-            where.append("(owner IS NULL OR owner = %s)")
-            args.append(owner)
-        sql = f"SELECT {_COLUMNS} FROM acp_sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY created_at, session_id LIMIT %s"
-        rows = await self._fetch(sql, (*args, limit + 1))
-        page = [_row(r) for r in rows[:limit]]
-        more = len(rows) > limit
-        return page, _encode_cursor(page[-1].created_at, page[-1].session_id) if more and page else None
+        sql, args = _list_query(
+            "acp_sessions", "%s", cwd=cwd, archived=archived, cursor=cursor, limit=limit, owner=owner
+        )
+        return _page(await self._fetch(sql, args), limit)
 
     async def delete(self, session_id: str) -> None:
         await self._exec(

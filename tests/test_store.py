@@ -347,14 +347,13 @@ def test_a_list_page_is_an_index_seek_not_a_scan(tmp_path: Path) -> None:
     path = tmp_path / "s.sqlite3"
     run(st.SQLiteStore(path).open())
     db = sqlite3.connect(path)
-    queries = {
-        "all": "SELECT * FROM sessions WHERE (created_at, session_id) > (?, ?) AND archived = ? "
-        "ORDER BY created_at, session_id LIMIT 51",
-        "cwd": "SELECT * FROM sessions WHERE (created_at, session_id) > (?, ?) AND cwd = ? AND archived = ? "
-        "ORDER BY created_at, session_id LIMIT 51",
+    queries = {  # the queries the store runs for a page after a cursor, without and with a cwd
+        name: st._list_query(
+            "sessions", "?", cwd=cwd, archived="exclude", cursor=st._encode_cursor(0.0, ""), limit=50, owner=None
+        )
+        for name, cwd in (("all", None), ("cwd", "/w"))
     }
-    for name, sql in queries.items():
-        args = (0.0, "", 0) if name == "all" else (0.0, "", "/w", 0)
+    for name, (sql, args) in queries.items():
         plan = " ".join(row[-1] for row in db.execute("EXPLAIN QUERY PLAN " + sql, args))
         assert "USING INDEX" in plan and "TEMP B-TREE" not in plan, (name, plan)
 
