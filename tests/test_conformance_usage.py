@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from test_conformance import _cli as kit  # the kit as a user runs it
 
 from acp_types import conformance
 from acp_types.conformance._checks import Result
@@ -49,17 +50,6 @@ def test_markdown_keeps_its_table_and_fences() -> None:
     assert len(rows) == 1 and rows[0].count(" | ") == 7  # the pipe in the detail is escaped, not a column
     fences = [line for line in md.splitlines() if line.startswith("```")]
     assert fences and all(f == "````" for f in fences)  # longer than the ``` inside the evidence
-
-
-def kit(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(Path(conformance.__file__).parents[2])}
-    return subprocess.run(
-        [sys.executable, "-m", "acp_types.conformance", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
 
 
 def one_line_exit_2(out: subprocess.CompletedProcess[str]) -> str:
