@@ -263,10 +263,11 @@ def _render_docs(inputs: Inputs) -> dict[str, str]:
 
 
 def support_files() -> dict[str, str]:
-    """The hand-written modules of ``runtime/`` (and its ``conformance/`` kit), copied into the package unchanged."""
+    """The hand-written modules of ``runtime/`` and its subpackages, copied into the package unchanged."""
     return {
         f"{PACKAGE}/{path.relative_to(RUNTIME_DIR).as_posix()}": path.read_text("utf-8")
-        for path in sorted([*RUNTIME_DIR.glob("*.py"), *RUNTIME_DIR.glob("conformance/*.py")])
+        for path in sorted(RUNTIME_DIR.rglob("*.py"))
+        if "__pycache__" not in path.relative_to(RUNTIME_DIR).parts
     }
 
 
