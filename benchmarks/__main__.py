@@ -8,7 +8,12 @@ staleness check run the dev venv's generator (``.venv/bin/python``).
 
 Each figure is the median of repeated runs. Options: ``--json`` prints the
 figures as JSON too; ``--quick`` runs fewer repeats; ``--only NAME`` runs one
-group (generation, check, import, throughput, lines, memory, connection).
+group (generation, check, import, throughput, lines, memory, connection, and the
+feature groups of ``FEATURE_GROUPS``).
+
+A feature group is a module ``benchmarks/<group>.py`` with ``figures(quick: bool)``
+returning rows ``(name, ours, baseline, unit, target, passed, note)``: ``baseline``
+measured in the same run (or ``None``), ``passed`` ``None`` for a figure only reported.
 """
 
 from __future__ import annotations
@@ -764,6 +769,22 @@ def bench_connection(repeats: int) -> list[Figure]:
     return figures
 
 
+FEATURE_GROUPS = ("store", "remote", "proxy", "bridge")
+"""Groups that live in a module of their own, each with ``figures(quick)``; a missing module is skipped."""
+
+
+def bench_feature(group: str, quick: bool) -> list[Figure]:
+    import importlib
+
+    try:
+        module = importlib.import_module(f"benchmarks.{group}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"benchmarks.{group}":
+            raise
+        return []
+    return [Figure(*row) for row in module.figures(quick)]
+
+
 def _table(figures: list[Figure]) -> str:
     head = ("figure", "ours", "baseline", "ratio", "target", "result")
     rows = [
@@ -791,7 +812,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repeats (rougher figures)")
     ap.add_argument(
         "--only",
-        choices=["generation", "check", "import", "throughput", "lines", "memory", "connection"],
+        choices=["generation", "check", "import", "throughput", "lines", "memory", "connection", *FEATURE_GROUPS],
         action="append",
     )
     args = ap.parse_args(argv)
@@ -806,6 +827,8 @@ def main(argv: list[str] | None = None) -> int:
         "memory": lambda: bench_memory(3 if q else 5),
         "connection": lambda: bench_connection(3 if q else 7),
     }
+    for group in FEATURE_GROUPS:
+        groups[group] = lambda group=group: bench_feature(group, q)
     try:
         import acp  # noqa: F401
     except ImportError:
