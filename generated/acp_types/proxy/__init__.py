@@ -287,7 +287,7 @@ class _Pipe:
         self.name = name
         self.writer = writer
         self.keep_ids = keep_ids
-        self.pending: dict[tuple[bool, Any], _Route] = {}
+        self.pending: dict[tuple[bool, Any], Any] = {}  # a request sent here, by its id -> its route
         self.forwarded: dict[tuple[bool, Any], tuple[_Pipe, str]] = {}  # a request received here -> where it went
         self._next = 0
         self._drain = asyncio.Lock()
