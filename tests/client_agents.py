@@ -53,7 +53,7 @@ class Rewrites(agent.App):
 
         await turn.text("dra")
         await turn.text("ft")
-        message_id = turn.session.transcript[-1].message_id
+        message_id = turn.agent_message_id
         await turn.session.send(v2.AgentMessage(message_id=message_id, content=[v2.TextContent(text="final answer")]))
         return "end_turn"
 

@@ -81,6 +81,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def _session_store(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test (and every agent it spawns) keeps its App sessions in a store of its own, never in ~/.local/state."""
+    monkeypatch.setenv("ACP_TYPES_STORE", str(tmp_path_factory.mktemp("store") / "sessions.sqlite3"))
+
+
 def fixture_files() -> list[Path]:
     return sorted(p for p in FIXTURES.rglob("*.json"))
 

@@ -43,16 +43,28 @@ is written out by that version's rules:
   another's is answered -32002 as if it did not exist, its cancel is
   ignored, and list shows nothing of it. With ``auth_methods``, every one of
   them (and ``session/new``) is refused with -32000 until the peer logged in.
-- **Sessions.** The library keeps the sessions it made (id, cwd, title,
-  archive state, a transcript of the text said), and answers
-  ``session/list`` (``cwd`` matched exactly, ``archived`` filter with an
-  unknown value refused -32602, keyset cursors that stay valid when the
-  session they follow is archived; a page costs the same whatever the
-  total), ``session/archive`` / ``unarchive`` and ``session/close`` from them;
-  ``session/load`` (v1) and ``session/resume`` (both) replay that transcript
-  unless :meth:`App.resume` is overridden, in updates of at most
-  :data:`REPLAY_PIECE` characters (a long message is its update with
-  ``content: []``, then chunks).
+- **Sessions** live in the app's :class:`~acp_types.store.SessionStore`
+  (``App(store=...)``; by default a SQLite file under the user's state
+  directory, see :func:`acp_types.store.default_path`), so they outlive the
+  process: list, load, resume, archive and close work in a fresh one. The
+  store keeps each session's row (cwd, title, ``updatedAt``, archive state,
+  owner, its :class:`Setup`) and, in a version-neutral form, everything its
+  client was shown: user, agent and thought messages with their ids, tool
+  calls with every patch, plans, usage, commands, config and mode, titles.
+  An update is in the store before it is written to the client (a batch of
+  them in one transaction), so a replay after a crash never lacks what a
+  client saw. ``session/list`` pages the store (``cwd`` matched exactly,
+  ``archived`` filter with an unknown value refused -32602, opaque cursors
+  that survive a restart); ``session/load`` (v1) and ``session/resume``
+  with ``replayFrom`` (v2) replay the log by the seeds' rules unless
+  :meth:`App.resume` is overridden, text in updates of at most
+  :data:`REPLAY_PIECE` characters (in v2 a message rebuilt from chunks
+  first gets its update with ``content: []``). A session started in one
+  version can be resumed in the other. A session open on a connection in
+  one agent process is *claimed*: another process sharing the store gets
+  -32600 for it (naming the holder) until it is closed there or that
+  process ends. :attr:`App.sessions` holds only the sessions open in this
+  process: memory does not grow with the sessions ever served.
 - **Commands.** :attr:`Setup.commands` are in v2's ``session/new``,
   ``load`` and ``resume`` answers; v1 has no such field, so a v1 client gets
   an ``available_commands_update`` right after the ``session/new`` answer and
@@ -76,9 +88,8 @@ Hand-written: the source is runtime/agent.py, copied into the package unchanged.
 from __future__ import annotations
 
 import asyncio
-import base64
-import bisect
 import contextlib
+import datetime
 import difflib
 import getpass
 import importlib
@@ -86,12 +97,14 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ._errors import RequestError
+from ._runtime import to_wire
 from .connection import AgentConnection, ConnectionClosed, Reader, Writer, pipe_streams
+from .store import SessionBusy, SessionStore, StoredSession, StoreError, default_store, holder_token
 
 if TYPE_CHECKING:
     from acp_types import v1, v2
@@ -257,32 +270,86 @@ class PromiseBroken(ValueError):
 # -- sessions, turns, tool calls ---------------------------------------------
 
 
-class _Message:
-    """One message of the transcript; its chunks are kept as a list and joined when read (``+=`` was O(N^2))."""
+class _Outbox:
+    """What one session shows its clients, in order: each batch in the store first, then on the wire.
 
-    __slots__ = ("_parts", "message_id", "role")
+    A producer (the turn) queues and goes on; one task takes everything queued, appends its events
+    in one transaction, then writes the updates. So a replay never lacks what a client saw, and
+    the store costs a transaction per batch, not per chunk. At :attr:`LIMIT` queued items the
+    producer waits (bounded memory under a slow client). Anything else written for the session
+    (a request to the client, a prompt's answer, a replay) first waits for :meth:`drain`.
+    """
 
-    def __init__(self, role: Literal["user", "agent", "thought"], message_id: str, text: str = "") -> None:
-        self.role = role
-        self.message_id = message_id
-        self._parts = [text]
+    LIMIT = 256
 
-    def append(self, text: str) -> None:
-        self._parts.append(text)
+    def __init__(self, store: SessionStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        self._items: list[tuple[AgentConnection, tuple[str, str | None, Mapping[str, Any]] | None, Any]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._error: BaseException | None = None
 
-    @property
-    def text(self) -> str:
-        if len(self._parts) > 1:
-            self._parts[:] = ["".join(self._parts)]
-        return self._parts[0]
+    async def put(
+        self, conn: AgentConnection, event: tuple[str, str | None, Mapping[str, Any]] | None, update: Any
+    ) -> None:
+        self._raise()
+        if conn.closed:
+            raise ConnectionClosed("the client's connection is closed")
+        self._items.append((conn, event, update))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        if len(self._items) >= self.LIMIT:
+            await self.drain()
 
-    def __repr__(self) -> str:
-        return f"_Message({self.role!r}, {self.message_id!r}, {self.text!r})"
+    async def drain(self) -> None:
+        """Wait until everything queued is in the store and written (or the client is gone)."""
+        while self._task is not None:
+            await asyncio.shield(self._task)
+        self._raise()
+
+    def _raise(self) -> None:
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    async def _run(self) -> None:
+        try:
+            while self._items:
+                batch, self._items = self._items, []
+                events = [event for _, event, _ in batch if event is not None]
+                try:
+                    if events:
+                        await self.store.append(self.session_id, events)
+                    for conn, _, update in batch:
+                        if update is None or conn.closed:
+                            continue
+                        with contextlib.suppress(ConnectionClosed):  # the turn learns it at its next update
+                            await conn.notify("session/update", _notification(conn.version, self.session_id, update))
+                except Exception as exc:  # the store failed: nothing of this batch or after it is shown
+                    self._items.clear()
+                    self._error = exc
+                    log.error("session %r: %s", self.session_id, exc)
+        finally:
+            self._task = None
+
+
+def _notification(version: str, session_id: str, update: Any) -> Any:
+    if version == "v1":
+        from acp_types.v1 import models as m1
+
+        return m1.SessionNotification(session_id=session_id, update=update)
+    from acp_types.v2 import models as m2
+
+    return m2.UpdateSessionNotification(session_id=session_id, update=update)
 
 
 @dataclass
 class Session:
-    """One session the library keeps for the app; ``data`` is the app's own."""
+    """One session the library keeps for the app (in the app's store); ``data`` is the app's own.
+
+    ``data`` lives with this process only: an app that needs more of a session after a restart
+    keeps it itself (its :meth:`App.new_session` / :meth:`App.resume` hooks see the session id).
+    """
 
     id: str
     cwd: str
@@ -291,11 +358,10 @@ class Session:
     updated_at: str | None = None
     archived: bool = False
     data: dict[str, Any] = field(default_factory=dict)
-    transcript: list[_Message] = field(default_factory=list)
     setup: Setup = field(default_factory=Setup)
     owner: str | None = None
     """The principal allowed to touch the session (the one that made it); ``None``: any authenticated peer."""
-    _order: int = field(default=0, repr=False)  # list order: sessions are listed by (_order, id)
+    _out: _Outbox | None = field(default=None, repr=False)
     _conn: AgentConnection | None = field(default=None, repr=False)
     _task: asyncio.Task[StopReason] | None = field(default=None, repr=False)
     _ended: asyncio.Event | None = field(default=None, repr=False)
@@ -332,42 +398,67 @@ class Session:
     def info(self) -> SessionInfo:
         return SessionInfo(self.id, self.cwd, self.title, self.updated_at, self.archived)
 
+    @property
+    def store(self) -> SessionStore:
+        """The store this session is kept in."""
+        return self._outbox().store
+
+    def _outbox(self) -> _Outbox:
+        if self._out is None:
+            raise RuntimeError(f"session {self.id!r} is not kept by an App")
+        return self._out
+
+    async def _emit(
+        self, kind: str, message_id: str | None, data: Mapping[str, Any], conn: AgentConnection | None = None
+    ) -> None:
+        """Keep one event and show it to the client (in the connection's version)."""
+        conn = conn or self.connection
+        await self._outbox().put(conn, (kind, message_id, data), _update(conn.version, kind, message_id, data))
+
+    async def _say(self, update: Any, conn: AgentConnection | None = None) -> None:
+        """Show the client an update that is not kept (a turn's state: running, idle...)."""
+        await self._outbox().put(conn or self.connection, None, update)
+
+    async def _drain(self) -> None:
+        if self._out is not None:
+            await self._out.drain()
+
+    async def _save(self, **fields: Any) -> None:
+        await self.store.update(self.id, **fields)
+
     async def send(self, update: _m1.SessionUpdate | _m2.SessionUpdate) -> None:
-        """Send one ``session/update`` of the connection's version (a model of the other is a ``TypeError``)."""
-        conn = self.connection
-        if conn.version == "v1":
-            from acp_types.v1 import models as m1
+        """Send one ``session/update`` of the connection's version (a model of the other is a ``TypeError``).
 
-            await conn.notify("session/update", m1.SessionNotification(session_id=self.id, update=cast(Any, update)))
-        else:
-            from acp_types.v2 import models as m2
-
-            await conn.notify(
-                "session/update", m2.UpdateSessionNotification(session_id=self.id, update=cast(Any, update))
-            )
+        It is kept as it is and replayed to clients of the same version only.
+        """
+        version = self.version
+        if not type(update).__module__.startswith(f"acp_types.{version}."):
+            raise TypeError(f"{type(update).__name__} is not an ACP {version} session update")
+        await self._outbox().put(
+            self.connection,
+            ("raw", getattr(update, "message_id", None), {"v": version, "update": to_wire(update)}),
+            update,
+        )
 
     async def set_title(self, title: str | None) -> None:
         self.title = title
-        m = _models(self.version)
-        await self.send(m.SessionInfoUpdate(title=title))
+        await self._save(title=title)
+        await self._emit("title", None, {"title": title})
 
     async def set_commands(self, commands: Sequence[Command]) -> None:
-        m = _models(self.version)
-        await self.send(m.AvailableCommandsUpdate(available_commands=_commands(m, commands)))
+        self.setup.commands = list(commands)
+        await self._save(state=_state(self))
+        await self._emit("commands", None, {"commands": [[c.name, c.description, c.hint] for c in commands]})
 
     async def set_config(self, options: Sequence[ConfigOption]) -> None:
         self.setup.config = options
-        m = _models(self.version)
-        await self.send(m.ConfigOptionUpdate(config_options=_config(self.version, self.setup)))
+        await self._save(state=_state(self))
+        await self._emit("config", None, {"setup": _setup_json(self.setup)})
 
     async def set_mode(self, mode: str) -> None:
         self.setup.mode = mode
-        if self.version == "v1":
-            from acp_types.v1 import models as m1
-
-            await self.send(m1.CurrentModeUpdate(current_mode_id=mode))
-        else:
-            await self.set_config(self.setup.config)
+        await self._save(state=_state(self))
+        await self._emit("mode", None, {"setup": _setup_json(self.setup)})
 
 
 class ToolCall:
@@ -387,15 +478,14 @@ class ToolCall:
         raw_output: Any = None,
     ) -> None:
         """Report progress; ``text`` and ``edits`` replace the call's content when given."""
-        m = _models(self.turn.session.version)
-        fields: dict[str, Any] = {}
+        data: dict[str, Any] = {"id": self.id}
         if status is not None:
-            fields["status"] = status
+            data["status"] = status
         if text is not None or edits:
-            fields["content"] = _tool_content(self.turn.session.version, text, edits)
+            data["content"] = _content_json(text, edits)
         if raw_output is not None:
-            fields["raw_output"] = raw_output
-        await self.turn.session.send(m.ToolCallProgress(tool_call_id=self.id, **fields))
+            data["raw_output"] = raw_output
+        await self.turn.session._emit("tool", None, data)
 
     async def done(self, text: str | None = None, *, edits: Sequence[Edit] = ()) -> None:
         await self.update("completed", text=text, edits=edits)
@@ -407,7 +497,11 @@ class ToolCall:
 class Turn:
     """One prompt turn: what the user said (:attr:`prompt`, :attr:`prompt_text`), what the agent streams
     back (:meth:`text`, :meth:`thought`, :meth:`plan`, :meth:`tool_call`, :meth:`usage`), what it asks
-    (:meth:`permission`, :meth:`allowed`, :meth:`read_file`), and :attr:`session`, the session it runs in."""
+    (:meth:`permission`, :meth:`allowed`, :meth:`read_file`), and :attr:`session`, the session it runs in.
+
+    What it streams is queued: in the store first, then written to the client in order (see the
+    module's docstring); a request to the client (:meth:`permission`, :meth:`read_file`) and the
+    turn's end wait until everything before them is written."""
 
     def __init__(self, session: Session, prompt: Sequence[Any], user_message_id: str) -> None:
         self.session = session
@@ -417,8 +511,10 @@ class Turn:
         self.prompt = prompt
         """The prompt's content blocks, as the version's models."""
         self.user_message_id = user_message_id
-        self._agent_id = _new_id("msg")
-        self._thought_id = _new_id("msg")
+        self.agent_message_id = _new_id("msg")
+        """The id of the agent's message of this turn (what :meth:`text` streams)."""
+        self.thought_id = _new_id("msg")
+        """The id of the agent's thought of this turn (what :meth:`thought` streams)."""
         self._tools = 0
 
     @property
@@ -428,33 +524,19 @@ class Turn:
 
     async def text(self, text: str) -> None:
         """Stream agent text; chunks of one turn form one message."""
-        _remember(self.session, "agent", self._agent_id, text)
-        m = _models(self.session.version)
-        await self.session.send(m.AgentMessageChunk(message_id=self._agent_id, content=m.TextContent(text=text)))
+        await self.session._emit("agent", self.agent_message_id, {"text": text})
 
     async def thought(self, text: str) -> None:
-        _remember(self.session, "thought", self._thought_id, text)
-        m = _models(self.session.version)
-        await self.session.send(m.AgentThoughtChunk(message_id=self._thought_id, content=m.TextContent(text=text)))
+        await self.session._emit("thought", self.thought_id, {"text": text})
 
     async def plan(self, entries: Sequence[PlanEntry]) -> None:
         """Replace the plan (v1 ``plan``; v2 ``plan_update`` of the session's one plan)."""
-        version = self.session.version
-        m = _models(version)
-        items = [m.PlanEntry(content=e.content, status=e.status, priority=e.priority) for e in entries]
-        if version == "v1":
-            from acp_types.v1 import models as m1
-
-            await self.session.send(m1.Plan(entries=items))
-        else:
-            from acp_types.v2 import models as m2
-
-            await self.session.send(m2.PlanUpdate(plan=m2.PlanItems(plan_id="plan", entries=items)))
+        data = {"entries": [[e.content, e.status, e.priority] for e in entries]}
+        await self.session._emit("plan", None, data)
 
     async def usage(self, used: int, size: int) -> None:
         """Context window use: ``used`` of ``size`` tokens."""
-        m = _models(self.session.version)
-        await self.session.send(m.UsageUpdate(used=used, size=size))
+        await self.session._emit("usage", None, {"used": used, "size": size})
 
     async def tool_call(
         self,
@@ -468,21 +550,12 @@ class Turn:
         self._tools += 1
         tool_id = f"call_{self._tools}_{uuid.uuid4().hex[:8]}"
         self.session._tool_titles[tool_id] = title
-        version = self.session.version
-        m = _models(version)
-        fields: dict[str, Any] = {"title": title, "kind": kind, "status": "pending"}
+        data: dict[str, Any] = {"id": tool_id, "new": True, "title": title, "kind": kind, "status": "pending"}
         if locations:
-            fields["locations"] = [m.ToolCallLocation(path=p) for p in locations]
+            data["locations"] = list(locations)
         if raw_input is not None:
-            fields["raw_input"] = raw_input
-        if version == "v1":
-            from acp_types.v1 import models as m1
-
-            await self.session.send(m1.ToolCall(tool_call_id=tool_id, **fields))
-        else:
-            from acp_types.v2 import models as m2
-
-            await self.session.send(m2.ToolCallProgress(tool_call_id=tool_id, **fields))
+            data["raw_input"] = raw_input
+        await self.session._emit("tool", None, data)
         return ToolCall(self, tool_id, title)
 
     async def permission(self, tool: ToolCall, options: Sequence[PermissionOption] = ALLOW_OR_REJECT) -> str | None:
@@ -491,6 +564,7 @@ class Turn:
         v2 reports ``requires_action`` while asking and ``running`` after.
         """
         conn = self.session.connection
+        await self.session._drain()  # the client sees the tool call before it is asked about it
         if conn.version == "v1":
             from acp_types.v1 import models as m1
             from acp_types.v1.peer import ClientPeer as P1
@@ -506,7 +580,8 @@ class Turn:
 
         opts2 = [m2.PermissionOption(option_id=o.id, name=o.name, kind=o.kind) for o in options]
         subject = m2.ToolCallPermissionSubject(tool_call=m2.ToolCallUpdate(tool_call_id=tool.id))
-        await self.session.send(m2.RequiresActionStateUpdate())
+        await self.session._say(m2.RequiresActionStateUpdate())
+        await self.session._drain()
         try:
             answer2 = await P2(cast(Any, conn)).session_request_permission(
                 m2.RequestPermissionRequest(
@@ -515,7 +590,7 @@ class Turn:
             )
         finally:
             if not self.session._cancelled:
-                await self.session.send(m2.RunningStateUpdate())
+                await self.session._say(m2.RunningStateUpdate())
         return getattr(answer2.outcome, "option_id", None)
 
     async def allowed(self, tool: ToolCall) -> bool:
@@ -532,6 +607,7 @@ class Turn:
         from acp_types.v1 import models as m1
         from acp_types.v1.peer import ClientPeer as P1
 
+        await self.session._drain()
         answer = await P1(cast(Any, conn)).fs_read_text_file(
             m1.ReadTextFileRequest(**_some(session_id=self.session.id, path=path, line=line, limit=limit))
         )
@@ -539,10 +615,30 @@ class Turn:
 
 
 class Replay:
-    """Writes a session's history back to the client before the load/resume answer."""
+    """Writes a session's history back to the client before the load/resume answer.
 
-    def __init__(self, session: Session) -> None:
+    :meth:`stored` writes what the store kept (the default :meth:`App.resume` calls it); an app
+    that keeps its own history writes it with :meth:`message` instead. Nothing written here is
+    kept again.
+    """
+
+    def __init__(self, session: Session, after: int = 0) -> None:
         self.session = session
+        self._after = after
+
+    async def _write(self, update: Any) -> None:
+        conn = self.session.connection
+        await conn.notify("session/update", _notification(conn.version, self.session.id, update))
+
+    async def stored(self) -> None:
+        """Write everything the client was shown, from the cursor the client asked for, as it was shown.
+
+        Read from the store a page at a time (bounded memory whatever the session's length); the
+        chunks of a message are joined into pieces of at most :data:`REPLAY_PIECE` characters; a
+        v2 message rebuilt from chunks first gets its message update with ``content: []``; user
+        messages keep the ids their prompts were answered with.
+        """
+        await _replay(self, self.session.store, self._after)
 
     async def message(
         self, role: Literal["user", "agent", "thought"], text: str, message_id: str | None = None
@@ -557,23 +653,83 @@ class Replay:
         version = self.session.version
         mid = message_id or _new_id("msg")
         pieces = [text[i : i + REPLAY_PIECE] for i in range(0, len(text), REPLAY_PIECE)] or [""]
-        if version == "v1":
-            from acp_types.v1 import models as m1
-
-            kind1 = {"user": m1.UserMessageChunk, "agent": m1.AgentMessageChunk, "thought": m1.AgentThoughtChunk}
+        m = _models(version)
+        if version == "v1" or len(pieces) > 1:
+            if version == "v2":
+                await self._write(_WHOLE[role](m)(message_id=mid, content=[]))
             for piece in pieces:
-                await self.session.send(kind1[role](message_id=mid, content=m1.TextContent(text=piece)))
+                await self._write(_CHUNK[role](m)(message_id=mid, content=m.TextContent(text=piece)))
             return
-        from acp_types.v2 import models as m2
+        await self._write(_WHOLE[role](m)(message_id=mid, content=[m.TextContent(text=text)]))
 
-        whole = {"user": m2.UserMessage, "agent": m2.AgentMessage, "thought": m2.AgentThought}[role]
-        if len(pieces) == 1:
-            await self.session.send(whole(message_id=mid, content=[m2.TextContent(text=text)]))
-            return
-        chunk = {"user": m2.UserMessageChunk, "agent": m2.AgentMessageChunk, "thought": m2.AgentThoughtChunk}[role]
-        await self.session.send(whole(message_id=mid, content=[]))
-        for piece in pieces:
-            await self.session.send(chunk(message_id=mid, content=m2.TextContent(text=piece)))
+
+_CHUNK: dict[str, Any] = {
+    "user": lambda m: m.UserMessageChunk,
+    "agent": lambda m: m.AgentMessageChunk,
+    "thought": lambda m: m.AgentThoughtChunk,
+}
+_WHOLE: dict[str, Any] = {
+    "user": lambda m: m.UserMessage,
+    "agent": lambda m: m.AgentMessage,
+    "thought": lambda m: m.AgentThought,
+}
+
+
+async def _replay(replay: Replay, store: SessionStore, after: int) -> None:
+    """Write the session's kept events after ``after`` (see :meth:`Replay.stored`)."""
+    session = replay.session
+    version = session.version
+    m = _models(version)
+    seen: set[str] = set()  # message ids of this turn already started on the wire
+    group: tuple[str, str] | None = None  # the (kind, id) of the text being joined
+    parts: list[str] = []
+    size = 0
+
+    async def piece(text: str, last: bool) -> None:
+        assert group is not None
+        kind, mid = group
+        if version == "v2" and mid not in seen:
+            seen.add(mid)
+            if last:  # the whole text of this stretch fits one update
+                await replay._write(_WHOLE[kind](m)(message_id=mid, content=[m.TextContent(text=text)] if text else []))
+                return
+            await replay._write(_WHOLE[kind](m)(message_id=mid, content=[]))
+        seen.add(mid)
+        await replay._write(_CHUNK[kind](m)(message_id=mid, content=m.TextContent(text=text)))
+
+    async def close_group() -> None:
+        nonlocal group, parts, size
+        if group is not None:
+            await piece("".join(parts), True)
+        group, parts, size = None, [], 0
+
+    async for event in store.events(session.id, after):
+        if event.kind in ("agent", "thought") and event.message_id is not None:
+            if group != (event.kind, event.message_id):
+                await close_group()
+                group = (event.kind, event.message_id)
+            parts.append(event.data["text"])
+            size += len(event.data["text"])
+            while size > REPLAY_PIECE:
+                text = "".join(parts)
+                await piece(text[:REPLAY_PIECE], False)
+                parts, size = [text[REPLAY_PIECE:]], len(text) - REPLAY_PIECE
+            continue
+        await close_group()
+        if event.kind == "user":
+            seen.clear()
+            mid = event.message_id or _new_id("msg")
+            blocks = _blocks(version, event.data)
+            if version == "v2":
+                await replay._write(m.UserMessage(message_id=mid, content=blocks))
+            else:
+                for block in blocks:
+                    await replay._write(m.UserMessageChunk(message_id=mid, content=block))
+            continue
+        update = _update(version, event.kind, event.message_id, event.data)
+        if update is not None:
+            await replay._write(update)
+    await close_group()
 
 
 # -- the app ------------------------------------------------------------------
@@ -598,25 +754,42 @@ class App:
     max_queued_prompts: int = 4
     """v2 prompts a session accepts while a turn runs; more are refused (-32600) until it goes idle."""
 
-    def __init__(self) -> None:
+    keep_sessions: int | None = None
+    """Retention: at most this many sessions are kept in the store (the oldest go first); ``None``: all."""
+    keep_days: float | None = None
+    """Retention: sessions made more than this many days ago are deleted; ``None``: kept."""
+
+    def __init__(self, store: SessionStore | None = None) -> None:
         self.sessions: dict[str, Session] = {}
-        self._keys: list[tuple[int, str]] = []  # (order, id) of every session, sorted: list's keyset
-        self._next_order = 0
+        """The sessions open on a connection in this process (the store has the rest)."""
+        self.store = store
+        """Where sessions are kept; ``None`` until served: then :func:`acp_types.store.default_store` (SQLite)."""
+        self._holder = holder_token()  # this process, in the store's claims
+        self._open = False
+        self._users = 0  # serve() calls running
+        self._made = 0  # sessions made since the last prune
 
-    def _add(self, session: Session) -> None:
-        self._next_order += 1
-        session._order = self._next_order
-        self.sessions[session.id] = session
-        self._keys.append((session._order, session.id))
+    async def _store(self) -> SessionStore:
+        """The store, opened (and pruned by the retention settings) on first use."""
+        store = self.store
+        if store is None:
+            store = self.store = default_store(self.name)
+        if not self._open:
+            await store.open()
+            self._open = True
+            await self._prune(store)
+        return store
 
-    def _index(self) -> list[tuple[int, str]]:
-        if len(self._keys) != len(self.sessions):  # the app added or removed sessions itself
-            for s in self.sessions.values():
-                if not s._order:
-                    self._next_order += 1
-                    s._order = self._next_order
-            self._keys = sorted((s._order, s.id) for s in self.sessions.values())
-        return self._keys
+    async def _prune(self, store: SessionStore) -> None:
+        if self.keep_sessions is not None or self.keep_days is not None:
+            age = None if self.keep_days is None else self.keep_days * 86400
+            await store.prune(max_sessions=self.keep_sessions, max_age=age)
+
+    async def aclose(self) -> None:
+        """Close the store (served apps do it when the last connection ends)."""
+        if self.store is not None and self._open:
+            self._open = False
+            await self.store.close()
 
     async def prompt(self, turn: Turn) -> StopReason:
         """Run one turn; return why it ended. Cancelling raises ``CancelledError`` at an ``await``."""
@@ -629,11 +802,11 @@ class App:
     async def resume(self, session: Session, replay: Replay | None) -> Setup | None:
         """Reopen a session; write its history with ``replay`` when it is not ``None``.
 
-        The default replays the transcript the library kept (text said by the user and the agent).
+        The default replays everything the store kept (:meth:`Replay.stored`) and keeps the setup
+        the session had.
         """
         if replay is not None:
-            for message in session.transcript:
-                await replay.message(message.role, message.text, message.message_id)
+            await replay.stored()
         return session.setup
 
     async def set_option(self, session: Session, option_id: str, value: str) -> None:
@@ -661,32 +834,27 @@ class App:
         return None
 
     async def list_sessions(self, query: ListQuery) -> Page:
-        """``session/list``; the default pages the sessions kept here, ``cwd`` and ``archived`` filters applied.
+        """``session/list``; the default pages the sessions in the store, ``cwd`` and ``archived`` filters applied.
 
-        Pages follow the order sessions were made, by a keyset cursor (opaque; it names a
-        position, not a session, so it stays valid when that session is archived): a page costs
-        what it scans from there, whatever the total. An ``archived`` value other than
-        ``exclude``, ``include`` or ``only``, or a malformed cursor, is answered -32602.
+        Pages follow the order sessions were made, by the store's keyset cursor (opaque; it names a
+        position, not a session, so it stays valid when that session is archived, and across
+        restarts): a page costs an index seek, whatever the total. An ``archived`` value other
+        than ``exclude``, ``include`` or ``only``, or a malformed cursor, is answered -32602.
         """
         if query.archived not in ("exclude", "include", "only"):
             raise RequestError(INVALID_PARAMS, f"unsupported archived filter {query.archived!r}")
-        want = query.archived
-        keys = self._index()
-        start = 0 if query.cursor is None else bisect.bisect_right(keys, _read_cursor(query.cursor))
-        found: list[SessionInfo] = []
-        last: tuple[int, str] | None = None
-        for i in range(start, len(keys)):
-            key = keys[i]
-            s = self.sessions.get(key[1])
-            if s is None or (s.owner is not None and s.owner != query.principal):
-                continue
-            if (query.cwd is None or s.cwd == query.cwd) and (want == "include" or s.archived == (want == "only")):
-                if len(found) == self.page_size:
-                    assert last is not None
-                    return Page(found, _cursor(last))
-                found.append(s.info())
-                last = key
-        return Page(found, None)
+        store = await self._store()
+        try:
+            rows, cursor = await store.list(
+                cwd=query.cwd,
+                archived=cast(ArchivedFilter, query.archived),
+                cursor=query.cursor,
+                limit=self.page_size,
+                owner=query.principal,
+            )
+        except ValueError as exc:
+            raise RequestError(INVALID_PARAMS, "malformed cursor: pass back a nextCursor this agent sent") from exc
+        return Page([SessionInfo(r.session_id, r.cwd, r.title, r.updated_at, r.archived) for r in rows], cursor)
 
     def capabilities(self, version: str) -> dict[str, Any]:
         """The capabilities advertised in ``version``, as wire JSON; the default is derived from what is implemented."""
@@ -727,28 +895,6 @@ def _models(version: str) -> Any:
     from acp_types.v2 import models as m2
 
     return m2
-
-
-def _cursor(key: tuple[int, str]) -> str:
-    return base64.urlsafe_b64encode(f"{key[0]}:{key[1]}".encode()).decode()
-
-
-def _read_cursor(cursor: str) -> tuple[int, str]:
-    try:
-        order, _, sid = base64.urlsafe_b64decode(cursor.encode("ascii")).decode().partition(":")
-        if not order.isdigit() or len(order) > 18:
-            raise ValueError(order)
-        return int(order), sid
-    except (ValueError, UnicodeError) as exc:
-        raise RequestError(INVALID_PARAMS, "malformed cursor: pass back a nextCursor this agent sent") from exc
-
-
-def _remember(session: Session, role: Literal["user", "agent", "thought"], mid: str, text: str) -> None:
-    last = session.transcript[-1] if session.transcript else None
-    if last is not None and last.message_id == mid:
-        last.append(text)
-    else:
-        session.transcript.append(_Message(role, mid, text))
 
 
 def _commands(m: Any, commands: Sequence[Command]) -> list[Any]:
@@ -837,6 +983,128 @@ def _tool_content(version: str, text: str | None, edits: Sequence[Edit]) -> list
     return out
 
 
+# -- events: what a client was shown, version-neutral ------------------------------
+#
+# kind       message_id   data
+# user       its id       {"v": version, "content": [wire blocks], "text": its text}
+# agent      its id       {"text": chunk}
+# thought    its id       {"text": chunk}
+# tool       -            {"id", "new"?, "title"?, "kind"?, "status"?, "content"?: {"text", "edits"}, "locations"?,
+#                          "raw_input"?, "raw_output"?}
+# plan       -            {"entries": [[content, status, priority]]}
+# usage      -            {"used", "size"}
+# commands   -            {"commands": [[name, description, hint]]}
+# config     -            {"setup": setup}    (the config options then)
+# mode       -            {"setup": setup}    (the mode then: v1's current_mode_update, v2's config options)
+# title      -            {"title"}
+# raw        its id?      {"v": version, "update": wire}  (Session.send: replayed in that version only)
+
+
+def _content_json(text: str | None, edits: Sequence[Edit]) -> dict[str, Any]:
+    return {"text": text, "edits": [[e.path, e.old_text, e.new_text] for e in edits]}
+
+
+def _setup_json(setup: Setup) -> dict[str, Any]:
+    return {
+        "modes": [[x.id, x.name, x.description] for x in setup.modes],
+        "mode": setup.mode,
+        "config": [
+            [o.id, o.name, o.value, [list(c) for c in o.choices], o.description, o.category] for o in setup.config
+        ],
+        "commands": [[c.name, c.description, c.hint] for c in setup.commands],
+    }
+
+
+def _setup_from(data: Mapping[str, Any]) -> Setup:
+    return Setup(
+        modes=[Mode(*x) for x in data.get("modes", ())],
+        mode=data.get("mode"),
+        config=[ConfigOption(i, n, v, [(a, b) for a, b in ch], d, c) for i, n, v, ch, d, c in data.get("config", ())],
+        commands=[Command(*c) for c in data.get("commands", ())],
+    )
+
+
+def _state(session: Session) -> dict[str, Any]:
+    """What the store's JSON snapshot of a session holds."""
+    return {"setup": _setup_json(session.setup)}
+
+
+def _blocks(version: str, data: Mapping[str, Any]) -> list[Any]:
+    """A user message's content blocks in ``version``; blocks the other version cannot say become their text."""
+    m = _models(version)
+    if data.get("v") == version:
+        return [
+            m.UserMessageChunk.model_validate(
+                {"sessionUpdate": "user_message_chunk", "messageId": "-", "content": b}
+            ).content
+            for b in data["content"]
+        ]
+    out = []
+    for block in data["content"]:
+        try:
+            out.append(
+                m.UserMessageChunk.model_validate(
+                    {"sessionUpdate": "user_message_chunk", "messageId": "-", "content": block}
+                ).content
+            )
+        except ValueError:
+            log.warning(
+                "a %s content block of type %r has no %s form: replayed as text",
+                data.get("v"),
+                block.get("type"),
+                version,
+            )
+            if block.get("text"):
+                out.append(m.TextContent(text=block["text"]))
+    return out
+
+
+def _update(version: str, kind: str, mid: str | None, data: Mapping[str, Any]) -> Any | None:
+    """The ``session/update`` an event is shown as live, in ``version`` (``None``: nothing to show)."""
+    m = _models(version)
+    if kind in ("agent", "thought"):
+        return _CHUNK[kind](m)(message_id=mid, content=m.TextContent(text=data["text"]))
+    if kind == "user":  # v1 does not echo the prompt; v2 inserts it as a whole message
+        return m.UserMessage(message_id=mid, content=_blocks(version, data)) if version == "v2" else None
+    if kind == "tool":
+        fields: dict[str, Any] = {
+            k: data[k] for k in ("title", "kind", "status", "raw_input", "raw_output") if k in data
+        }
+        if "locations" in data:
+            fields["locations"] = [m.ToolCallLocation(path=p) for p in data["locations"]]
+        if "content" in data:
+            edits = [Edit(*e) for e in data["content"]["edits"]]
+            fields["content"] = _tool_content(version, data["content"]["text"], edits)
+        if version == "v1" and data.get("new"):
+            return m.ToolCall(tool_call_id=data["id"], **fields)
+        return m.ToolCallProgress(tool_call_id=data["id"], **fields)
+    if kind == "plan":
+        items = [m.PlanEntry(content=c, status=st, priority=p) for c, st, p in data["entries"]]
+        if version == "v1":
+            return m.Plan(entries=items)
+        return m.PlanUpdate(plan=m.PlanItems(plan_id="plan", entries=items))
+    if kind == "usage":
+        return m.UsageUpdate(used=data["used"], size=data["size"])
+    if kind == "commands":
+        return m.AvailableCommandsUpdate(available_commands=_commands(m, [Command(*c) for c in data["commands"]]))
+    if kind == "title":
+        return m.SessionInfoUpdate(title=data["title"])
+    if kind == "mode" and version == "v1":
+        return m.CurrentModeUpdate(current_mode_id=data["setup"]["mode"])
+    if kind in ("config", "mode"):
+        return m.ConfigOptionUpdate(config_options=_config(version, _setup_from(data["setup"])))
+    if kind == "raw":
+        if data["v"] != version:
+            return None
+        return (
+            m.SessionNotification.model_validate({"sessionId": "-", "update": data["update"]}).update
+            if version == "v1"
+            else m.UpdateSessionNotification.model_validate({"sessionId": "-", "update": data["update"]}).update
+        )
+    log.warning("an event of unknown kind %r is not shown", kind)
+    return None
+
+
 class _Surface:
     """The handler object of one connection: each version's methods, written from the app.
 
@@ -867,17 +1135,54 @@ class _Surface:
     def _mine(self, session: Session | None) -> bool:
         return session is not None and session.owner in (None, self.principal)
 
-    def _session(self, sid: str) -> Session:
-        self._need_auth()
-        session = self.app.sessions.get(sid)
-        if session is None or not self._mine(session):  # another principal's session is not named
-            raise RequestError(RESOURCE_NOT_FOUND, f"no session {sid!r}", {"sessionId": sid})
-        return session
-
     def _need_auth(self) -> None:
         if not self.authenticated:
             methods = ", ".join(a.id for a in self.app.auth_methods)
             raise RequestError(AUTH_REQUIRED, f"Authentication required (methods: {methods})")
+
+    def _not_found(self, sid: str) -> RequestError:
+        return RequestError(RESOURCE_NOT_FOUND, f"no session {sid!r}", {"sessionId": sid})
+
+    async def _find(self, sid: str) -> Session:
+        """The caller's session: open in this process, or as the store keeps it (not opened)."""
+        self._need_auth()
+        session = self.app.sessions.get(sid)
+        if session is None:
+            store = await self.app._store()
+            stored = await store.get(sid)
+            if stored is not None:
+                session = _session_of(stored, store)
+        if session is None or not self._mine(session):  # another principal's session is not named
+            raise self._not_found(sid)
+        return session
+
+    async def _open(self, sid: str) -> Session:
+        """The caller's session open on this connection (prompt, mode, config)."""
+        session = await self._find(sid)
+        if session._conn is not self.conn:
+            raise RequestError(INVALID_PARAMS, f"session {sid!r} is not open on this connection: load or resume it")
+        return session
+
+    async def _claim(self, session: Session) -> None:
+        try:
+            await session.store.claim(session.id, self.app._holder)
+        except SessionBusy as exc:
+            raise RequestError(
+                INVALID_REQUEST,
+                f"session {session.id!r} is open in another agent process: close it there, or wait for that "
+                f"process to end ({exc})",
+                {"sessionId": session.id},
+            ) from None
+
+    async def _detach(self, session: Session) -> None:
+        """The session leaves this process: its turns end, its claim is released, it is kept in the store only."""
+        session._conn = None
+        await self._stop(session)
+        await session._drain()
+        if self.app.sessions.get(session.id) is session and session._conn is None:
+            del self.app.sessions[session.id]
+            with contextlib.suppress(StoreError):
+                await session.store.release(session.id, self.app._holder)
 
     async def initialize(self, params: Any) -> Any:
         version = self.conn.version
@@ -926,58 +1231,101 @@ class _Surface:
 
     async def session_new(self, params: Any) -> Any:
         self._need_auth()
-        session = Session(_new_id("sess"), params.cwd, list(params.additional_directories or ()))
-        session.owner = self.principal
+        store = await self.app._store()
+        dirs = list(params.additional_directories or ())
+        session = Session(_new_id("sess"), params.cwd, dirs, owner=self.principal, updated_at=_now())
+        await store.create(
+            StoredSession(session.id, session.cwd, tuple(dirs), None, session.updated_at, False, session.owner)
+        )
+        session._out = _Outbox(store, session.id)
+        await store.claim(session.id, self.app._holder)
         session._conn = self.conn
-        self.app._add(session)
-        setup = await self.app.new_session(session)
-        if setup is not None:
-            session.setup = setup
-        if self.conn.version == "v1" and setup is not None and setup.commands:
+        self.app.sessions[session.id] = session
+        try:
+            setup = await self.app.new_session(session)
+            if setup is not None:
+                session.setup = setup
+            await session._save(state=_state(session))
+        except BaseException:  # no session was made: nothing of it is kept
+            self.app.sessions.pop(session.id, None)
+            with contextlib.suppress(StoreError):
+                await store.delete(session.id)
+            raise
+        await self._pruned(store)
+        if self.conn.version == "v1" and session.setup.commands:
             # v1 has no commands in the answer: an update, once the answer has named the session
-            self._later(self._send_commands(session, setup.commands))
+            self._later(self._send_commands(session))
         return self.m.NewSessionResponse(session_id=session.id, **_setup_fields(self.conn.version, setup))
+
+    async def _pruned(self, store: SessionStore) -> None:
+        self.app._made += 1
+        if self.app._made >= 64:  # retention applies as sessions are made, not only at start
+            self.app._made = 0
+            await self.app._prune(store)
 
     def _later(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(work)
         self._turns.add(task)
         task.add_done_callback(self._turns.discard)
 
-    async def _send_commands(self, session: Session, commands: Sequence[Command]) -> None:
+    async def _send_commands(self, session: Session) -> None:
+        """v1: the session's commands as an update (not kept: the setup holds them, every load says them)."""
         await asyncio.sleep(0)  # the answer is written in the step the handler returns
-        with contextlib.suppress(ConnectionClosed):
+        with contextlib.suppress(ConnectionClosed, RuntimeError):
             from acp_types.v1 import models as m1
 
-            update = m1.AvailableCommandsUpdate(available_commands=_commands(m1, commands))
-            await self.conn.notify("session/update", m1.SessionNotification(session_id=session.id, update=update))
+            await session._say(m1.AvailableCommandsUpdate(available_commands=_commands(m1, session.setup.commands)))
 
-    async def _reopen(self, params: Any, replay: bool) -> Any:
-        session = self._session(params.session_id)
+    async def _reopen(self, params: Any, after: int | None) -> Any:
+        """load / resume: the session opens on this connection; ``after`` is where replay starts (``None``: none)."""
+        found = await self._find(params.session_id)
+        if found.id not in self.app.sessions:
+            await self._claim(found)  # not open in this process: is it in another?
+        session = self.app.sessions.setdefault(found.id, found)  # one object per open session in a process
         session._conn = None  # turns waiting on the other connection (or this one) end cancelled
         await self._stop(session)
+        await session._drain()
         session._conn = self.conn
-        session.cwd = params.cwd
-        setup = await self.app.resume(session, Replay(session) if replay else None)
+        if session.cwd != params.cwd:
+            session.cwd = params.cwd
+            await session._save(cwd=params.cwd)
+        try:
+            setup = await self.app.resume(session, Replay(session, after) if after is not None else None)
+        except BaseException:
+            await self._detach(session)
+            raise
         if setup is not None:
             session.setup = setup
-            if self.conn.version == "v1" and setup.commands:  # v2 has them in the answer
-                await session.set_commands(setup.commands)
-        return _setup_fields(self.conn.version, setup)
+            await session._save(state=_state(session))
+        if self.conn.version == "v1" and session.setup.commands:  # v2 has them in the answer
+            await self._send_commands_now(session)
+        return _setup_fields(self.conn.version, session.setup)
+
+    async def _send_commands_now(self, session: Session) -> None:
+        from acp_types.v1 import models as m1
+
+        await session._say(m1.AvailableCommandsUpdate(available_commands=_commands(m1, session.setup.commands)))
+        await session._drain()
 
     async def session_load(self, params: Any) -> Any:
-        return self.m.LoadSessionResponse(**await self._reopen(params, True))
+        return self.m.LoadSessionResponse(**await self._reopen(params, 0))
 
     async def session_resume(self, params: Any) -> Any:
-        replay = getattr(params, "replay_from", None) is not None
-        return self.m.ResumeSessionResponse(**await self._reopen(params, replay))
+        cursor = getattr(params, "replay_from", None)
+        after: int | None = None
+        if cursor is not None:
+            if getattr(cursor, "type", None) != "start":
+                raise RequestError(INVALID_PARAMS, "unsupported replayFrom cursor: this agent replays from the start")
+            after = 0
+        return self.m.ResumeSessionResponse(**await self._reopen(params, after))
 
     async def _close(self, session: Session) -> None:
         """As ``session/close``: the running turn is cancelled, the waiting ones end ``cancelled``, all before this returns."""
-        session._conn = None
-        await self._stop(session)
+        if self.app.sessions.get(session.id) is session:
+            await self._detach(session)
 
     async def session_close(self, params: Any) -> Any:
-        await self._close(self._session(params.session_id))
+        await self._close(await self._find(params.session_id))
         return self.m.CloseSessionResponse()
 
     async def session_cancel(self, params: Any) -> None:
@@ -990,15 +1338,18 @@ class _Surface:
             session._task.cancel()
 
     async def session_archive(self, params: Any) -> Any:
-        session = self._session(params.session_id)
+        session = await self._find(params.session_id)
         if not session.archived and session._conn is self.conn:
-            await session.send(self.m.SessionInfoUpdate(archived=True))
+            await session._say(self.m.SessionInfoUpdate(archived=True))
         session.archived = True
+        await session.store.update(session.id, archived=True)
         await self._close(session)  # seed 000: as if session/close had been called
         return self.m.ArchiveSessionResponse()
 
     async def session_unarchive(self, params: Any) -> Any:
-        self._session(params.session_id).archived = False
+        session = await self._find(params.session_id)
+        session.archived = False
+        await session.store.update(session.id, archived=False)
         return self.m.UnarchiveSessionResponse()
 
     async def session_list(self, params: Any) -> Any:
@@ -1015,13 +1366,18 @@ class _Surface:
         return m.ListSessionsResponse(sessions=infos, **_some(next_cursor=page.next_cursor))
 
     async def session_set_config_option(self, params: Any) -> Any:
-        session = self._session(params.session_id)
-        await self.app.set_option(session, params.config_id, str(params.value))
+        session = await self._open(params.session_id)
+        value = params.value
+        if not isinstance(value, str):  # the select options this library offers take strings
+            raise RequestError(INVALID_PARAMS, f"the value of {params.config_id!r} must be a string")
+        await self.app.set_option(session, params.config_id, value)
+        await session._save(state=_state(session))
         return self.m.SetSessionConfigOptionResponse(config_options=_config(self.conn.version, session.setup))
 
     async def session_set_mode(self, params: Any) -> Any:
-        session = self._session(params.session_id)
+        session = await self._open(params.session_id)
         await self.app.set_option(session, "mode", params.mode_id)
+        await session._save(state=_state(session))
         return self.m.SetSessionModeResponse()
 
     async def _stop(self, session: Session) -> None:
@@ -1038,16 +1394,20 @@ class _Surface:
             await ended.wait()
 
     async def session_prompt(self, params: Any) -> Any:
-        session = self._session(params.session_id)
-        if session._conn is not self.conn:
-            raise RequestError(INVALID_PARAMS, f"session {session.id!r} is not open on this connection")
+        session = await self._open(params.session_id)
         user_id = _new_id("msg")
         cancels = session._cancels  # a session/cancel after this point ends this turn
         if self.conn.version == "v1":
             async with session._lock:
                 ended = session._ended = asyncio.Event()
                 try:
+                    await self._begin(session, params.prompt, user_id)
                     reason = await self._turn(session, params.prompt, user_id, cancels)
+                    await session._drain()  # every update of the turn is written before its answer
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await session._drain()
+                    raise
                 finally:
                     # waiters resume after this step, in which the answer is written
                     ended.set()
@@ -1070,37 +1430,47 @@ class _Surface:
 
         return m2.PromptResponse(message_id=user_id)
 
+    async def _begin(self, session: Session, prompt: Sequence[Any], user_id: str) -> None:
+        """The prompt is inserted: kept (with the id its answer names) and, in v2, shown as ``user_message``."""
+        session.updated_at = _now()
+        await session._save(updated_at=session.updated_at)
+        data = {
+            "v": self.conn.version,
+            "content": [to_wire(b) for b in prompt],
+            "text": "".join(getattr(b, "text", "") for b in prompt if getattr(b, "type", None) == "text"),
+        }
+        shown = self.m.UserMessage(message_id=user_id, content=list(prompt)) if self.conn.version == "v2" else None
+        await session._outbox().put(self.conn, ("user", user_id, data), shown)
+
     async def _v2_turn(self, session: Session, prompt: Sequence[Any], user_id: str, cancels: int) -> None:
         from acp_types.v2 import models as m2
 
-        conn = self.conn
-
-        async def send(update: Any) -> None:  # on this connection, even once the session is closed
-            await conn.notify("session/update", m2.UpdateSessionNotification(session_id=session.id, update=update))
-
+        conn = self.conn  # written on this connection, even once the session is closed
         async with session._lock:
             ended = session._ended = asyncio.Event()
             try:
                 await asyncio.sleep(0)  # the acknowledgement is written before anything of the turn
-                await send(m2.UserMessage(message_id=user_id, content=list(prompt)))
-                await send(m2.RunningStateUpdate())
+                await self._begin(session, prompt, user_id)
+                await session._say(m2.RunningStateUpdate(), conn)
                 try:
                     reason: StopReason | None = await self._turn(session, prompt, user_id, cancels)
-                except ConnectionClosed:
+                except (ConnectionClosed, StoreError):
                     raise
                 except Exception:
                     log.exception("the turn of session %r failed (ACP v2)", session.id)
                     reason = None
-                await send(m2.IdleStateUpdate(stop_reason=reason) if reason else m2.IdleStateUpdate())
+                await session._say(m2.IdleStateUpdate(stop_reason=reason) if reason else m2.IdleStateUpdate(), conn)
+                await session._drain()
             except ConnectionClosed:
                 pass  # the client is gone: nobody to tell
+            except StoreError:
+                log.exception("the session store failed during a turn of session %r", session.id)
             finally:
                 ended.set()
 
     async def _turn(self, session: Session, prompt: Sequence[Any], user_id: str, cancels: int) -> StopReason:
         turn = Turn(session, prompt, user_id)
         session._cancelled = False
-        _remember(session, "user", user_id, turn.prompt_text)  # acknowledged: kept even when it never runs
         if session._conn is not self.conn:  # closed or reopened elsewhere while this turn waited
             return "cancelled"
         if session._cancels != cancels:  # cancelled after the prompt was accepted, before it started
@@ -1121,6 +1491,26 @@ class _Surface:
         finally:
             if session._task is task:
                 session._task = None
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _session_of(stored: StoredSession, store: SessionStore) -> Session:
+    """A session as the store keeps it, not open on any connection."""
+    session = Session(
+        stored.session_id,
+        stored.cwd,
+        list(stored.additional_directories),
+        stored.title,
+        stored.updated_at,
+        stored.archived,
+        setup=_setup_from(stored.state.get("setup", {})),
+        owner=stored.owner,
+    )
+    session._out = _Outbox(store, session.id)
+    return session
 
 
 # -- starting ----------------------------------------------------------------
@@ -1211,16 +1601,23 @@ async def serve(
     :meth:`App.authenticate` returns one).
     """
     check(app, versions)
-    conn = AgentConnection(
-        reader, writer, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
-    )
-    if principal is not None:
-        cast(_Surface, conn.handler).principal = principal
-    async with conn:
-        await conn.wait_closed()
-    for session in app.sessions.values():
-        if session._conn is conn:
-            session._conn = None
+    await app._store()  # a store that cannot be used fails here, before the client is answered
+    app._users += 1
+    try:
+        conn = AgentConnection(
+            reader, writer, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
+        )
+        surface = cast(_Surface, conn.handler)
+        if principal is not None:
+            surface.principal = principal
+        async with conn:
+            await conn.wait_closed()
+        for session in [s for s in app.sessions.values() if s._conn is conn]:
+            await surface._detach(session)
+    finally:
+        app._users -= 1
+        if not app._users:
+            await app.aclose()
 
 
 async def serve_stdio(
@@ -1240,6 +1637,10 @@ async def serve_stdio(
     options["strict_capabilities"] = strict_capabilities
     options["principal"] = principal if principal is not None else _local_principal()
     check(app, versions)
+    try:
+        await app._store()
+    except StoreError as exc:  # one line and an exit code, never a traceback on the wire
+        raise SystemExit(f"{app.name}: {exc}") from None
     if not protect_stdout:
         reader, writer = await pipe_streams(sys.stdin.buffer, sys.stdout.buffer)
         await serve(app, reader, writer, versions=versions, **options)
