@@ -8,6 +8,7 @@ tmp_path.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import signal
@@ -191,11 +192,16 @@ def test_a_signal_to_the_tap_stops_the_agent_s_whole_process_group(tmp_path: Pat
     )
     assert proc.stdout is not None
     agent, child = map(int, proc.stdout.readline().split())  # forwarded through the tap: both are running
-    assert os.getpgid(child) == agent  # the agent leads a group of its own, its child in it
-    proc.send_signal(sig)
-    assert proc.wait(timeout=30) == 128 + sig
-    assert not _group_alive(agent)
-    proc.stdin.close()  # type: ignore[union-attr]
+    try:
+        assert os.getpgid(child) == agent  # the agent leads a group of its own, its child in it
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 128 + sig
+        assert not _group_alive(agent)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(agent, signal.SIGKILL)  # a failing run leaves nothing behind
+        proc.kill()
+        proc.communicate()
 
 
 def test_the_tap_s_own_errors_are_one_line_and_exit_2(tmp_path: Path) -> None:
