@@ -2,6 +2,11 @@
 
     python examples/client.py [--prompt TEXT] [--protocol v2|v1] [--timeout S] [--auth METHOD_ID] [--yes]
                               -- AGENT COMMAND...
+    python examples/client.py [same options] --url URL [--token-env VAR]
+
+``--url`` reaches a remote agent instead of spawning one: ``ws://`` / ``wss://`` over
+WebSocket, ``http://`` / ``https://`` over Streamable HTTP (``acp_types.remote``, the
+``remote`` extra); ``--token-env VAR`` sends that variable's value as a bearer token.
 
 It asks for ``--protocol`` (default v2) and accepts a v1 agent's answer. What
 it prints comes from the session's state (``acp_types.client.SessionClient``
@@ -182,14 +187,31 @@ def allow_first(params: Any) -> str | None:
     return next((o.option_id for o in params.options if o.kind in ("allow_once", "allow_always")), None)
 
 
+def open_agent(command: list[str], url: str | None, token: str | None, make: Any, versions: Any) -> Any:
+    """The connection to the agent: a spawned ``command``, or the remote agent at ``url``."""
+    if url is None:
+        return connection.spawn_agent(command, make, versions=versions)
+    from acp_types import remote  # the remote extra, only when asked for
+
+    return remote.connect(url, make, versions=versions, token=token)
+
+
 async def run(
-    render: Render, command: list[str], prompt: str, protocol: str, timeout: float | None, yes: bool, auth: str | None
+    render: Render,
+    command: list[str],
+    prompt: str,
+    protocol: str,
+    timeout: float | None,
+    yes: bool,
+    auth: str | None,
+    url: str | None = None,
+    token: str | None = None,
 ) -> int:
     def make(conn: connection.ClientConnection) -> client.SessionClient:
         return client.SessionClient(conn, on_update=render, permission=allow_first if yes else None)
 
     versions = (protocol, "v1") if protocol == "v2" else ("v1",)
-    async with connection.spawn_agent(command, make, versions=versions) as conn:
+    async with open_agent(command, url, token, make, versions) as conn:
         if protocol == "v2":
             info = v2.Implementation(name="example-client", version="1.0")
             init: v1.InitializeResponse | v2.InitializeResponse = await step(
@@ -248,13 +270,42 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--auth", metavar="METHOD_ID", help="log in with this auth method first")
     parser.add_argument("--yes", action="store_true", help="allow what the agent asks permission for")
+    parser.add_argument("--url", help="a remote agent's URL (ws://, wss://, http://, https://) instead of a command")
+    parser.add_argument("--token-env", metavar="VAR", help="with --url: send this variable's value as a bearer token")
     options = parser.parse_args(own)
-    if not command:
-        parser.error("give the agent command after --")
+    if options.url is None and not command:
+        parser.error("give the agent command after --, or --url URL")
+    if options.url is not None and command:
+        parser.error("give either --url or an agent command, not both")
+    token = None
+    if options.token_env is not None:
+        token = os.environ.get(options.token_env)
+        if not token:
+            parser.error(f"--token-env {options.token_env}: the variable is unset or empty")
+    if options.url is not None:
+        try:
+            from acp_types import remote
+        except ImportError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        try:
+            remote._client._url(options.url)
+        except ValueError as exc:
+            parser.error(str(exc))
     render = Render()
     try:
         return asyncio.run(
-            run(render, command, options.prompt, options.protocol, options.timeout, options.yes, options.auth)
+            run(
+                render,
+                command,
+                options.prompt,
+                options.protocol,
+                options.timeout,
+                options.yes,
+                options.auth,
+                options.url,
+                token,
+            )
         )
     except connection.RequestError as exc:  # the peer's error, in one line
         data = f" ({exc.data!r})" if exc.data is not None else ""

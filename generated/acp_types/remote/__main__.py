@@ -1,0 +1,166 @@
+"""``python -m acp_types.remote serve TARGET [--listen HOST:PORT]``: serve an agent on ``/acp``, both profiles.
+
+TARGET is ``path/to/file.py:Name`` or ``module:Name``, naming an ``App`` (class or instance) or a
+connection handler factory. Bad arguments get one line on stderr and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import Limits, Refused, check_exposure, serve
+
+
+class _Refused(Exception):
+    pass
+
+
+def load_target(spec: str) -> Any:
+    """The object ``spec`` (``file.py:Name`` or ``module:Name``) names."""
+    where, sep, name = spec.rpartition(":")
+    if not sep or not where or not name:
+        raise _Refused(f"TARGET {spec!r}: expected path/to/file.py:Name or module:Name")
+    try:
+        if where.endswith(".py") or os.sep in where:
+            path = Path(where)
+            if not path.is_file():
+                raise _Refused(f"TARGET {spec!r}: no file {where}")
+            module_spec = importlib.util.spec_from_file_location(path.stem, path)
+            if module_spec is None or module_spec.loader is None:
+                raise _Refused(f"TARGET {spec!r}: cannot load {where}")
+            module = importlib.util.module_from_spec(module_spec)
+            sys.path.insert(0, str(path.resolve().parent))  # its siblings import as when it runs as a script
+            sys.modules[path.stem] = module
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+    except _Refused:
+        raise
+    except Exception as exc:
+        raise _Refused(f"TARGET {spec!r}: loading it failed: {type(exc).__name__}: {exc}") from exc
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise _Refused(f"TARGET {spec!r}: {where} has no {name!r}") from None
+
+
+def _listen(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"{value!r}: expected HOST:PORT")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+def _positive(kind: type) -> Any:
+    def parse(value: str) -> Any:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+        if not number > 0:
+            raise argparse.ArgumentTypeError(f"{value!r} must be positive")
+        return number
+
+    return parse
+
+
+def main(argv: list[str] | None = None) -> int:
+    defaults = Limits()
+    parser = argparse.ArgumentParser(
+        prog="python -m acp_types.remote",
+        description="Serve an ACP agent over Streamable HTTP and WebSocket on one /acp endpoint.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    s = commands.add_parser(
+        "serve",
+        help="serve an agent on http://HOST:PORT/acp (and ws://)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    s.add_argument("target", metavar="TARGET", help="path/to/file.py:Name or module:Name (an App or a handler factory)")
+    s.add_argument("--listen", type=_listen, default=("127.0.0.1", 8765), metavar="HOST:PORT")
+    s.add_argument("--token-env", metavar="VAR", help="require this environment variable's value as a bearer token")
+    s.add_argument("--insecure", action="store_true", help="allow a non-loopback --listen without a token")
+    s.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN", help="a browser Origin to accept")
+    s.add_argument("--allow-host", action="append", default=[], metavar="HOST", help="a Host header to serve")
+    s.add_argument("--tls-cert", metavar="PEM", help="serve https:// and wss:// with this certificate chain")
+    s.add_argument("--tls-key", metavar="PEM", help="the certificate's private key")
+    s.add_argument("--max-connections", type=_positive(int), default=defaults.max_connections)
+    s.add_argument("--max-message-size", type=_positive(int), default=defaults.max_message_size, metavar="BYTES")
+    s.add_argument("--max-buffered-bytes", type=_positive(int), default=defaults.max_buffered_bytes, metavar="BYTES")
+    s.add_argument("--output-stall", type=_positive(float), default=defaults.output_stall, metavar="SECONDS")
+    s.add_argument("--idle-timeout", type=_positive(float), default=defaults.idle_timeout, metavar="SECONDS")
+    args = parser.parse_args(argv)
+    host, port = args.listen
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(f"error: --token-env {args.token_env}: the variable is unset or empty", file=sys.stderr)
+            return 2
+    try:
+        check_exposure(host, token, args.insecure)
+    except Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("error: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    for pem in (args.tls_cert, args.tls_key):
+        if pem and not Path(pem).is_file():
+            print(f"error: no file {pem}", file=sys.stderr)
+            return 2
+    try:
+        target = load_target(args.target)
+    except _Refused as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    limits = Limits(
+        max_connections=args.max_connections,
+        max_message_size=args.max_message_size,
+        max_buffered_bytes=args.max_buffered_bytes,
+        output_stall=args.output_stall,
+        idle_timeout=args.idle_timeout,
+    )
+    scheme = "https" if args.tls_cert else "http"
+    shown = f"[{host}]" if ":" in host else host
+    print(
+        f"serving {args.target} on {scheme}://{shown}:{port}/acp (WebSocket on the same URL)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        asyncio.run(
+            serve(
+                target,
+                host,
+                port,
+                token=token,
+                insecure=args.insecure,
+                allowed_origins=args.allow_origin,
+                allowed_hosts=args.allow_host,
+                ssl_certfile=args.tls_cert,
+                ssl_keyfile=args.tls_key,
+                limits=limits,
+            )
+        )
+    except KeyboardInterrupt:
+        return 0
+    except TypeError as exc:
+        print(f"error: TARGET {args.target!r}: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, SystemExit) as exc:
+        print(f"error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

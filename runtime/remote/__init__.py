@@ -1,0 +1,237 @@
+"""Remote agents: ACP over the RFD "Streamable HTTP & WebSocket Transport", server and client.
+
+Both profiles share one endpoint, ``/acp``: Streamable HTTP (a POST per client message, SSE streams
+for the agent's, DELETE to end) and WebSocket (one JSON-RPC message per text frame). The connection
+on top is the one stdio has: negotiation, typed peers, cancellation, its limits.
+
+- Serve: ``python -m acp_types.remote serve TARGET --listen HOST:PORT``, or from Python
+  :func:`serve` / :func:`start_server`, or mount :class:`AcpAsgiApp` in any ASGI server.
+- Connect: ``async with remote.connect("ws://127.0.0.1:8765/acp", handler) as conn:`` (``ws://``,
+  ``wss://``, ``http://``, ``https://``), typed like ``connection.spawn_agent``.
+
+Secure by default: :func:`serve` listens on loopback; on any other address it refuses to start
+without a bearer token (checked in constant time) or ``insecure=True``. Without a token only a
+loopback ``Host`` is served; a browser's ``Origin`` must be a loopback page or be listed (both
+against DNS rebinding). Limits, with what a peer sees at each: :class:`Limits` and docs/remote.md.
+
+This package needs the ``remote`` extra: ``pip install 'acp-types[remote]'`` (uvicorn serves,
+websockets and httpx connect).
+"""
+
+from __future__ import annotations
+
+try:
+    import httpx as _httpx  # noqa: F401
+    import uvicorn as _uvicorn  # noqa: F401
+    import websockets as _websockets  # noqa: F401
+except ImportError as exc:
+    raise ImportError(
+        f"acp_types.remote needs the 'remote' extra: pip install 'acp-types[remote]' ({exc.name} is missing)"
+    ) from exc
+
+import asyncio
+import contextlib
+import ssl as _ssl
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+from ._client import _connect
+from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH, Limits, is_loopback
+from ._server import AcpAsgiApp
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from acp_types import v1, v2
+
+    from ..connection import ClientConnection, _Options
+
+__all__ = [
+    "HEADER_CONNECTION_ID",
+    "HEADER_SESSION_ID",
+    "PATH",
+    "AcpAsgiApp",
+    "Limits",
+    "RemoteServer",
+    "Refused",
+    "connect",
+    "is_loopback",
+    "serve",
+    "start_server",
+]
+
+_H = TypeVar("_H")
+
+
+class Refused(PermissionError):
+    """A server that would listen beyond loopback with no token and no ``insecure=True``."""
+
+
+def check_exposure(host: str, token: str | None, insecure: bool) -> None:
+    """Raise :class:`Refused` for a non-loopback ``host`` with neither a token nor ``insecure``."""
+    if not is_loopback(host) and token is None and not insecure:
+        raise Refused(
+            f"refusing to listen on {host}, which is not loopback, without a token: "
+            "give a bearer token (--token-env VAR) or say --insecure"
+        )
+
+
+class RemoteServer:
+    """A running server: its ASGI app (``app``), where it listens (``host``, ``port``, ``url``)."""
+
+    def __init__(self, app: AcpAsgiApp, task: asyncio.Task[None], host: str, port: int, tls: bool) -> None:
+        self.app = app
+        self._task = task
+        self.host = host
+        self.port = port
+        scheme = "https" if tls else "http"
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"{scheme}://{shown}:{port}{app.path}"
+        """The endpoint's URL (``http(s)://``; the same with ``ws(s)://`` for WebSocket)."""
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.url[4:]
+
+    async def wait(self) -> None:
+        """Wait until the server stops (a SIGINT or SIGTERM stops it)."""
+        await asyncio.shield(self._task)
+
+
+@contextlib.asynccontextmanager
+async def start_server(
+    target: Any,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    token: str | None = None,
+    insecure: bool = False,
+    allowed_origins: Sequence[str] = (),
+    allowed_hosts: Sequence[str] = (),
+    ssl_certfile: str | None = None,
+    ssl_keyfile: str | None = None,
+    limits: Limits | None = None,
+    log_level: str = "warning",
+    **options: Any,
+) -> AsyncIterator[RemoteServer]:
+    """Serve ``target`` (an ``App`` class or instance, or a connection handler factory) while the block runs.
+
+    ``port=0`` picks a free port (``server.port``). TLS: ``ssl_certfile`` and ``ssl_keyfile`` (PEM).
+    ``options`` go to each agent connection (``versions``, ``strict_capabilities``, its limits).
+    Raises :class:`Refused` for a non-loopback ``host`` with neither ``token`` nor ``insecure``.
+    """
+    import uvicorn
+
+    check_exposure(host, token, insecure)
+    limits = limits if limits is not None else Limits()
+    hosts = list(allowed_hosts)
+    if not is_loopback(host) and host not in ("0.0.0.0", "::"):
+        hosts.append(host)
+    app = AcpAsgiApp(
+        target, token=token, allowed_origins=allowed_origins, allowed_hosts=hosts, limits=limits, **options
+    )
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        ssl_certfile=ssl_certfile,
+        ssl_keyfile=ssl_keyfile,
+        ws="websockets-sansio",
+        ws_max_size=limits.max_message_size,
+        ws_ping_interval=limits.ping_interval,
+        ws_ping_timeout=limits.ping_interval,
+        ws_per_message_deflate=False,
+        lifespan="on",
+        log_level=log_level,
+        access_log=False,
+        server_header=False,
+        limit_concurrency=None,
+        timeout_keep_alive=5,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()
+            raise OSError(f"cannot listen on {host}:{port}")
+        await asyncio.sleep(0.01)
+    bound = next(s for srv in server.servers for s in srv.sockets)
+    running = RemoteServer(app, task, host, bound.getsockname()[1], ssl_certfile is not None)
+    try:
+        yield running
+    finally:
+        server.should_exit = True
+        await app.close()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+async def serve(target: Any, host: str = "127.0.0.1", port: int = 8765, **kwargs: Any) -> None:
+    """Serve ``target`` on ``http://host:port/acp`` (and ``ws://``) until cancelled; see :func:`start_server`."""
+    async with start_server(target, host, port, **kwargs) as server:
+        await server.wait()
+
+
+if TYPE_CHECKING:  # typed like connection.spawn_agent: the version and the handler's type from the arguments
+
+    class _ConnectOptions(_Options, total=False):
+        token: str | None
+        headers: Mapping[str, str] | None
+        ssl: _ssl.SSLContext | None
+        max_message_size: int
+        open_timeout: float
+
+    @overload
+    def connect(
+        url: str,
+        handler: Callable[[Any], _H],
+        *,
+        versions: tuple[Literal["v1"]],
+        **options: Unpack[_ConnectOptions],
+    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]]: ...
+
+    @overload
+    def connect(
+        url: str,
+        handler: Callable[[Any], _H],
+        *,
+        versions: tuple[Literal["v2"]],
+        **options: Unpack[_ConnectOptions],
+    ) -> AbstractAsyncContextManager[ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]]: ...
+
+    @overload
+    def connect(
+        url: str,
+        handler: Callable[[Any], _H],
+        *,
+        versions: Sequence[str] | None = ...,
+        **options: Unpack[_ConnectOptions],
+    ) -> AbstractAsyncContextManager[
+        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
+    ]: ...
+
+    @overload
+    def connect(
+        url: str,
+        handler: _H = ...,
+        *,
+        versions: Sequence[str] | None = ...,
+        **options: Unpack[_ConnectOptions],
+    ) -> AbstractAsyncContextManager[
+        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
+    ]: ...
+
+    def connect(*args: Any, **kwargs: Any) -> Any: ...
+else:
+    connect = contextlib.asynccontextmanager(_connect)
+    connect.__name__ = connect.__qualname__ = "connect"
+    connect.__doc__ = """Connect to the remote agent at ``url`` and yield a ``ClientConnection`` to it, as ``spawn_agent`` does.
+
+    ``ws://`` and ``wss://`` use the WebSocket profile, ``http://`` and ``https://`` Streamable HTTP;
+    a URL without a path means ``/acp``. ``token`` is sent as ``Authorization: Bearer``, ``headers``
+    with every request; ``ssl`` is the TLS context for ``wss``/``https``. ``max_message_size`` bounds
+    one message from the server. The other options are the connection's (``versions``, limits).
+    Leaving the block closes the connection (Streamable HTTP: a DELETE). A server that cannot be
+    reached or refuses is ``connection.ConnectionClosed`` with its status and text.
+    """

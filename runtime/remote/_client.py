@@ -1,0 +1,414 @@
+"""The client: a ``ClientConnection`` to a remote agent over WebSocket or Streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import ssl as _ssl
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from .. import connection as _connection
+from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH
+
+log = logging.getLogger("acp_types.remote")
+
+_REATTACH = frozenset({"session/load", "session/resume"})
+_CONNECTION_FAILURES = frozenset({401, 403, 404, 410})
+_READ_AHEAD = 256  # messages read from the streams before the connection takes them
+
+
+def _url(url: str) -> tuple[str, str]:
+    """The profile (``ws`` or ``http``) and the URL, ``/acp`` when it names no path."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in ("ws", "wss", "http", "https") or not parts.netloc:
+        raise ValueError(f"{url!r}: an ACP URL is ws://, wss://, http:// or https://HOST[:PORT][/PATH]")
+    return ("ws" if scheme.startswith("ws") else "http"), urlunsplit(
+        (scheme, parts.netloc, parts.path or PATH, parts.query, "")
+    )
+
+
+class _Inbox:
+    """The connection's reader: messages from the server, one line each."""
+
+    def __init__(self) -> None:
+        self.lines: deque[bytes] = deque()
+        self.eof = False
+        self.ready = asyncio.Event()
+        self.room = asyncio.Event()
+        self.room.set()
+
+    def put(self, text: str | bytes) -> None:
+        data = text.encode() if isinstance(text, str) else text
+        if b"\n" in data or b"\r" in data:
+            data = json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
+        self.lines.append(data + b"\n")
+        if len(self.lines) >= _READ_AHEAD:
+            self.room.clear()
+        self.ready.set()
+
+    def end(self) -> None:
+        self.eof = True
+        self.ready.set()
+
+    async def read(self, n: int = -1) -> bytes:
+        while not self.lines:
+            if self.eof:
+                return b""
+            self.ready.clear()
+            await self.ready.wait()
+        line = self.lines.popleft()
+        if len(self.lines) < _READ_AHEAD:
+            self.room.set()
+        return line
+
+
+class _Outbox:
+    """The connection's writer: each line is one message, sent in order by ``send``."""
+
+    def __init__(self, send: Any, limit: int, inbox: _Inbox) -> None:
+        self._send = send
+        self._inbox = inbox
+        self._limit = limit
+        self._partial = bytearray()
+        self._lines: deque[bytes] = deque()
+        self.queued = 0
+        self._wake = asyncio.Event()
+        self._sent = asyncio.Event()
+        self._closing = False
+        self.error: BaseException | None = None
+        self._pump = asyncio.ensure_future(self._run())
+        self.transport = self
+
+    def get_write_buffer_size(self) -> int:
+        return self.queued
+
+    def write(self, data: bytes) -> None:
+        if self._closing or self.error is not None:
+            return
+        self._partial += data
+        end = self._partial.rfind(b"\n")
+        if end < 0:
+            return
+        complete = bytes(self._partial[:end])
+        del self._partial[: end + 1]
+        for line in complete.split(b"\n"):
+            if line:
+                self._lines.append(line)
+                self.queued += len(line)
+        self._wake.set()
+
+    async def _run(self) -> None:
+        try:
+            while True:
+                while self._lines:
+                    line = self._lines.popleft()
+                    await self._send(line)
+                    self.queued -= len(line)
+                    self._sent.set()
+                if self._closing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+        except Exception as exc:  # the server is gone: the connection sees the end of its input
+            log.warning("%s", exc)
+            self.error = exc
+            self._inbox.end()
+            self._lines.clear()
+            self.queued = 0
+            self._sent.set()
+
+    async def drain(self) -> None:
+        while self.queued > self._limit and self.error is None:
+            self._sent.clear()
+            await self._sent.wait()
+        if self.error is not None:
+            raise ConnectionResetError(f"the remote agent is gone: {self.error}")
+
+    def close(self) -> None:
+        self._closing = True
+        self._wake.set()
+
+    async def wait_closed(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._pump
+
+
+# -- WebSocket ---------------------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def _websocket(
+    url: str, headers: dict[str, str], ssl: _ssl.SSLContext | None, max_message_size: int, open_timeout: float
+) -> AsyncIterator[tuple[_Inbox, _Outbox, str | None]]:
+    from websockets.asyncio.client import connect as ws_connect
+    from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+    try:
+        ws = await ws_connect(
+            url,
+            additional_headers=headers,
+            ssl=ssl,
+            max_size=max_message_size,
+            open_timeout=open_timeout,
+            user_agent_header=None,
+            compression=None,
+        )
+    except InvalidStatus as exc:
+        body = exc.response.body.decode(errors="replace").strip()[:200] if exc.response.body else ""
+        raise _connection.ConnectionClosed(
+            f"{url} refused the connection: HTTP {exc.response.status_code}" + (f": {body}" if body else "")
+        ) from None
+    except (OSError, asyncio.TimeoutError) as exc:
+        raise _connection.ConnectionClosed(f"cannot connect to {url}: {exc}") from None
+    except Exception as exc:
+        raise _connection.ConnectionClosed(f"cannot connect to {url}: {exc}") from None
+    inbox = _Inbox()
+
+    async def receive() -> None:
+        try:
+            async for message in ws:
+                if isinstance(message, str):
+                    await inbox.room.wait()
+                    inbox.put(message)
+        except ConnectionClosed:
+            pass
+        finally:
+            inbox.end()
+
+    async def send(line: bytes) -> None:
+        await ws.send(line.decode())
+
+    outbox = _Outbox(send, 1024 * 1024, inbox)
+    reading = asyncio.ensure_future(receive())
+    cid = ws.response.headers.get(HEADER_CONNECTION_ID) if ws.response is not None else None
+    try:
+        yield inbox, outbox, cid
+    finally:
+        await ws.close()
+        reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reading
+
+
+# -- Streamable HTTP ---------------------------------------------------------------------------
+
+
+class _HttpSession:
+    """The client side of Streamable HTTP, as the TypeScript SDK's ``http-client`` does it."""
+
+    def __init__(
+        self, url: str, headers: dict[str, str], ssl: _ssl.SSLContext | None, max_message_size: int, timeout: float
+    ) -> None:
+        import httpx
+
+        self._httpx = httpx
+        self.url = url
+        self.max_message_size = max_message_size
+        verify: Any = ssl if ssl is not None else True
+        self.client = httpx.AsyncClient(
+            headers=headers, verify=verify, timeout=httpx.Timeout(timeout, read=None), follow_redirects=False
+        )
+        self.inbox = _Inbox()
+        self.connection_id: str | None = None
+        self.streams: dict[str, asyncio.Future[None]] = {}  # session id -> its GET is open
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.pending_response_sessions: dict[Any, str] = {}  # the agent's requests on a session's stream
+        self.closed = False
+
+    async def send(self, line: bytes) -> None:
+        message = json.loads(line)
+        if self.connection_id is None:
+            await self._initialize(line, message)
+            return
+        sid = self._session_of(message)
+        if sid is not None:
+            if message.get("method") in _REATTACH:
+                stream = self.streams.get(sid)
+                if stream is not None and stream.done():
+                    del self.streams[sid]
+            await self._open_session(sid)
+        headers = {"Content-Type": "application/json", HEADER_CONNECTION_ID: self.connection_id}
+        if sid is not None:
+            headers[HEADER_SESSION_ID] = sid
+        try:
+            response = await self.client.post(self.url, content=line, headers=headers)
+        except self._httpx.HTTPError as exc:
+            self._fail(f"POST failed: {exc}")
+            raise ConnectionResetError(str(exc)) from None
+        if response.status_code >= 300:
+            text = response.text[:500]
+            if response.status_code in _CONNECTION_FAILURES:
+                self._fail(f"POST failed: {response.status_code}: {text}")
+                raise ConnectionResetError(f"the server answered {response.status_code}: {text}")
+            if "method" in message and "id" in message:  # the request fails, the connection goes on
+                error = {
+                    "code": -32603,
+                    "message": f"ACP POST failed: {response.status_code}: {text}",
+                    "data": {"status": response.status_code, "body": text},
+                }
+                self.inbox.put(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+        if "method" not in message:
+            self.pending_response_sessions.pop(_key(message.get("id")), None)
+
+    def _session_of(self, message: dict[str, Any]) -> str | None:
+        params = message.get("params")
+        if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+            return str(params["sessionId"])
+        if "method" not in message and "id" in message:
+            return self.pending_response_sessions.get(_key(message["id"]))
+        return None
+
+    async def _initialize(self, line: bytes, message: dict[str, Any]) -> None:
+        if message.get("method") != "initialize":
+            raise ConnectionResetError("the first message over Streamable HTTP must be initialize")
+        try:
+            response = await self.client.post(self.url, content=line, headers={"Content-Type": "application/json"})
+        except self._httpx.HTTPError as exc:
+            raise ConnectionResetError(f"cannot reach {self.url}: {exc}") from None
+        if response.status_code != 200:
+            raise ConnectionResetError(
+                f"{self.url} refused initialize: HTTP {response.status_code}: {response.text[:200]}"
+            )
+        cid = response.headers.get(HEADER_CONNECTION_ID)
+        if not cid:
+            raise ConnectionResetError(f"{self.url} answered initialize without {HEADER_CONNECTION_ID}")
+        self.connection_id = cid
+        self._spawn(self._read_stream(None, None))
+        self.inbox.put(response.content)
+
+    async def _open_session(self, sid: str) -> None:
+        ready = self.streams.get(sid)
+        if ready is None:
+            ready = self.streams[sid] = asyncio.get_running_loop().create_future()
+            self._spawn(self._read_stream(sid, ready))
+        await asyncio.shield(ready)
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _read_stream(self, sid: str | None, ready: asyncio.Future[None] | None) -> None:
+        assert self.connection_id is not None
+        headers = {"Accept": "text/event-stream", HEADER_CONNECTION_ID: self.connection_id}
+        if sid is not None:
+            headers[HEADER_SESSION_ID] = sid
+        try:
+            async with self.client.stream("GET", self.url, headers=headers) as response:
+                if response.status_code != 200:
+                    body = (await response.aread())[:200].decode(errors="replace")
+                    raise ConnectionResetError(f"the {sid or 'connection'} stream: HTTP {response.status_code}: {body}")
+                if ready is not None and not ready.done():
+                    ready.set_result(None)
+                data: list[str] = []
+                size = 0
+                async for text in response.aiter_lines():
+                    if text == "":
+                        if data:
+                            self._event("\n".join(data), sid)
+                            data, size = [], 0
+                        await self.inbox.room.wait()
+                    elif text.startswith("data:"):
+                        value = text[6:] if text.startswith("data: ") else text[5:]
+                        size += len(value)
+                        if size > self.max_message_size:
+                            raise ConnectionResetError(f"an event over {self.max_message_size} bytes")
+                        data.append(value)
+            if sid is None and not self.closed:
+                self._fail("the connection's stream ended")
+            elif sid is not None:
+                self.streams.pop(sid, None)
+        except Exception as exc:
+            if ready is not None and not ready.done():
+                ready.set_exception(ConnectionResetError(str(exc)))
+                ready.exception()
+            if sid is None and not self.closed:
+                self._fail(str(exc))
+            elif sid is not None:
+                self.streams.pop(sid, None)
+                log.warning("ACP session stream %s: %s", sid, exc)
+
+    def _event(self, text: str, sid: str | None) -> None:
+        try:
+            message = json.loads(text)
+        except ValueError:
+            log.warning("skipped an SSE event that is not JSON (%d characters)", len(text))
+            return
+        if not isinstance(message, dict):
+            return
+        result = message.get("result")
+        if isinstance(result, dict) and isinstance(result.get("sessionId"), str) and not self.closed:
+            new = result["sessionId"]
+            if new not in self.streams:
+                self.streams[new] = asyncio.get_running_loop().create_future()
+                self._spawn(self._read_stream(new, self.streams[new]))
+        if sid is not None and "method" in message and "id" in message:
+            self.pending_response_sessions[_key(message["id"])] = sid
+        self.inbox.put(text)
+
+    def _fail(self, reason: str) -> None:
+        if not self.closed:
+            log.warning("ACP connection %s: %s", self.connection_id, reason)
+        self.inbox.end()
+
+    async def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for task in list(self.tasks):
+            task.cancel()
+        if self.connection_id is not None:
+            with contextlib.suppress(Exception):
+                await self.client.delete(self.url, headers={HEADER_CONNECTION_ID: self.connection_id})
+        self.inbox.end()
+        await self.client.aclose()
+
+
+def _key(rid: Any) -> tuple[str, Any]:
+    return (type(rid).__name__, rid)
+
+
+@contextlib.asynccontextmanager
+async def _http(
+    url: str, headers: dict[str, str], ssl: _ssl.SSLContext | None, max_message_size: int, open_timeout: float
+) -> AsyncIterator[tuple[_Inbox, _Outbox, _HttpSession]]:
+    session = _HttpSession(url, headers, ssl, max_message_size, open_timeout)
+    outbox = _Outbox(session.send, 1024 * 1024, session.inbox)
+    try:
+        yield session.inbox, outbox, session
+    finally:
+        await session.close()
+
+
+async def _connect(
+    url: str,
+    handler: Any = None,
+    *,
+    token: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    ssl: _ssl.SSLContext | None = None,
+    max_message_size: int = _connection.DEFAULT_MAX_LINE_SIZE,
+    open_timeout: float = 10.0,
+    **options: Any,
+) -> AsyncIterator[_connection.ClientConnection[Any, Any, Any]]:
+    profile, url = _url(url)
+    extra = dict(headers or {})
+    if token is not None:
+        extra["Authorization"] = f"Bearer {token}"
+    options.setdefault("max_line_size", max_message_size)
+    if profile == "ws":
+        async with _websocket(url, extra, ssl, max_message_size, open_timeout) as (inbox, outbox, _cid):
+            conn = _connection.ClientConnection(inbox, outbox, handler, **options)
+            async with conn:
+                yield conn
+    else:
+        async with _http(url, extra, ssl, max_message_size, open_timeout) as (inbox, outbox, session):
+            conn = _connection.ClientConnection(inbox, outbox, handler, **options)
+            async with conn:
+                yield conn

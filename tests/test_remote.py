@@ -1,0 +1,363 @@
+"""The remote transport (acp_types.remote), our server with our client over real sockets on 127.0.0.1.
+
+Both profiles (WebSocket and Streamable HTTP), both versions, through the public API: a prompt turn
+streams, each connection gets its own handler, a client that reconnects resumes its session, the
+wire of Streamable HTTP is the TypeScript SDK's (status codes, headers, which stream carries what),
+and the command line refuses what it must with one line and exit 2. The extra's absence is one
+clear ImportError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from acp_types import agent, client, remote, v1, v2
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON_ENV = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
+
+
+class Echo(agent.App):
+    name = "remote-echo"
+    version = "1.0"
+
+    async def prompt(self, turn: agent.Turn) -> agent.StopReason:
+        for piece in re.findall(r"\S+\s*", turn.prompt_text):
+            await turn.text(piece)
+        return "end_turn"
+
+
+def run(main: Callable[[], Awaitable[None]], timeout: float = 30) -> None:
+    asyncio.run(asyncio.wait_for(main(), timeout))
+
+
+def agent_text(turn: client.Turn) -> str:
+    return "".join(m.text for m in turn.state.messages if m.role == "agent")
+
+
+async def initialize(conn: Any, version: str) -> Any:
+    if version == "v2":
+        info = v2.Implementation(name="remote-test", version="1")
+        return await conn.initialize(v2.InitializeRequest(protocol_version=2, info=info))
+    return await conn.initialize(v1.InitializeRequest(protocol_version=1))
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_a_prompt_turn_streams_over_each_profile(profile: str, version: str) -> None:
+    async def main() -> None:
+        async with remote.start_server(Echo) as server:
+            url = server.ws_url if profile == "ws" else server.url
+            async with remote.connect(url, client.SessionClient, versions=(version,)) as conn:
+                answer = await initialize(conn, version)
+                assert answer.protocol_version == (2 if version == "v2" else 1)
+                acp = conn.handler
+                sid = await acp.new_session("/tmp")
+                turn = await acp.prompt(sid, "one two three")
+                assert (turn.stop_reason, agent_text(turn)) == ("end_turn", "one two three")
+                assert server.app.connections == 1
+            # leaving the block ends the connection on the server too (HTTP: by DELETE)
+            for _ in range(100):
+                if server.app.connections == 0:
+                    break
+                await asyncio.sleep(0.01)
+            assert server.app.connections == 0
+
+    run(main)
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_a_client_that_reconnects_resumes_its_session(profile: str) -> None:
+    app = Echo()
+
+    async def main() -> None:
+        async with remote.start_server(app) as server:
+            url = server.ws_url if profile == "ws" else server.url
+            async with remote.connect(url, client.SessionClient, versions=("v2",)) as conn:
+                await initialize(conn, "v2")
+                sid = await conn.handler.new_session("/tmp")
+                await conn.handler.prompt(sid, "kept")
+            async with remote.connect(url, client.SessionClient, versions=("v2",)) as conn:
+                await initialize(conn, "v2")
+                v2conn = conn.as_version("v2")
+                page = await v2conn.peer.session_list(v2.ListSessionsRequest())
+                assert sid in [s.session_id for s in page.sessions]
+                await v2conn.peer.session_resume(v2.ResumeSessionRequest(session_id=sid, cwd="/tmp"))
+                turn = await conn.handler.prompt(sid, "again")
+                assert agent_text(turn).endswith("again")
+
+    run(main)
+
+
+def test_each_connection_gets_its_own_handler_from_a_factory() -> None:
+    made: list[Any] = []
+
+    class Agent:
+        def __init__(self, conn: Any) -> None:
+            made.append(conn)
+
+        async def initialize(self, params: v1.InitializeRequest) -> v1.InitializeResponse:
+            return v1.InitializeResponse(protocol_version=1)
+
+    async def main() -> None:
+        async with remote.start_server(Agent, versions=("v1",)) as server:
+            for url in (server.ws_url, server.url, server.ws_url):
+                async with remote.connect(url, versions=("v1",)) as conn:
+                    await initialize(conn, "v1")
+        assert len(made) == 3 and len(set(map(id, made))) == 3
+
+    run(main)
+
+
+@pytest.fixture
+def served() -> Any:
+    """A server in a thread of its own loop, for plain HTTP requests from the test."""
+    import threading
+
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    box: dict[str, Any] = {}
+
+    async def serve() -> None:
+        async with remote.start_server(Echo, limits=remote.Limits(max_id_length=64)) as server:
+            box["server"] = server
+            box["stop"] = asyncio.Event()
+            ready.set()
+            await box["stop"].wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),), daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    yield box["server"]
+    loop.call_soon_threadsafe(box["stop"].set)
+    thread.join(10)
+
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": 2, "info": {"name": "t", "version": "1"}},
+}
+JSON = {"Content-Type": "application/json"}
+
+
+def sse_events(response: httpx.Response, until: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    for line in response.iter_lines():
+        if line.startswith("data: "):
+            events.append(json.loads(line[6:]))
+            if until(events[-1]):
+                break
+    return events
+
+
+def idle(event: dict[str, Any]) -> bool:
+    return event.get("params", {}).get("update", {}).get("state") == "idle"
+
+
+def test_streamable_http_on_the_wire(served: Any) -> None:
+    url = served.url
+    with httpx.Client(timeout=10) as http:
+        # initialize: 200, the answer in the body, the connection's id in a header
+        r = http.post(url, json=INIT, headers=JSON)
+        assert r.status_code == 200 and r.json()["result"]["protocolVersion"] == 2
+        cid = r.headers["Acp-Connection-Id"]
+        ch = {**JSON, "Acp-Connection-Id": cid}
+        assert http.post(url, json=INIT, headers=ch).status_code == 400  # once per connection
+        # everything else: 202, its answer on a stream
+        new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp"}}
+        assert http.post(url, json=new, headers=ch).status_code == 202
+        with http.stream("GET", url, headers={"Accept": "text/event-stream", "Acp-Connection-Id": cid}) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            # a second receiver of the same stream: 409
+            again = http.get(url, headers={"Accept": "text/event-stream", "Acp-Connection-Id": cid})
+            assert again.status_code == 409
+            (answer,) = sse_events(stream, lambda e: True)
+        assert answer["id"] == 1
+        sid = answer["result"]["sessionId"]
+        prompt = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "a b"}]},
+        }
+        # a session's method must name its session, and name it alike
+        assert http.post(url, json=prompt, headers=ch).text == "Missing Acp-Session-Id"
+        bad = http.post(url, json=prompt, headers={**ch, "Acp-Session-Id": "other"})
+        assert (bad.status_code, bad.text) == (400, "Mismatched Acp-Session-Id")
+        assert http.post(url, json=prompt, headers={**ch, "Acp-Session-Id": sid}).status_code == 202
+        # the prompt's answer and the session's updates come on the session's stream
+        headers = {"Accept": "text/event-stream", "Acp-Connection-Id": cid, "Acp-Session-Id": sid}
+        with http.stream("GET", url, headers=headers) as stream:
+            events = sse_events(stream, idle)
+        assert any(e.get("id") == 2 for e in events)
+        updates = [e["params"]["update"] for e in events if e.get("method") == "session/update"]
+        assert {e["params"]["sessionId"] for e in events if "params" in e} == {sid}
+        assert [u["state"] for u in updates if u["sessionUpdate"] == "state_update"] == ["running", "idle"]
+        # over-long ids: 400
+        long = {"jsonrpc": "2.0", "id": "x" * 65, "method": "session/list", "params": {}}
+        assert http.post(url, json=long, headers=ch).status_code == 400
+        # DELETE ends it; then the id is unknown
+        assert http.delete(url, headers={"Acp-Connection-Id": cid}).status_code == 202
+        assert http.post(url, json=new, headers=ch).status_code == 404
+        assert http.delete(url, headers={"Acp-Connection-Id": cid}).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("method", "headers", "body", "status"),
+    [
+        ("POST", {"Content-Type": "text/plain"}, b"{}", 415),
+        ("POST", JSON, b"{not json", 400),
+        ("POST", JSON, b"[]", 400),
+        ("POST", JSON, b"3", 400),
+        ("POST", JSON, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/list"}).encode(), 400),
+        ("POST", {**JSON, "Acp-Connection-Id": "nope"}, b'{"jsonrpc":"2.0","method":"x"}', 404),
+        ("GET", {"Accept": "application/json"}, b"", 406),
+        ("GET", {"Accept": "text/event-stream"}, b"", 400),
+        ("GET", {"Accept": "text/event-stream", "Acp-Connection-Id": "nope"}, b"", 404),
+        ("DELETE", {}, b"", 400),
+        ("PUT", {}, b"", 405),
+    ],
+)
+def test_streamable_http_refusals(served: Any, method: str, headers: dict[str, str], body: bytes, status: int) -> None:
+    r = httpx.request(method, served.url, headers=headers, content=body, timeout=10)
+    assert r.status_code == status, r.text
+
+
+def test_a_batch_is_refused_with_one_error(served: Any) -> None:
+    r = httpx.post(served.url, content=b"[" + json.dumps(INIT).encode() + b"]", headers=JSON, timeout=10)
+    assert r.status_code == 400 and r.json()["error"]["code"] == -32600 and r.json()["id"] is None
+
+
+def test_other_paths_are_not_found(served: Any) -> None:
+    assert httpx.post(served.url.replace("/acp", "/other"), json=INIT, timeout=10).status_code == 404
+
+
+def test_dns_rebinding_is_refused_without_a_token(served: Any) -> None:
+    r = httpx.post(served.url, json=INIT, headers={"Host": "evil.example:80"}, timeout=10)
+    assert r.status_code == 403
+    r = httpx.post(served.url, json=INIT, headers={"Origin": "http://evil.example"}, timeout=10)
+    assert r.status_code == 403
+    r = httpx.post(served.url, json=INIT, headers={"Origin": "http://localhost:3000"}, timeout=10)
+    assert r.status_code == 200
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_a_token_is_required_and_checked(profile: str) -> None:
+    async def main() -> None:
+        async with remote.start_server(Echo, token="s3cret") as server:
+            url = server.ws_url if profile == "ws" else server.url
+            for token in (None, "wrong"):
+                with pytest.raises(remote_errors()):
+                    async with remote.connect(url, token=token, versions=("v2",)) as conn:
+                        await initialize(conn, "v2")
+            async with remote.connect(url, token="s3cret", versions=("v2",)) as conn:
+                await initialize(conn, "v2")
+            async with httpx.AsyncClient(timeout=10) as http:
+                r = await http.post(server.url, json=INIT, headers={"Authorization": "Bearer wrong"})
+            assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+
+    run(main)
+
+
+def remote_errors() -> tuple[type[BaseException], ...]:
+    from acp_types import connection
+
+    return (connection.ConnectionClosed,)
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "acp_types.remote", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env or PYTHON_ENV,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["serve", "examples/echo_agent.py:Echo", "--listen", "0.0.0.0:0"], "not loopback, without a token"),
+        (["serve", "examples/echo_agent.py:Echo", "--listen", "192.0.2.1:0"], "not loopback, without a token"),
+        (["serve", "examples/echo_agent.py:Echo", "--token-env", "NO_SUCH_VAR_X"], "unset or empty"),
+        (["serve", "examples/nothing.py:Echo"], "no file"),
+        (["serve", "examples/echo_agent.py:Nope"], "has no 'Nope'"),
+        (["serve", "no_such_module_x:Echo"], "loading it failed"),
+        (["serve", "Echo"], "expected path/to/file.py:Name"),
+        (["serve", "examples/echo_agent.py:Echo", "--listen", "nowhere"], "expected HOST:PORT"),
+        (["serve", "examples/echo_agent.py:Echo", "--tls-cert", "x.pem"], "go together"),
+        (["serve", "examples/echo_agent.py:Echo", "--max-connections", "0"], "must be positive"),
+    ],
+)
+def test_the_command_line_refuses_with_one_line_and_exit_2(args: list[str], says: str) -> None:
+    out = cli(*args)
+    assert out.returncode == 2, out.stderr
+    assert says in out.stderr and "Traceback" not in out.stderr
+
+
+def test_the_command_line_serves_until_sigterm() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "acp_types.remote", "serve", "examples/echo_agent.py:Echo", "--listen", "127.0.0.1:0"],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=PYTHON_ENV,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "serving examples/echo_agent.py:Echo on http://127.0.0.1:0/acp" in line
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert proc.returncode in (0, -15)
+
+
+def test_without_the_extra_the_import_names_it(tmp_path: Path) -> None:
+    for name in ("uvicorn", "websockets", "httpx"):
+        (tmp_path / name).mkdir(exist_ok=True)
+        (tmp_path / name / "__init__.py").write_text("raise ImportError('hidden', name=__name__)\n")
+    code = "import acp_types.remote"
+    env = {**PYTHON_ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT / 'generated'}"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
+    assert out.returncode == 1
+    assert "acp_types.remote needs the 'remote' extra: pip install 'acp-types[remote]'" in out.stderr
+    # the rest of the package does not need it
+    out = subprocess.run(
+        [sys.executable, "-c", "import acp_types.connection, acp_types.agent"], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_a_non_loopback_server_needs_a_token_or_insecure() -> None:
+    with pytest.raises(remote.Refused, match="not loopback"):
+        remote.check_exposure("0.0.0.0", None, False)
+    remote.check_exposure("0.0.0.0", "t", False)
+    remote.check_exposure("0.0.0.0", None, True)
+    remote.check_exposure("::1", None, False)
+    remote.check_exposure("localhost", None, False)
+
+
+def test_a_bad_url_is_a_value_error() -> None:
+    async def main() -> None:
+        for url in ("ftp://x/acp", "127.0.0.1:8765", "ws://"):
+            with pytest.raises(ValueError, match="ws://, wss://, http:// or https://"):
+                async with remote.connect(url):
+                    pass
+
+    run(main)
