@@ -285,3 +285,16 @@ def test_without_show_the_tap_writes_nothing_of_its_own(tmp_path: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 0 and done.stderr == b"" and done.stdout.startswith(b'{"jsonrpc": "2.0", "id": 1')
+
+
+def test_show_remembers_a_bounded_number_of_unanswered_requests_and_sessions() -> None:
+    shown: list[str] = []
+    shower = tap.Shower(shown.append)
+    init = b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2}}'
+    shower.message(0.0, "client", init, len(init))
+    for i in range(tap.KEEP_PENDING + 100):
+        line = json.dumps({"jsonrpc": "2.0", "id": i + 1, "method": "session/prompt", "params": {"sessionId": f"s{i}"}})
+        shower.message(0.0, "client", line.encode(), len(line))
+    assert len(shower._pending) == tap.KEEP_PENDING
+    assert len(shower._states) == tap.KEEP_SESSIONS
+    assert len(shown) == tap.KEEP_PENDING + 101  # one line each, no failure to follow

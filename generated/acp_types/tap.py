@@ -33,7 +33,9 @@ the rules of ``acp_types.session_state.RULES``, the same oracle as the
 conformance kit's).
 
 Bounded: each direction holds at most ``cap`` bytes of the line in progress
-(what is forwarded is never held whole), and the pipes apply backpressure.
+(what is forwarded is never held whole), and the pipes apply backpressure;
+``--show`` remembers at most 4,096 unanswered requests and follows at most
+64 sessions (the oldest let go), each state as large as its session.
 A SIGTERM, SIGHUP or SIGINT to the tap stops the agent's process group (its
 stdin closed, then TERM, then KILL) and exits ``128 + signal``; when the
 editor closes the tap's stdin the agent gets ``--grace`` seconds to exit
@@ -65,7 +67,8 @@ FORMAT = 1
 DEFAULT_CAP = 1 << 20
 """The bytes of one line a record keeps by default: 1 MiB."""
 CHUNK = 1 << 16
-SIDES = ("client", "agent")
+KEEP_PENDING = 4096  # --show: requests waiting for their answer, remembered to name the answer's method
+KEEP_SESSIONS = 64  # --show: sessions whose state is followed at once
 
 
 class Splitter:
@@ -169,6 +172,13 @@ class Shower:
         self._finish: dict[str, Any] = {}  # v2: a prompt's answer, kept until its turn is idle
 
     def message(self, at: float, side: str, data: bytes, size: int) -> None:
+        """Show one line; whatever goes wrong in showing it is shown too, never raised (forwarding goes on)."""
+        try:
+            self._message(at, side, data, size)
+        except Exception as exc:  # --show must never stop the bytes
+            self._emit(f"          !! --show could not follow this line: {type(exc).__name__}: {_short(str(exc), 100)}")
+
+    def _message(self, at: float, side: str, data: bytes, size: int) -> None:
         arrow = "client -> agent" if side == "client" else "agent -> client"
         head = f"{at:9.3f} {arrow}"
         if size > len(data):
@@ -189,6 +199,8 @@ class Shower:
             params = msg.get("params")
             self._emit(f"{head}{tag} {method} {self._summary(method, params)}".rstrip())
             if "id" in msg:
+                if len(self._pending) >= KEEP_PENDING:  # requests never answered: the oldest are forgotten
+                    del self._pending[next(iter(self._pending))]
                 self._pending[(side, json.dumps(rid))] = (method, params)
             self._request(side, method, params)
             return
@@ -229,6 +241,10 @@ class Shower:
             from acp_types import v1, v2
 
             module = v1 if self.version == "v1" else v2
+            if len(self._states) >= KEEP_SESSIONS:  # the session followed longest ago is let go
+                oldest = next(iter(self._states))
+                del self._states[oldest]
+                self._finish.pop(oldest, None)
             state = self._states[sid] = module.SessionState(sid, strict=True)
         return state
 
