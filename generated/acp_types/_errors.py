@@ -4,7 +4,10 @@ A handler of an incoming request answers with an error by raising
 :class:`RequestError` with a code from the version's error table
 (``acp_types.v1.RESOURCE_NOT_FOUND`` and the rest) or one of JSON-RPC's own;
 a request sent to the peer that is answered with an error raises the same
-class on the caller's side. This module imports nothing heavy, so the
+class on the caller's side. The connection's own failures of a request sent
+(:class:`ConnectionClosed`, :class:`ResponseTooLarge`,
+:class:`CapabilityNotAdvertised`, :class:`UnsupportedVersion`) are here too.
+This module imports nothing heavy, so the
 generated ``Agent`` / ``Client`` stubs can use it without loading asyncio.
 
 Hand-written: the source is runtime/_errors.py, which the generator copies
@@ -14,6 +17,7 @@ into the package unchanged.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 METHOD_NOT_FOUND = -32601
@@ -71,3 +75,36 @@ class MethodNotImplemented(RequestError):
 def not_implemented(method: str) -> MethodNotImplemented:
     """The error the generated ``Agent`` / ``Client`` stubs raise for a method a subclass leaves out."""
     return MethodNotImplemented(method)
+
+
+class ConnectionClosed(ConnectionError):
+    """The connection ended (end of input, the peer exited, or ``close()``) before the answer came."""
+
+
+class ResponseTooLarge(ConnectionError):
+    """The peer answered with a message longer than the transport's limit: it was skipped unread."""
+
+    def __init__(self, method: str, rid: int | str | None, limit: int) -> None:
+        super().__init__(f"the answer to {method!r} (request {rid!r}) was longer than {limit} bytes and was skipped")
+        self.method = method
+        self.id = rid
+        self.limit = limit
+
+
+class CapabilityNotAdvertised(PermissionError):
+    """Strict mode: the peer did not advertise the capability that gates ``method``."""
+
+    def __init__(self, method: str, capability: str) -> None:
+        super().__init__(f"{method!r} needs the capability {capability!r}, which the agent did not advertise")
+        self.method = method
+        self.capability = capability
+
+
+class UnsupportedVersion(ConnectionError):
+    """The agent answered ``initialize`` with a protocol version this client does not speak."""
+
+    def __init__(self, protocol_version: Any, versions: Sequence[str]) -> None:
+        super().__init__(
+            f"the agent answered protocolVersion {protocol_version!r}; this client speaks " + ", ".join(versions)
+        )
+        self.protocol_version = protocol_version
