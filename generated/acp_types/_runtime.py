@@ -34,8 +34,9 @@ from pydantic_core import CoreSchema, PydanticCustomError, core_schema, from_jso
 from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 from typing_extensions import Self, TypeAliasType, TypeVar
 
-from acp_types import _wire
 from acp_types._protocol import FeatureSide, Kind, Side, Stability
+
+from . import _wire
 
 UNKNOWN_TAG = "__acp_unknown__"
 """The pydantic tag of an open union's unknown branch (:class:`UnknownVariant`).
