@@ -123,8 +123,19 @@ class Recorder:
             return
         try:
             self._out.write(json.dumps(entry, ensure_ascii=False) + "\n")
-            self._out.flush()
         except (OSError, ValueError) as exc:  # a full disk stops the record, never the forwarding
+            self._warn(f"tap: recording stopped: {exc}")
+            with contextlib.suppress(OSError, ValueError):
+                self._out.close()
+            self._out = None
+
+    def flush(self) -> None:
+        """Write out what the records hold (after each chunk read: a crash loses at most one chunk's lines)."""
+        if self._out is None:
+            return
+        try:
+            self._out.flush()
+        except (OSError, ValueError) as exc:
             self._warn(f"tap: recording stopped: {exc}")
             with contextlib.suppress(OSError, ValueError):
                 self._out.close()
@@ -133,6 +144,7 @@ class Recorder:
     def header(self, command: Sequence[str], cap: int) -> None:
         started = datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
         self._write({"acp_tap": FORMAT, "command": list(command), "cap": cap, "started": started})
+        self.flush()
 
     def line(self, side: str, data: bytes, size: int, *, partial: bool = False) -> None:
         entry: dict[str, Any] = {"t": self.now(), "from": side}
@@ -453,11 +465,13 @@ async def run(
             recorder.line(side, data, size)
             if shower is not None:
                 shower.message(recorder.now(), side, data, size)
+        recorder.flush()
 
     def ended(side: str, splitter: Splitter) -> None:
         left = splitter.end()
         if left is not None:
             recorder.line(side, left[0], left[1], partial=True)
+            recorder.flush()
             if shower is not None:
                 shower.message(recorder.now(), side, *left)
 
