@@ -169,3 +169,48 @@ def test_our_client_runs_a_turn_on_the_typescript_server(ts_server: str, profile
 @pytest.fixture(scope="module")
 def sdk_python() -> str:
     return ensure_venv(SDK_VENV, sys.executable, INTEROP / "requirements.txt", timeout=600)
+
+
+@pytest.fixture(scope="module")
+def sdk_server(sdk_python: str) -> Iterator[str]:
+    """The Python SDK's experimental ASGI app (an echo agent, v1) on a free port, as ``host:port``."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.Popen(
+        [sdk_python, str(INTEROP / "remote_sdk.py"), "server"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        line = _started(proc, "listening")
+        port = int(line.split()[1])
+        _wait_listening(port)
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_python_sdk_client_runs_a_turn_on_our_server(sdk_python: str, our_server: str, profile: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    url = f"{profile}://{our_server}/acp"
+    out = subprocess.run(
+        [sdk_python, str(INTEROP / "remote_sdk.py"), "client", profile, url, "hello from the sdk"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["protocol 1", "text hello from the sdk", "stop end_turn"]
+
+
+@pytest.mark.parametrize("protocol", ["v2", "v1"])
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_our_client_runs_a_turn_on_the_python_sdk_server(sdk_server: str, profile: str, protocol: str) -> None:
+    # the SDK speaks v1 only: asked for v2, our client falls back (over HTTP, on a new connection)
+    url = f"{profile}://{sdk_server}/acp"
+    out = _run([*CLIENT, "--url", url, "--protocol", protocol, "--prompt", "hi from python", "--timeout", "10"])
+    assert (out.returncode, out.stdout) == (0, "hi from python\n"), out.stderr

@@ -223,6 +223,10 @@ class _HttpSession:
 
     async def send(self, line: bytes) -> None:
         message = json.loads(line)
+        if self.connection_id is not None and message.get("method") == "initialize":
+            # a v2 client falling back to a v1 agent asks again: Streamable HTTP allows one initialize
+            # per connection, so the second one starts a new connection and the first is ended
+            await self._restart()
         if self.connection_id is None:
             await self._initialize(line, message)
             return
@@ -281,6 +285,15 @@ class _HttpSession:
         self.connection_id = cid
         self._spawn(self._read_stream(None, None))
         self.inbox.put(response.content)
+
+    async def _restart(self) -> None:
+        for task in list(self.tasks):
+            task.cancel()
+        old, self.connection_id = self.connection_id, None
+        self.streams.clear()
+        self.pending_response_sessions.clear()
+        with contextlib.suppress(Exception):
+            await self.client.delete(self.url, headers={HEADER_CONNECTION_ID: str(old)})
 
     async def _open_session(self, sid: str) -> None:
         ready = self.streams.get(sid)
