@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -547,3 +548,49 @@ def test_bad_usage_is_one_line_and_exit_2(tmp_path: Path) -> None:
         input="",
     )
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "cannot start the agent" in out.stderr
+
+
+# -- the official SDKs ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sdk_python() -> str:
+    from _venvs import ensure_venv
+
+    return ensure_venv(ROOT / ".venv-interop", PY, INTEROP / "requirements.txt", timeout=300)
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        message = "node and npm are not on PATH: skipped the bridge's interop test with the TypeScript SDK"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message + " (CI=true requires them)")
+        pytest.skip(message)
+    if not (INTEROP / "ts" / "node_modules" / "@agentclientprotocol" / "sdk").exists():
+        subprocess.run(
+            [npm, "install", "--no-audit", "--no-fund", "--silent"], cwd=INTEROP / "ts", check=True, timeout=300
+        )
+    return node
+
+
+@pytest.mark.slow
+def test_the_typescript_sdk_v2_client_talks_to_the_python_sdk_v1_agent_through_the_bridge(
+    node: str, sdk_python: str
+) -> None:
+    out = subprocess.run(
+        [node, "bridge_v2.mjs", "hi there friend", "--", *bridged([sdk_python, str(INTEROP / "sdk_agent.py")])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=INTEROP / "ts",
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "protocol 2, session offered, agent unnamed v1 agent (through acp-bridge)",
+        "acknowledged; states running idle; stop end_turn",
+        "text hi there friend",
+        "acknowledged; one agent message a turn true; ids distinct true",
+        "list refused -32601 unmappable",  # the SDK's agent cannot list: refused, not dropped
+    ]
