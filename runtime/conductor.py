@@ -117,37 +117,48 @@ class Conductor:
         self.ends: list[_End] = []
         self._done: asyncio.Future[tuple[str, int]] | None = None
 
+    async def start(self) -> bool:
+        """Spawn the members (each in a new session: a process group of its own); ``False`` with a line when one cannot start."""
+        if len(self.ends) > 1:
+            return True
+        last = len(self.commands)
+        self.ends = [_End(0, "the client", _Pipe("client", _NoWriter(), keep_ids=True), False)]
+        for index, command in enumerate(self.commands, 1):
+            try:
+                process = await asyncio.create_subprocess_exec(
+                    *command,
+                    stdin=asyncio.subprocess.PIPE,
+                    stdout=asyncio.subprocess.PIPE,
+                    start_new_session=True,
+                )
+            except OSError as exc:
+                print(f"conductor: cannot start member {index} ({command[0]!r}): {exc}", file=sys.stderr)
+                await asyncio.gather(*(self._stop(end) for end in self.ends[1:]), return_exceptions=True)
+                self.ends = []
+                return False
+            assert process.stdin is not None
+            role = "proxy" if index < last else "agent"
+            end = _End(index, f"member {index} ({role}: {command[0]})", _Pipe(role, process.stdin, True), index < last)
+            end.process = process
+            self.ends.append(end)
+        return True
+
     async def serve(self, reader: Reader, writer: Any) -> int:
         """Run the chain for the client on ``reader``/``writer``; the exit code (see the module's docstring)."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[tuple[str, int]] = loop.create_future()
         self._done = done
-        client = _End(0, "the client", _Pipe("client", writer, keep_ids=True), False)
-        self.ends = [client]
+        if not await self.start():
+            return 1
+        client = self.ends[0]
+        client.pipe.writer = writer
         tasks: list[asyncio.Task[None]] = []
         code = 0
         try:
-            last = len(self.commands)
-            for index, command in enumerate(self.commands, 1):
-                try:
-                    process = await asyncio.create_subprocess_exec(
-                        *command,
-                        stdin=asyncio.subprocess.PIPE,
-                        stdout=asyncio.subprocess.PIPE,
-                        start_new_session=True,
-                    )
-                except OSError as exc:
-                    print(f"conductor: cannot start member {index} ({command[0]!r}): {exc}", file=sys.stderr)
-                    return 1
-                assert process.stdin is not None and process.stdout is not None
-                role = "proxy" if index < last else "agent"
-                end = _End(
-                    index, f"member {index} ({role}: {command[0]})", _Pipe(role, process.stdin, True), index < last
-                )
-                end.process = process
-                self.ends.append(end)
-                tasks.append(asyncio.ensure_future(self._read(process.stdout, end)))
-                tasks.append(asyncio.ensure_future(self._watch(end, process)))
+            for end in self.ends[1:]:
+                assert end.process is not None and end.process.stdout is not None
+                tasks.append(asyncio.ensure_future(self._read(end.process.stdout, end)))
+                tasks.append(asyncio.ensure_future(self._watch(end, end.process)))
             tasks.append(asyncio.ensure_future(self._read(reader, client)))
             why, member = await done
             if why == "client":
@@ -395,6 +406,19 @@ class Conductor:
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
 
+class _NoWriter:
+    """The client's writer until :meth:`Conductor.serve` has one."""
+
+    def write(self, data: bytes) -> None:
+        raise ConnectionResetError("no client yet")
+
+    async def drain(self) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
 def _key(rid_text: str) -> Any:
     return id_key(_raw.parse(b'{"id":' + rid_text.encode() + b',"result":null}').rid)
 
@@ -460,6 +484,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
 
     async def run() -> int:
+        if not await conductor.start():
+            return 1
         reader, writer = await stdio_streams()
         return await conductor.serve(reader, writer)
 
