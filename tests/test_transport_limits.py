@@ -1,0 +1,363 @@
+"""Each limit of the connection exactly at its edge, through the transport interface.
+
+Every test runs once per transport factory in ``TRANSPORTS``: a factory puts a
+connection (agent or client side) on the transport under test and hands back
+the other end as a :class:`RawPeer` that sends and receives whole frames. A new
+transport joins every test here by one line in ``TRANSPORTS`` (a factory with
+the signature of :func:`over_pipes`).
+
+At each edge the message (or batch, or count) exactly at the limit is taken,
+and one more is refused or waits; one short of it too where an off-by-one
+could hide (a line one byte short of the limit).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+import pytest
+
+from acp_types import connection
+from acp_types.connection import AgentConnection, ClientConnection, ResponseTooLarge, StdioTransport
+
+TIMEOUT = 30.0
+SMALL = 10_000  # a message limit above the 4 KiB an oversized message's head keeps
+
+
+def run(coro_fn: Callable[[], Awaitable[Any]]) -> Any:
+    async def bounded() -> Any:
+        return await asyncio.wait_for(coro_fn(), TIMEOUT)
+
+    return asyncio.run(bounded())
+
+
+class RawPeer(Protocol):
+    """The far end of the transport under test: whole frames out and in."""
+
+    conn: Any
+
+    async def send(self, frame: bytes) -> None: ...
+
+    async def receive(self) -> bytes: ...
+
+
+Factory = Callable[..., contextlib.AbstractAsyncContextManager[RawPeer]]
+
+
+# -- the stdio transport over OS pipes, and over in-memory asyncio streams --------------
+
+
+class _Lines:
+    """A raw peer speaking newline-delimited JSON over a reader/writer pair."""
+
+    def __init__(self, conn: Any, reader: Any, writer: Any) -> None:
+        self.conn = conn
+        self._reader = reader
+        self._writer = writer
+
+    async def send(self, frame: bytes) -> None:
+        self._writer.write(frame + b"\n")
+        await self._writer.drain()
+
+    async def receive(self) -> bytes:
+        line: bytes = await self._reader.readline()
+        assert line.endswith(b"\n"), "the connection closed"
+        return line[:-1]
+
+
+def _connect(side: str, transport: Any, handler: Any, options: dict[str, Any]) -> Any:
+    cls = AgentConnection if side == "agent" else ClientConnection
+    conn = cls.on_transport(transport, handler, versions=("v2",), **{"close_timeout": 1.0, **options})
+    conn.start()
+    return conn
+
+
+@contextlib.asynccontextmanager
+async def over_pipes(
+    side: str, handler: Any, max_message_size: int = connection.DEFAULT_MAX_LINE_SIZE, **options: Any
+) -> AsyncIterator[RawPeer]:
+    """The stdio transport over two OS pipes (what ``serve_stdio`` and ``spawn_agent`` use)."""
+
+    async def os_pipe() -> tuple[Any, Any]:
+        r, w = os.pipe()
+        return await connection.pipe_streams(os.fdopen(r, "rb", 0), os.fdopen(w, "wb", 0))
+
+    (conn_in, peer_out), (peer_in, conn_out) = await os_pipe(), await os_pipe()
+    conn = _connect(side, StdioTransport(conn_in, conn_out, max_message_size), handler, options)
+    try:
+        yield _Lines(conn, peer_in, peer_out)
+    finally:
+        peer_out.close()
+        await conn.close()
+
+
+class _MemoryWriter:
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self.reader = reader
+
+    def write(self, data: bytes) -> None:
+        self.reader.feed_data(data)
+
+    async def drain(self) -> None:
+        await asyncio.sleep(0)
+
+    def close(self) -> None:
+        self.reader.feed_eof()
+
+
+@contextlib.asynccontextmanager
+async def over_streams(
+    side: str, handler: Any, max_message_size: int = connection.DEFAULT_MAX_LINE_SIZE, **options: Any
+) -> AsyncIterator[RawPeer]:
+    """The stdio transport over in-memory ``asyncio.StreamReader`` pairs."""
+    to_conn, to_peer = asyncio.StreamReader(limit=1 << 26), asyncio.StreamReader(limit=1 << 26)
+    peer_out = _MemoryWriter(to_conn)
+    conn = _connect(side, StdioTransport(to_conn, _MemoryWriter(to_peer), max_message_size), handler, options)
+    try:
+        yield _Lines(conn, to_peer, peer_out)
+    finally:
+        peer_out.close()
+        await conn.close()
+
+
+TRANSPORTS = [
+    pytest.param(over_pipes, id="stdio-pipes"),
+    pytest.param(over_streams, id="stdio-streams"),
+]
+transports = pytest.mark.parametrize("factory", TRANSPORTS)
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def sized(size: int, rid: int, *, id_last: bool = False, method: str = "_pad") -> bytes:
+    """A request of exactly ``size`` bytes (its padding in ``params.pad``)."""
+    if id_last:
+        shell = b'{"jsonrpc":"2.0","method":"%s","params":{"pad":"%s"},"id":%d}'
+    else:
+        shell = b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"pad":"%s"}}'
+    empty = shell % ((method.encode(), b"", rid) if id_last else (rid, method.encode(), b""))
+    pad = b"x" * (size - len(empty))
+    frame = shell % ((method.encode(), pad, rid) if id_last else (rid, method.encode(), pad))
+    assert len(frame) == size
+    return frame
+
+
+def request(rid: int, method: str, params: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params if params is not None else {}}
+
+
+def note(method: str, params: Any = None) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": method, "params": params if params is not None else {}}
+
+
+def dumps(message: Any) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
+class Agent:
+    """Extension methods only: ``_pad`` answers the padding's length, ``_block`` waits for ``gate``."""
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+        self.gate = asyncio.Event()
+        self.marker = asyncio.Event()
+        self.busy = asyncio.Event()  # the notification handler has started on n=0
+        self.started: list[Any] = []
+        self.notes: list[Any] = []
+
+    async def ext_method(self, method: str, params: Any) -> Any:
+        self.started.append(method)
+        if method == "_block":
+            await self.gate.wait()
+        return {"size": len(params.get("pad", ""))}
+
+    async def ext_notification(self, method: str, params: Any) -> None:
+        if method == "_marker":
+            self.marker.set()
+            return
+        self.notes.append(params["n"])
+        if params["n"] == 0:
+            self.busy.set()
+            await self.gate.wait()
+
+
+# -- the size of one message ---------------------------------------------------------------
+
+
+@transports
+@pytest.mark.parametrize("limit", [SMALL, connection.DEFAULT_MAX_LINE_SIZE])
+def test_a_request_at_the_size_limit_is_handled_and_one_byte_more_is_refused(factory: Factory, limit: int) -> None:
+    async def main() -> None:
+        async with factory("agent", Agent, max_message_size=limit) as peer:
+            for rid, size in ((1, limit - 1), (2, limit)):
+                frame = sized(size, rid)
+                await peer.send(frame)
+                answer = json.loads(await peer.receive())
+                padding = len(json.loads(frame)["params"]["pad"])
+                assert answer == {"jsonrpc": "2.0", "id": rid, "result": {"size": padding}}, size
+            for rid, id_last in ((3, False), (4, True)):  # the id in the kept head, or in the tail
+                await peer.send(sized(limit + 1, rid, id_last=id_last))
+                answer = json.loads(await peer.receive())
+                assert answer["id"] == rid and answer["error"]["code"] == -32600
+                assert str(limit) in answer["error"]["message"]
+            await peer.send(sized(limit, 5))  # the connection goes on reading
+            assert json.loads(await peer.receive())["id"] == 5
+
+    run(main)
+
+
+@transports
+def test_a_response_at_the_size_limit_is_read_and_one_byte_more_fails_its_request(factory: Factory) -> None:
+    async def main() -> None:
+        async with factory("client", None, max_message_size=SMALL) as peer:
+            conn = peer.conn
+            for size in (SMALL - 1, SMALL, SMALL + 1):
+                task = asyncio.ensure_future(conn.request("_big", {}))
+                rid = json.loads(await peer.receive())["id"]
+                shell = b'{"jsonrpc":"2.0","id":%d,"result":{"pad":"%s"}}'
+                pad = b"x" * (size - len(shell % (rid, b"")))
+                await peer.send(shell % (rid, pad))
+                if size <= SMALL:
+                    assert len((await task)["pad"]) == len(pad)
+                else:
+                    with pytest.raises(ResponseTooLarge) as info:
+                        await task
+                    assert (info.value.id, info.value.limit) == (rid, SMALL)
+
+    run(main)
+
+
+# -- batches -------------------------------------------------------------------------------
+
+
+@transports
+@pytest.mark.parametrize("max_batch", [1, 7, connection.DEFAULT_MAX_BATCH])
+def test_a_batch_of_max_batch_entries_is_handled_and_one_more_is_refused_whole(
+    factory: Factory, max_batch: int
+) -> None:
+    async def main() -> None:
+        async with factory("agent", Agent, max_batch=max_batch) as peer:
+            handler = peer.conn.handler
+            # nested arrays in the entries count as nothing: entries are counted at the top only
+            entries = [request(i, "_pad", {"pad": "", "list": [[1], [2, 3]]}) for i in range(1, max_batch + 1)]
+            await peer.send(b" " + dumps(entries))
+            answers = json.loads(await peer.receive())
+            assert sorted(a["id"] for a in answers) == list(range(1, max_batch + 1))
+            assert all("result" in a for a in answers)
+            started = len(handler.started)
+            await peer.send(dumps([*entries, request(max_batch + 1, "_pad")]))
+            answer = json.loads(await peer.receive())
+            assert answer["id"] is None and answer["error"]["code"] == -32600
+            assert str(max_batch) in answer["error"]["message"]
+            assert len(handler.started) == started  # no entry of it was handled
+
+    run(main)
+
+
+# -- requests and notifications waiting for room -------------------------------------------
+
+
+@transports
+@pytest.mark.parametrize("max_in_flight", [1, 3])
+def test_max_in_flight_handlers_run_at_once_and_the_next_request_waits_unstarted(
+    factory: Factory, max_in_flight: int
+) -> None:
+    async def main() -> None:
+        async with factory("agent", Agent, max_in_flight=max_in_flight) as peer:
+            handler = peer.conn.handler
+            for rid in range(1, max_in_flight + 2):
+                await peer.send(dumps(request(rid, "_block")))
+            await peer.send(dumps(note("_marker")))  # read after every request above
+            await handler.marker.wait()
+            assert len(handler.started) == max_in_flight
+            handler.gate.set()
+            ids = [json.loads(await peer.receive())["id"] for _ in range(max_in_flight + 1)]
+            assert sorted(ids) == list(range(1, max_in_flight + 2)) and ids[-1] == max_in_flight + 1
+            assert len(handler.started) == max_in_flight + 1
+
+    run(main)
+
+
+@transports
+@pytest.mark.parametrize("max_queued", [1, 4])
+def test_max_queued_notifications_wait_in_the_queue_and_the_next_waits_outside_it(
+    factory: Factory, max_queued: int
+) -> None:
+    async def main() -> None:
+        async with factory("agent", Agent, max_queued=max_queued) as peer:
+            conn, handler = peer.conn, peer.conn.handler
+            await peer.send(dumps(note("_n", {"n": 0})))  # its handler waits for the gate
+            await handler.busy.wait()  # so the next ones queue behind it
+            count = max_queued + 1
+            for n in range(1, count + 1):
+                await peer.send(dumps(note("_n", {"n": n})))
+            await peer.send(dumps(request(2, "_pad")))  # requests are not held behind notifications
+            assert json.loads(await peer.receive())["id"] == 2  # so every notification above was read
+            assert (conn._queued, len(conn._held_notes)) == (max_queued, 1)
+            handler.gate.set()
+            await peer.send(dumps(note("_marker")))
+            await handler.marker.wait()
+            assert handler.notes == list(range(count + 1))  # in order, none lost
+
+    run(main)
+
+
+@transports
+@pytest.mark.parametrize("over", [0, 1])
+def test_reading_goes_on_until_the_waiting_messages_hold_more_than_hold_limit(factory: Factory, over: int) -> None:
+    limit = connection.HOLD_LIMIT
+    part = limit // 4
+
+    async def main() -> None:
+        async with factory("agent", Agent, max_in_flight=1) as peer:
+            handler = peer.conn.handler
+            await peer.send(dumps(request(1, "_block")))  # runs; the rest wait for room
+            for rid in range(2, 6):
+                await peer.send(sized(part + (over if rid == 5 else 0), rid, method="_block"))
+            await peer.send(dumps(note("_marker")))
+            if not over:  # exactly HOLD_LIMIT bytes wait: the marker is read
+                await handler.marker.wait()
+            else:  # one byte more: reading has paused before the marker
+                with pytest.raises(asyncio.TimeoutError):
+                    await asyncio.wait_for(handler.marker.wait(), 0.3)
+                handler.gate.set()
+                await handler.marker.wait()
+            handler.gate.set()
+            assert sorted([json.loads(await peer.receive())["id"] for _ in range(5)]) == [1, 2, 3, 4, 5]
+
+    run(main)
+
+
+# -- where a message is parsed --------------------------------------------------------------
+
+
+@transports
+def test_a_message_of_off_loop_above_bytes_is_parsed_on_the_loop_and_one_byte_more_in_a_thread(
+    factory: Factory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = connection.OFF_LOOP_ABOVE
+    threads: list[bool] = []
+
+    async def main() -> None:
+        async with factory("agent", Agent) as peer:
+            version = peer.conn._version
+            parse = version.parse
+
+            def recording(message: Any, **kw: Any) -> Any:
+                threads.append(threading.current_thread() is threading.main_thread())
+                return parse(message, **kw)
+
+            monkeypatch.setattr(version, "parse", recording)
+            await peer.send(sized(size, 1))
+            await peer.send(sized(size + 1, 2))
+            assert [json.loads(await peer.receive())["id"] for _ in range(2)] == [1, 2]
+            assert threads == [True, False]
+
+    run(main)
