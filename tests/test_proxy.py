@@ -281,7 +281,8 @@ def test_order_is_kept_behind_a_slow_hook() -> None:
             '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}}'
         )
         pipe.send('{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}')
-        await asyncio.sleep(0.05)  # give a wrong implementation the chance to let the cancel overtake
+        for _ in range(50):  # loop turns enough for a wrong implementation to let the cancel overtake
+            await asyncio.sleep(0)
         assert pipe.quiet()
         release.set()
         assert (await pipe.message()).unwrap().method == "session/prompt"
