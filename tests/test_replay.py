@@ -126,6 +126,49 @@ def test_the_committed_recordings_replay_to_the_client(tmp_path: Path, protocol:
     ]
 
 
+# Real agents, recorded offline here with the tap and examples/client.py (tests/fixtures/recordings/README.md):
+# codex-acp answers a v2 initialize in v1, asks to log in, streams an error text and ends the turn when
+# the client cancels it; claude-agent-acp fails session/new.
+REAL = [
+    (
+        "codex-acp-0.16.0-offline.jsonl",
+        0,
+        "Falling back from WebSockets to HTTPS transport. stream disconnected before completion: failed to lookup"
+        " address information: Name or service not known\n(timed out: cancelling)\n",
+        "logging in with 'Use OPENAI_API_KEY'\n(the turn ended: cancelled)\n",
+    ),
+    (
+        "claude-agent-acp-0.23.1-offline.jsonl",
+        1,
+        "",
+        "error from the agent: Internal error (code -32603) ({'details': 'Query closed before response received'})\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "code", "stdout", "stderr"), REAL)
+def test_recordings_of_real_agents_replay_to_the_client(
+    tmp_path: Path, name: str, code: int, stdout: str, stderr: str
+) -> None:
+    fixture = RECORDINGS / name
+    again = tmp_path / "again.jsonl"
+    env = {k: v for k, v in environ(tmp_path).items() if k not in ("CODEX_API_KEY", "OPENAI_API_KEY")}
+    replayed = subprocess.run(
+        [*CLIENT, "--timeout", "4", "--prompt", "hello", "--", *TAP, "--out", str(again), "--", *REPLAY]
+        + ["--ignore", "cwd", str(fixture)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**env, "OPENAI_API_KEY": "sk-dummy"},  # the login codex-acp offered, as when it was recorded
+    )
+    assert (replayed.returncode, replayed.stdout, replayed.stderr) == (code, stdout, stderr)
+    assert [line for line in lines(again) if line[0] == "agent"] == [
+        line for line in lines(fixture) if line[0] == "agent"
+    ]
+    assert exit_of(again) == 0
+
+
 def test_a_client_that_strays_gets_a_clear_error(tmp_path: Path) -> None:
     recorded, _prompt, _live = record_session(tmp_path, "v2")
     again = tmp_path / "again.jsonl"
