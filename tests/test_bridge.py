@@ -15,6 +15,7 @@ import asyncio
 import json
 import os
 import select
+import shlex
 import shutil
 import signal
 import subprocess
@@ -103,12 +104,14 @@ def test_message_ids_are_derived_from_the_session_role_and_position() -> None:
 BAD = {"FAILURE", "WARNING", "ERROR", "SKIPPED"}
 
 
-def _kit_both(version: str, direct: list[str], through: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+def _kit_both(
+    version: str, direct: list[str], through: list[str], options: _agent.Options = FAST
+) -> tuple[dict[str, str], dict[str, str]]:
     async def both() -> Any:
         checks = conformance.checks("agent")
         return await asyncio.gather(
             conformance.run("agent", direct, [version], checks, FAST),
-            conformance.run("agent", through, [version], checks, FAST),
+            conformance.run("agent", through, [version], checks, options),
         )
 
     (d, _), (b, _) = asyncio.run(both())
@@ -144,9 +147,9 @@ class Peer:
         self.reading = asyncio.ensure_future(self.read())
 
     @classmethod
-    async def start(cls, command: list[str]) -> Peer:
+    async def start(cls, command: list[str], **env: str) -> Peer:
         proc = await asyncio.create_subprocess_exec(
-            *command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV, limit=1 << 24
+            *command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**ENV, **env}, limit=1 << 24
         )
         return cls(proc)
 
@@ -594,3 +597,44 @@ def test_the_typescript_sdk_v2_client_talks_to_the_python_sdk_v1_agent_through_t
         "acknowledged; one agent message a turn true; ids distinct true",
         "list refused -32601 unmappable",  # the SDK's agent cannot list: refused, not dropped
     ]
+
+
+# -- the last member of a conductor's chain ------------------------------------
+
+
+def _chain(agent: list[str]) -> list[str]:
+    """conductor -- examples/proxy.py -- the bridge --agent 'AGENT' (the bridge is the chain's agent)."""
+    conductor = [PY, "-c", BRIDGE[2].replace("acp_types.bridge", "acp_types.conductor")]
+    return [*conductor, "--", PY, str(ROOT / "examples" / "proxy.py"), "--", *BRIDGE, "--agent", shlex.join(agent)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("client", "agent"), [("v2", "v1"), ("v1", "v2")])
+def test_the_kit_passes_a_proxy_and_the_bridge_under_the_conductor(client: str, agent: str) -> None:
+    # five processes start per check: more time for an answer than FAST gives one process (a guard, not a target)
+    slower = _agent.Options(timeout=10, turn_timeout=10, long_prompt=FAST.long_prompt)
+    direct, through = _kit_both(client, ref_only(client), _chain(ref_only(agent)), slower)
+    passed = {k for k, v in direct.items() if v.split()[0] not in BAD}
+    worse = [f"{k}: {through[k]}" for k in sorted(passed) if through[k].split()[0] in BAD]
+    assert not worse, "checks a direct run passes fail in the chain:\n" + "\n".join(worse)
+
+
+@pytest.mark.slow
+def test_the_proxys_context_reaches_a_v1_agent_through_the_bridge(tmp_path: Path) -> None:
+    (tmp_path / "context").write_text("Context: the bridge test\n")
+
+    async def go() -> list[tuple[str, str, str]]:
+        chain = _chain([PY, "-c", STORE_AGENT, str(tmp_path / "store.json")])
+        peer = await Peer.start(chain, PROXY_CONTEXT_FILE=str(tmp_path / "context"))
+        init = await peer.result("initialize", V2_INIT)
+        assert init["protocolVersion"] == 2
+        sid = (await peer.result("session/new", {"cwd": str(tmp_path)}))["sessionId"]
+        start = len(peer.updates)
+        await peer.result("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+        turn = _turn_ids(await peer.idle(sid, start))
+        await peer.close()
+        return turn
+
+    turn = asyncio.run(go())
+    assert turn[1][0] == "agent_message"
+    assert turn[1][2] == "echo Context: the bridge test hi"

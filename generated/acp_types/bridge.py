@@ -37,6 +37,7 @@ import asyncio
 import contextlib
 import json
 import os
+import shlex
 import signal
 import sys
 import uuid
@@ -1632,10 +1633,14 @@ async def _stop(process: asyncio.subprocess.Process, timeout: float) -> None:
 
 
 USAGE = """usage: python -m acp_types.bridge [--max-line-size BYTES] -- AGENT_CMD...
+       python -m acp_types.bridge [--max-line-size BYTES] --agent 'AGENT_CMD...'
        python -m acp_types.bridge --table CROSSVERSION_JSON
 
 Serves one ACP client (v1 or v2) on stdin/stdout and speaks to the agent
-AGENT_CMD in the version it supports, translating between v1 and v2."""
+AGENT_CMD in the version it supports, translating between v1 and v2.
+--agent takes the command as one shell-quoted word, for a command line that
+has its own -- (the last member of a conductor's chain:
+python -m acp_types.conductor -- PROXY... -- python -m acp_types.bridge --agent 'AGENT...')."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1662,6 +1667,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             print("acp-bridge: --max-line-size takes a positive number of bytes", file=sys.stderr)
             return 2
         args = args[2:]
+    if args[:1] == ["--agent"] and len(args) == 2:  # one word for the command: a member of a conductor's chain
+        try:
+            args = ["--", *shlex.split(args[1])]
+        except ValueError as exc:
+            print(f"acp-bridge: --agent: {exc}", file=sys.stderr)
+            return 2
     if args[:1] != ["--"] or len(args) < 2:
         print(USAGE, file=sys.stderr)
         return 2
