@@ -638,3 +638,152 @@ def test_the_proxys_context_reaches_a_v1_agent_through_the_bridge(tmp_path: Path
     turn = asyncio.run(go())
     assert turn[1][0] == "agent_message"
     assert turn[1][2] == "echo Context: the bridge test hi"
+
+
+# -- in process: the translation rules and the bounds ---------------------------
+
+
+class Wires:
+    """The two ends of a translating mode, in process: what it wrote each way, decoded."""
+
+    def __init__(self) -> None:
+        self.client: list[dict[str, Any]] = []
+        self.agent: list[dict[str, Any]] = []
+
+    async def to_client(self, data: bytes) -> None:
+        self.client += [json.loads(line) for line in data.splitlines()]
+
+    async def to_agent(self, data: bytes) -> None:
+        self.agent += [json.loads(line) for line in data.splitlines()]
+
+
+def _line(msg: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **msg}).encode()
+
+
+def _down(init: dict[str, Any]) -> tuple[Any, Wires]:
+    wires = Wires()
+    return bridge._DownV1(wires, init), wires  # type: ignore[arg-type]
+
+
+def _up(init: dict[str, Any]) -> tuple[Any, Wires]:
+    wires = Wires()
+    return bridge._UpV2(wires, init), wires  # type: ignore[arg-type]
+
+
+MODE = {
+    "type": "select",
+    "configId": "approval",
+    "name": "Approval",
+    "category": "mode",
+    "currentValue": "ask",
+    "options": [
+        {"value": "ask", "name": "Ask"},
+        {"groupId": "more", "name": "More", "options": [{"value": "auto", "name": "Auto"}]},
+    ],
+}
+
+
+def test_a_v1_client_gets_modes_from_the_mode_config_option_and_sets_them_through_it() -> None:
+    mode, wires = _down({"protocolVersion": 2, "capabilities": {"session": {}}})
+
+    async def go() -> None:
+        await mode.from_client(_line({"id": 1, "method": "session/new", "params": {"cwd": "/", "mcpServers": []}}))
+        assert wires.agent[-1]["method"] == "session/new"
+        commands = [{"name": "test", "description": "run", "input": {"type": "text", "hint": "what"}}]
+        result = {"sessionId": "s", "configOptions": [MODE], "availableCommands": commands}
+        await mode.from_agent(_line({"id": 1, "result": result}))
+        answer, update = wires.client[-2:]
+        assert answer["result"]["modes"] == {
+            "currentModeId": "ask",
+            "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "auto", "name": "Auto"}],
+        }
+        assert answer["result"]["configOptions"][0]["id"] == "approval"
+        assert answer["result"]["configOptions"][0]["options"][1]["group"] == "more"
+        assert "availableCommands" not in answer["result"]
+        assert update["params"]["update"] == {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [{"name": "test", "description": "run", "input": {"hint": "what"}}],
+        }
+        await mode.from_client(
+            _line({"id": 2, "method": "session/set_mode", "params": {"sessionId": "s", "modeId": "auto"}})
+        )
+        assert wires.agent[-1]["method"] == "session/set_config_option"
+        assert wires.agent[-1]["params"] == {"sessionId": "s", "configId": "approval", "type": "id", "value": "auto"}
+        await mode.from_agent(_line({"id": 2, "result": {"configOptions": [{**MODE, "currentValue": "auto"}]}}))
+        assert wires.client[-1] == {"jsonrpc": "2.0", "id": 2, "result": {}}
+        # the agent changes it: config_option_update, and current_mode_update for the v1 client
+        changed = {"sessionUpdate": "config_option_update", "configOptions": [MODE]}
+        await mode.from_agent(_line({"method": "session/update", "params": {"sessionId": "s", "update": changed}}))
+        assert [m["params"]["update"]["sessionUpdate"] for m in wires.client[-2:]] == [
+            "config_option_update",
+            "current_mode_update",
+        ]
+        assert wires.client[-1]["params"]["update"]["currentModeId"] == "ask"
+
+    asyncio.run(go())
+
+
+def test_a_v1_clients_prompt_is_answered_by_the_idle_state_and_tool_calls_are_created() -> None:
+    mode, wires = _down({"protocolVersion": 2, "capabilities": {"session": {}}})
+
+    def update(u: dict[str, Any]) -> bytes:
+        return _line({"method": "session/update", "params": {"sessionId": "s", "update": u}})
+
+    async def go() -> None:
+        prompt = {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"}]}
+        await mode.from_client(_line({"id": 7, "method": "session/prompt", "params": prompt}))
+        sent = wires.agent[-1]
+        assert sent["method"] == "session/prompt" and sent["id"] != 7  # the bridge's own id: 7 is answered later
+        await mode.from_agent(_line({"id": sent["id"], "result": {"messageId": "u1"}}))
+        assert wires.client == []  # the acknowledgement is not the v1 answer
+        await mode.from_agent(update({"sessionUpdate": "user_message", "messageId": "u1", "content": prompt["prompt"]}))
+        await mode.from_agent(update({"sessionUpdate": "state_update", "state": "running"}))
+        await mode.from_agent(update({"sessionUpdate": "tool_call_update", "toolCallId": "t", "status": "pending"}))
+        chunk = {"type": "content", "content": {"type": "text", "text": "out"}}
+        await mode.from_agent(update({"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t", "content": chunk}))
+        await mode.from_agent(update({"sessionUpdate": "tool_call_content_chunk", "toolCallId": "t", "content": chunk}))
+        await mode.from_agent(update({"sessionUpdate": "terminal_update", "terminalId": "x"}))
+        await mode.from_agent(update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "end_turn"}))
+        kinds = [m["params"]["update"] for m in wires.client[:-1]]
+        assert kinds[0] == {"sessionUpdate": "tool_call", "toolCallId": "t", "status": "pending", "title": "t"}
+        assert [len(k["content"]) for k in kinds[1:]] == [1, 2]  # the whole content so far, as v1 replaces it
+        assert wires.client[-1] == {"jsonrpc": "2.0", "id": 7, "result": {"stopReason": "end_turn"}}
+
+    asyncio.run(go())
+
+
+def test_what_the_bridge_keeps_per_connection_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bridge, "MAX_RECORD_BYTES", 10_000)
+    monkeypatch.setattr(bridge, "MAX_PENDING", 50)
+    mode, wires = _up({"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"resume": {}}}})
+
+    async def go() -> None:
+        await mode.from_client(_line({"id": 1, "method": "session/new", "params": {"cwd": "/"}}))
+        await mode.from_agent(_line({"id": 1, "result": {"sessionId": "s"}}))
+        await mode.from_client(_line({"id": 2, "method": "session/prompt", "params": {"sessionId": "s", "prompt": []}}))
+        chunk = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x" * 100}}
+        for _ in range(1000):  # 100 kB of reply: more than the record may hold
+            await mode.from_agent(_line({"method": "session/update", "params": {"sessionId": "s", "update": chunk}}))
+        assert mode.record_bytes <= 10_000
+        # the record was dropped: a replay is refused, not made up
+        params = {"sessionId": "s", "cwd": "/", "replayFrom": {"type": "start"}}
+        await mode.from_client(_line({"id": 3, "method": "session/resume", "params": params}))
+        assert wires.client[-1]["error"]["data"] == {"bridge": "unmappable", "field": "replayFrom"}
+        # requests the agent does not answer: at most MAX_PENDING wait, the others are refused at once
+        before = len(mode.to_agent_pending)
+        for i in range(100):
+            await mode.from_client(_line({"id": 100 + i, "method": "_slow", "params": {}}))
+        refused = [m for m in wires.client if m.get("error", {}).get("code") == -32603]
+        assert len(mode.to_agent_pending) == 50
+        assert len(refused) == 100 - (50 - before)
+
+    asyncio.run(go())
+
+
+def test_an_overlong_line_is_reported_and_the_next_one_read() -> None:
+    lines = bridge._Lines(10)
+    assert lines.feed(b"short\n0123456789") == [b"short"]
+    assert lines.feed(b"ABCDEF") == [None]  # over the limit: reported once, not kept
+    assert lines.feed(b"still the long one\nnext\n") == [b"next"]
+    assert lines.end() == []
