@@ -94,6 +94,27 @@ def test_each_mutant_fails_its_own_check() -> None:
     assert not missed, "mutants not caught:\n" + "\n".join(missed)
 
 
+# near misses that break their rule in one version only
+NEAR_MISS_VERSIONS = {"INI-05/v2-as-v1": ("v2",)}
+
+
+@pytest.mark.parametrize("mutant", sorted(ref_agent.NEAR_MISSES))
+def test_each_near_miss_fails_its_check(mutant: str) -> None:
+    """Subtler ways to break a rule, each a misjudgement the kit once made: its check fails every one."""
+    check = next(c for c in conformance.checks("agent") if c.id == mutant.split("/")[0])
+    want = "FAILURE" if check.level == "MUST" else "WARNING"
+    for version in NEAR_MISS_VERSIONS.get(mutant, check.versions):
+        results, _ = _run([*REF, "--mutant", mutant], [version], [check])
+        assert [r.verdict for r in results] == [want], f"{mutant}@{version}: {results[0].verdict} {results[0].detail}"
+
+
+def test_a_v2_initialize_answered_in_v1_by_an_agent_that_speaks_v2_fails_the_run() -> None:
+    """It used to skip every v2 check and exit 0."""
+    out = _cli("agent", "--protocol", "v2", "--timeout", "3", "--", *REF, "--mutant", "INI-05/v2-as-v1")
+    assert out.returncode == 1, out.stdout
+    assert "FAILURE INI-05@v2" in out.stdout and "asked for 99 it answered 2" in out.stdout
+
+
 EXACT = os.environ.get("ACP_KIT_EXACT") == "1"  # every mutant against the whole suite (minutes, not seconds)
 SAMPLE = ["PL-03"]
 
@@ -114,6 +135,23 @@ def test_a_mutant_fails_no_other_check(mutant: str) -> None:
     want = "FAILURE" if check.level == "MUST" else "WARNING"
     for version in check.versions if EXACT else check.versions[-1:]:
         assert _changes(mutant, version) == {f"{mutant}@{version}": want}
+
+
+CODING = [sys.executable, str(ROOT / "examples" / "coding_agent.py")]
+
+
+@pytest.mark.slow
+def test_the_coding_agent_passes_every_check_run_after_run() -> None:
+    """Its turn ends in about 1 ms: a session/cancel that crosses the finished turn is not a failure.
+
+    The kit counts a turn as interrupted while running only when it ends cancelled, or when it
+    still sent output after the agent answered the request the kit sent right behind the cancel.
+    """
+    options = _agent.Options(timeout=5, turn_timeout=5)
+    for run in range(5):
+        results, _ = _run(CODING, ["v1", "v2"], conformance.checks("agent"), options)
+        bad = [f"run {run}: {r.key}: {r.verdict} {r.detail}" for r in results if r.verdict in ("FAILURE", "WARNING")]
+        assert not bad, "\n".join(bad)
 
 
 # -- robustness ---------------------------------------------------------------

@@ -3,7 +3,9 @@
     python tests/conformance/ref_agent.py [--mutant CHECK-ID]
 
 ``--mutant ID`` breaks the one rule that check ``ID`` tests (see MUTANTS), so
-the kit's self-tests can show that the check catches it. Mutants that change
+the kit's self-tests can show that the check catches it. ``--mutant ID/NAME``
+is a near miss of that check (see NEAR_MISSES): a subtler way to break the same
+rule, each one a misjudgement the kit once made. Mutants that change
 what goes on the wire after the handler answered are a patch on the writer;
 the others are a branch in the handler, marked ``self.bug("ID")``.
 """
@@ -88,7 +90,25 @@ MUTANTS = {
     "LST-15": "the second page repeats a session",
     "LST-18": "session/list sends a session_info_update",
     "STATE-01": "a session_info_update carries the session's cwd",
+    "ARC-24": "an archived filter it does not know is read as exclude",
 }
+
+# near misses: "ID/name" -> what it breaks; the check ID must catch each
+NEAR_MISSES = {
+    "INI-05/v2-as-v1": "a v2 initialize is answered with version 1, though 99 is answered with 2",
+    "SET-02/pair": "two of three sessions get the same id",
+    "LST-02/empty": "session/list without params lists nothing",
+    "LST-04/prefix": "the cwd filter matches by prefix",
+    "ARC-13/late": "archive answers at once, the turn streams on a little, then ends cancelled",
+    "SET-20/late": "close answers at once, the turn streams on a little, then ends cancelled",
+    "PL-02/late": "a v2 prompt is answered only once its turn has ended",
+    "RPC-01/id": "the -32700 answer has an id (0), not null",
+    "RPC-02/internal": "params that do not fit are answered -32603",
+    "EXT-05/answered": "a custom notification is answered with -32601 (id null)",
+    "EXT-05/answered-no-id": "a custom notification is answered with an error and no id",
+}
+LAST_ASKED: Any = None
+WRITER: Any = None  # the PatchWriter, for the mutants that write a line of their own
 
 
 class Session:
@@ -126,8 +146,9 @@ class RefAgent:
     # -- initialize, sessions ------------------------------------------------
 
     async def initialize(self, params: Any) -> Any:
+        global LAST_ASKED
         info = {"name": "acp-types-reference-agent", "version": "1.0"}
-        asked = params.protocol_version
+        asked = LAST_ASKED = params.protocol_version
         if self.v2:
             caps = {"session": {"archive": {}}}
             out: dict[str, Any] = {
@@ -146,7 +167,10 @@ class RefAgent:
         return out
 
     async def session_new(self, params: Any) -> Any:
-        sid = "s" if self.bug("SET-02") else f"ref-{next(self.ids)}"
+        n = next(self.ids)
+        sid = "s" if self.bug("SET-02") else f"ref-{n}"
+        if self.bug("SET-02/pair") and len(self.sessions) % 3 == 1:
+            sid = f"ref-{n - 1}"  # the second of each three repeats the first's id
         self.sessions[sid] = Session(sid, params.cwd)
         return {"sessionId": sid}
 
@@ -154,7 +178,13 @@ class RefAgent:
         p = params.to_wire()
         if self.bug("LST-02") and not p:
             raise connection.RequestError(-32603, "no params")
+        if self.bug("LST-02/empty") and not p:
+            return {"sessions": []}
         want = p.get("archived") or "exclude"
+        if want not in ("exclude", "include", "only"):  # the filter is open: a value it does not know
+            if not self.bug("ARC-24"):
+                raise connection.RequestError(v1.INVALID_PARAMS, f"archived filter {want!r} is not supported")
+            want = "exclude"
         chosen = [
             s
             for s in self.sessions.values()
@@ -166,7 +196,9 @@ class RefAgent:
             and "archived" not in p
         ]
         if p.get("cwd") is not None:
-            matching = [s for s in chosen if s.cwd == p["cwd"]]
+            matching = [
+                s for s in chosen if s.cwd == p["cwd"] or self.bug("LST-04/prefix") and s.cwd.startswith(p["cwd"])
+            ]
             if not (self.bug("LST-04") and matching) and not (self.bug("LST-10") and not matching):
                 chosen = matching
         start = 0
@@ -207,7 +239,9 @@ class RefAgent:
                 info["cwd"] = s.cwd
             await self.update(s.sid, info)
         s.archived = True
-        if not self.bug("ARC-13"):
+        if self.bug("ARC-13/late"):
+            self.stop_later(s)
+        elif not self.bug("ARC-13"):
             await self.stop_turn(s)
         return {"archived": True} if self.bug("ARC-01") else {}
 
@@ -255,7 +289,9 @@ class RefAgent:
         if self.bug("SET-18") and self.v2:
             raise connection.MethodNotImplemented("session/close")
         s = self.known(params.session_id)
-        if not self.bug("SET-20"):
+        if self.bug("SET-20/late"):
+            self.stop_later(s)
+        elif not self.bug("SET-20"):
             await self.stop_turn(s)
         return {}
 
@@ -273,6 +309,8 @@ class RefAgent:
         n = next(self.ids)
         if self.v2:  # answer at once; the turn goes on and ends with an idle state
             s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
+            if self.bug("PL-02/late"):
+                await asyncio.shield(s.turn)
             answer = {"messageId": f"u{n}"}  # the id of the user message the turn inserts
             return {**answer, "stopReason": "end_turn"} if self.bug("PL-02") else answer
         s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
@@ -346,6 +384,10 @@ class RefAgent:
         if s.turn is not None and not s.turn.done():
             await asyncio.shield(s.turn)
 
+    def stop_later(self, s: Session) -> None:
+        """A near miss: the turn is told to stop only after the answer has gone out."""
+        asyncio.get_running_loop().call_later(0.05, lambda: setattr(s, "cancelled", True))
+
     async def session_cancel(self, params: Any) -> None:
         if self.bug("PRM-10") or self.bug("PL-12"):  # archive and close still cancel
             return
@@ -364,6 +406,11 @@ class RefAgent:
     async def ext_notification(self, method: str, params: Any) -> None:
         if self.bug("EXT-05"):
             os._exit(3)
+        error = {"code": -32601, "message": f"no method {method}"}
+        if self.bug("EXT-05/answered"):
+            WRITER.inner.write(json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode() + b"\n")
+        if self.bug("EXT-05/answered-no-id"):
+            WRITER.inner.write(json.dumps({"jsonrpc": "2.0", "error": error}).encode() + b"\n")
 
 
 class PatchWriter:
@@ -398,6 +445,14 @@ class PatchWriter:
             error["code"] = -32603
         if MUTANT == "RPC-01" and error.get("code") == -32700:
             return []
+        if MUTANT == "RPC-01/id" and error.get("code") == -32700:
+            m["id"] = 0
+        if MUTANT == "RPC-02/internal" and error.get("code") == -32602 and "cwd" in str(error.get("message")):
+            error["code"] = -32603
+        if MUTANT == "INI-05/v2-as-v1" and isinstance(result, dict) and result.get("protocolVersion") == 2:
+            if LAST_ASKED == 2:  # answered as a v1 agent would, though it speaks v2
+                info = {"name": "acp-types-reference-agent", "version": "1.0"}
+                m["result"] = {"protocolVersion": 1, "agentCapabilities": {}, "agentInfo": info}
         if MUTANT == "RPC-02" and error.get("code") == -32602 and "cwd" in str(error.get("message")):
             return [{"jsonrpc": "2.0", "id": m.get("id"), "result": {"sessionId": "x"}}]
         if (
@@ -421,12 +476,14 @@ async def main() -> None:
     reader, writer = await connection.stdio_streams()
     if MUTANT == "TRN-01":
         writer.write(b"reference agent starting\n")
-    await connection.serve(reader, PatchWriter(writer), RefAgent, versions=("v1", "v2"))
+    global WRITER
+    WRITER = PatchWriter(writer)
+    await connection.serve(reader, WRITER, RefAgent, versions=("v1", "v2"))
 
 
 if __name__ == "__main__":
     if "--mutant" in sys.argv:
         MUTANT = sys.argv[sys.argv.index("--mutant") + 1]
-        if MUTANT not in MUTANTS:
+        if MUTANT not in MUTANTS and MUTANT not in NEAR_MISSES:
             sys.exit(f"no mutant {MUTANT!r}")
     asyncio.run(main())

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import tempfile
 import time
@@ -36,6 +37,7 @@ MESSAGE_UPDATES = {
     "agent_thought_chunk",
 }
 V1_STOP = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+PROBE = "_acp_conformance/probe"  # a request sent right behind an interruption (see AgentRun.turn)
 
 SEED_000 = "seed 000 (session archive)"
 SEED_001 = "seed 001 (v2 session setup)"
@@ -80,6 +82,15 @@ class Turn:
     idle: Event | None = None
     cancel_seq: int | None = None
     streaming: bool = False  # v2: still sending when the turn's time ran out
+    probe: asyncio.Future[Reply] | None = None  # the request sent right behind the interruption
+
+    @property
+    def probe_seq(self) -> int | None:
+        """Where the probe's answer is in the transcript (None: not answered)."""
+        probe = self.probe
+        if probe is None or not probe.done() or probe.cancelled() or probe.exception() is not None:
+            return None
+        return probe.result().seq
 
     @property
     def end_seq(self) -> int:
@@ -221,6 +232,18 @@ class AgentRun:
                 "answered" if reply.ok else f"error {code}" if code is not None else "invalid answer"
             )
 
+    async def _await(self, method: str, future: asyncio.Future[Reply], timeout: float) -> Reply:
+        """The answer to a request started with ``start_request``, observed as ``call`` does."""
+        try:
+            reply = await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.TimeoutError:
+            self.implemented.setdefault(method, "no answer")
+            raise Fail(f"no answer to {method} within {timeout:g} s") from None
+        except Closed as exc:
+            raise Fail(f"{method}: {exc}") from None
+        self._observe(method, reply)
+        return reply
+
     async def ok(self, method: str, params: Any, timeout: float | None = None) -> Reply:
         """Call ``method``; anything but a valid result fails the check."""
         reply = await self.call(method, params, timeout)
@@ -257,14 +280,25 @@ class AgentRun:
 
         answer: Reply | None = None
         if interrupt is not None:
-            await p.wait_for(lambda: bool(mine()) or future.done(), self.options.turn_timeout)
+            # once the turn is under way: its first update (v1 also: its answer; v2 answers at once)
+            await p.wait_for(
+                lambda: bool(mine()) or (future.done() and self.version == "v1"), self.options.turn_timeout
+            )
             params = interrupt_params or {"sessionId": sid}
             self.mark(sid, "note_cancel")  # archive and close cancel the turn as session/cancel does
+            pending: asyncio.Future[Reply] | None = None
             if interrupt == "session/cancel":
                 turn.cancel_seq = p.notify("session/cancel", params)
             else:
                 turn.cancel_seq = p.mark() + 1
-                answer = await self.call(interrupt, params)
+                _rid, pending = p.start_request(interrupt, params)
+            # A probe right behind the interruption: answered before the turn ends, it shows that the agent
+            # read the interruption while the turn was still running. A turn that ends first may have
+            # finished before the interruption reached the agent (they crossed in the pipes): not judged.
+            _pid, probe = p.start_request(PROBE, {})
+            turn.probe = probe
+            if pending is not None:
+                answer = await self._await(interrupt, pending, self.options.timeout)
         try:
             turn.reply = await asyncio.wait_for(asyncio.shield(future), self.options.turn_timeout)
         except asyncio.TimeoutError:
@@ -306,14 +340,30 @@ class AgentRun:
         return turn, answer
 
     def cancelled_turn(self, turn: Turn) -> None:
-        """Raise Note when the turn ended before the interruption reached the agent."""
-        if (
-            turn.cancel_seq is not None
-            and turn.reply is not None
-            and self.version == "v1"
-            and turn.reply.seq < turn.cancel_seq
-        ):
-            raise Note("the turn ended before the cancellation was sent; give a longer --long-prompt")
+        """Raise Note when nothing shows that the turn was still running when the interruption reached the agent.
+
+        The turn counts as interrupted while running when it ends ``cancelled``, or when it still
+        sent output after the agent answered the probe sent right behind the interruption: the agent
+        had read the interruption by then (it reads its input in order), and the turn was running.
+        Any other turn may have finished on its own while the interruption was in the pipes; judging
+        its stop reason would be a false alarm.
+        """
+        if turn.cancel_seq is None:
+            return
+        ended = turn.reply.seq if self.version == "v1" and turn.reply is not None else None
+        if self.version == "v2" and turn.idle is not None:
+            ended = turn.idle.seq
+        if ended is not None:
+            if ended < turn.cancel_seq:
+                raise Note("the turn ended before the cancellation was sent; give a longer --long-prompt")
+            probe = turn.probe_seq
+            running = probe is not None and any(probe < e.seq < ended and _output(e) for e in turn.updates)
+            if not running and turn.stop_reason != "cancelled":
+                raise Note(
+                    "nothing shows the turn still running once the agent had read the interruption (no output"
+                    " after the answer to the request sent right behind it); give a longer --long-prompt"
+                )
+            return
         if self.version == "v2" and turn.idle is None:
             ends = [e for e in turn.updates if kind(e) == "state_update" and update_of(e).get("state") == "idle"]
             if ends and turn.cancel_seq is not None and all(e.seq < turn.cancel_seq for e in ends):
@@ -426,8 +476,19 @@ async def run_agent(
                     continue
                 if answered != NUMBERS[version]:
                     reason = f"asked for protocol version {NUMBERS[version]}, the agent answered {answered!r}"
-                    results += [Result(c, version, SKIPPED, reason) for c in checks if version in c.versions]
-                    info[version] = {"advertised": run.adv.raw, "implemented": {}, "error": reason}
+                    wrong = await _speaks_anyway(run, answered)
+                    results += [
+                        Result(c, version, FAILURE, wrong[0], wrong[1], time.monotonic() - started)
+                        if wrong is not None and c.id == "INI-05"
+                        else Result(c, version, SKIPPED, reason)
+                        for c in checks
+                        if version in c.versions
+                    ]
+                    info[version] = {
+                        "advertised": run.adv.raw,
+                        "implemented": {},
+                        "error": wrong[0] if wrong else reason,
+                    }
                     continue
                 chosen = [c for c in checks if version in c.versions]
                 if chosen and all(c.final for c in chosen):
@@ -438,6 +499,33 @@ async def run_agent(
             finally:
                 await run.close()
     return scrub(results, tmp), info
+
+
+async def _speaks_anyway(run: AgentRun, answered: Any) -> tuple[str, list[str]] | None:
+    """An agent that answered another version than asked: does it speak the asked one after all?
+
+    Asked for a version it does not know (99), an agent answers the latest it supports; when that is
+    the version the kit asked for first, the first answer broke version negotiation (a supported
+    version is answered with the same version). Returns the failure's detail and evidence, or None.
+    """
+    asked = NUMBERS[run.version]
+    try:
+        program, reply = await asyncio.wait_for(run.spawn(protocol=99), run.options.timeout + 2)
+    except (TimeoutError, asyncio.TimeoutError, Closed, Fail):
+        return None
+    try:
+        result = reply.raw.get("result")
+        latest = result.get("protocolVersion") if isinstance(result, dict) else None
+        if isinstance(latest, int) and not isinstance(latest, bool) and latest >= asked:
+            assert run.init is not None
+            return (
+                f"asked for protocol version {asked}, the agent answered {answered!r}; asked for 99 it answered"
+                f" {latest}, so it speaks {asked}: a supported version is answered with the same version",
+                [run.init.show(run.transcript), reply.show(run.transcript)],
+            )
+        return None
+    finally:
+        await program.stop()
 
 
 async def _exercise(run: AgentRun) -> None:
@@ -504,6 +592,13 @@ def _table(run: AgentRun) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def _raw_keys(value: Any) -> set[str]:
@@ -708,12 +803,24 @@ check(
     source=f"{PL}, 2. Prompt Accepted; the November 2026 v2 schema, PromptResponse",
 )
 async def _pl02(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
+    turn, _ = await run.turn(await run.new_session(), run.options.long_prompt)
     assert turn.reply is not None
     extra = _raw_keys(turn.reply.result) - {"messageId"}
     run.failed(
         not turn.reply.ok or bool(extra), f"the prompt's answer is {turn.reply.raw.get('result')!r}", turn.reply.seq
     )
+    ends = [e.seq for e in turn.updates if kind(e) == "state_update" and update_of(e).get("state") == "idle"] + (
+        [turn.idle.seq] if turn.idle is not None else []
+    )
+    if ends and min(ends) < turn.reply.seq:
+        streamed = [e.seq for e in turn.updates if _output(e) and not kind(e).startswith("user") and e.seq < min(ends)]
+        run.failed(
+            len(streamed) > 1,
+            f"the prompt was answered only after the turn ended ({len(streamed)} updates of output, then idle,"
+            " then the answer): the answer acknowledges the prompt, the idle state ends the turn",
+            min(ends),
+            turn.reply.seq,
+        )
 
 
 @check(
@@ -874,10 +981,20 @@ async def _ext04(run: AgentRun) -> None:
 async def _ext05(run: AgentRun) -> None:
     mark = run.p.notify("_acp_conformance/note", {"n": 1})
     await run.p.quiet(0.2, 0.5)  # notifications may be handled after a later request is answered
-    reply = await run.call("session/new", run.new_params())
-    run.failed(not reply.ok, "after a custom notification, session/new failed", reply.seq)
-    stray = [pr.seq for pr in run.p.problems if pr.seq > mark and pr.kind == "answers" and "never sent" in pr.detail]
-    run.failed(bool(stray), "the custom notification was answered", *stray)
+    reply = await run.call(PROBE, {})
+    run.failed(run.p.exit is not None, f"after a custom notification: {run.p.exit}")
+    await run.p.quiet(0.1, 0.5)
+    # any response that is not the probe's: with the id null, another id, or no id at all
+    stray = [
+        line.seq
+        for line in run.transcript.between(mark + 1)
+        if not line.out
+        and line.seq != reply.seq
+        and isinstance(m := _json(line.text), dict)
+        and "method" not in m
+        and ("result" in m or "error" in m)
+    ]
+    run.failed(bool(stray), "the custom notification was answered (a notification gets no answer)", *stray[:3])
 
 
 @check(
@@ -893,12 +1010,20 @@ async def _rpc01(run: AgentRun) -> None:
         return [pr for pr in p.problems if pr.seq > mark and pr.kind == "answers" and "None" in pr.detail]
 
     await p.wait_for(lambda: bool(found()), 2.0)
-    answers = [
-        line
-        for line in run.transcript.between(mark + 1)
-        if not line.out and '"error"' in line.text and "-32700" in line.text
-    ]
-    run.failed(not answers, "no -32700 answer within 2 s", mark)
+    await p.quiet(0.1, 0.5)  # an answer with some other id is not found() above
+    answers = [(line, _json(line.text)) for line in run.transcript.between(mark + 1) if not line.out]
+    errors = [(line, m) for line, m in answers if isinstance(m, dict) and "method" not in m and "error" in m]
+    parse = [(line, m) for line, m in errors if isinstance(m["error"], dict) and m["error"].get("code") == -32700]
+    if not parse:
+        shown = [line.seq for line, _m in errors[:2]]
+        raise Fail("no -32700 answer within 2 s" + (" (other errors came)" if shown else ""), mark, *shown)
+    line, message = parse[0]
+    run.failed(
+        "id" not in message or message["id"] is not None,
+        f"the -32700 answer has id {message.get('id', '(none)')!r}, not null (the request's id cannot be read)",
+        mark,
+        line.seq,
+    )
     for pr in found():  # the answer to id null is expected here, not a stray answer
         p.problems.remove(pr)
 
@@ -907,6 +1032,11 @@ async def _rpc01(run: AgentRun) -> None:
 async def _rpc02(run: AgentRun) -> None:
     reply = await run.call("session/new", {"cwd": 42, "mcpServers": []})
     run.failed("result" in reply.raw, "session/new with cwd 42 was answered with a result", reply.seq)
+    run.failed(
+        reply.code != -32602,
+        f"session/new with cwd 42 was answered {reply.code} (invalid params is -32602)",
+        reply.seq,
+    )
 
 
 @check(
@@ -1117,6 +1247,25 @@ async def _arc04(run: AgentRun) -> None:
 
 
 @check(
+    "ARC-24",
+    "an archived filter value the agent does not support is refused with -32602, not read as exclude",
+    source=f"{SEED_000}, Listing; the November 2026 schema, SessionArchiveFilter",
+    suite="seeds",
+)
+async def _arc24(run: AgentRun) -> None:
+    _archive_ready(run)
+    run.needs_list()
+    cwd = run.directory()
+    await run.new_session(cwd)
+    reply = await run.call("session/list", {"cwd": cwd, "archived": "acp-conformance-sometimes"})
+    run.failed(
+        reply.code != -32602,
+        f"session/list with archived 'acp-conformance-sometimes' answered {reply.raw.get('error', reply.raw.get('result'))!r}",
+        reply.seq,
+    )
+
+
+@check(
     "ARC-05",
     "the default list leaves archived sessions out",
     source=f"{SEED_000}, Listing (3-value filter)",
@@ -1189,6 +1338,7 @@ async def _arc13(run: AgentRun) -> None:
     run.cancelled_turn(turn)
     run.failed(answer is None or not answer.ok, "session/archive failed mid-turn")
     run.state_rules(sid, "cancel.stop-reason")
+    _quiet_after(turn, answer, "session/archive")
 
 
 @check("ARC-15", "session/unarchive replays nothing", source=f"{SEED_000}, Semantics: Archiving closes", suite="seeds")
@@ -1230,6 +1380,20 @@ async def _arc20(run: AgentRun) -> None:
 
 
 # == seeds: v2 session setup (001) and v1 resume/close ======================
+
+
+def _quiet_after(turn: Turn, answer: Reply | None, method: str) -> None:
+    """The interrupted turn's output all came before the answer: the work was stopped, not left running."""
+    if answer is None:
+        return
+    late = [e.seq for e in turn.updates if e.seq > answer.seq and _output(e)]
+    if late:
+        raise Fail(f"{len(late)} updates of the turn's output after the {method} answer", answer.seq, *late[:3])
+
+
+def _output(event: Event) -> bool:
+    """An update that is the turn's output (a message, a thought, a tool call, a plan)."""
+    return kind(event) in MESSAGE_UPDATES or kind(event).startswith("tool_call") or kind(event) == "plan"
 
 
 def _needs_v1(run: AgentRun, method: str) -> None:
@@ -1423,6 +1587,7 @@ async def _set20(run: AgentRun) -> None:
         f"session/close answered {answer.raw if answer else None}",
     )
     run.state_rules(sid, "cancel.stop-reason")
+    _quiet_after(turn, answer, "session/close")
 
 
 # == seeds: session list (002) ==============================================
@@ -1437,9 +1602,15 @@ async def _set20(run: AgentRun) -> None:
 )
 async def _lst02(run: AgentRun) -> None:
     run.needs_list()
-    await run.new_session()
+    sid = await run.new_session()
     reply = await run.ok("session/list", {})
     run.failed(not isinstance(reply.result.get("sessions"), list), "no sessions array", reply.seq)
+    sessions, replies = await run.list_all({})  # the first page may hold others: walk them all
+    run.failed(
+        sid not in _ids(sessions),
+        f"the session {sid} just made is on no page of session/list {{}} ({len(sessions)} listed)",
+        replies[-1].seq,
+    )
 
 
 @check(
@@ -1450,12 +1621,17 @@ async def _lst02(run: AgentRun) -> None:
 )
 async def _lst04(run: AgentRun) -> None:
     run.needs_list()
-    a, b = run.directory(), run.directory()
+    b = run.directory()
+    # near misses: a directory inside b, and one whose path starts with b's (a prefix match takes both)
+    inside, beside = Path(b) / "sub", Path(b + "-x")
+    inside.mkdir(exist_ok=True)
+    beside.mkdir(exist_ok=True)
     mine = {await run.new_session(b) for _ in range(2)}
-    other = await run.new_session(a)
+    others = {await run.new_session(str(inside)): str(inside), await run.new_session(str(beside)): str(beside)}
     sessions, replies = await run.list_all({"cwd": b})
     got = _ids(sessions)
-    run.failed(other in got, f"listing cwd {b} includes {other}, a session of {a}", replies[-1].seq)
+    wrong = sorted(f"{sid} (of {cwd})" for sid, cwd in others.items() if sid in got)
+    run.failed(bool(wrong), f"listing cwd {b} includes {', '.join(wrong)}", replies[-1].seq)
     run.failed(not mine <= got, f"listing cwd {b} misses {sorted(mine - got)}", replies[-1].seq)
 
 

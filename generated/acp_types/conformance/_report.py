@@ -88,8 +88,12 @@ def judge(results: list[Result], baseline: set[str]) -> dict[str, Any]:
     }
 
 
+LEVELS = ("MUST", "SHOULD")
+
+
 def summary(results: list[Result]) -> dict[str, dict[str, int]]:
-    table: dict[str, Counter[str]] = {}
+    """Counts of each verdict per level; every level is there, with zeros when none of its checks ran."""
+    table: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
     for r in results:
         table.setdefault(r.check.level, Counter())[r.verdict] += 1
     return {level: {v: counts[v] for v in VERDICTS} for level, counts in sorted(table.items())}
