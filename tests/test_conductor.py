@@ -440,3 +440,54 @@ def test_bad_command_lines_are_one_line_and_exit_2() -> None:
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
     out = subprocess.run([*CONDUCTOR, "--", "/nonexistent/agent"], capture_output=True, text=True, timeout=30, env=ENV)
     assert out.returncode == 1 and "cannot start member 1" in out.stderr and "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_the_agents_requests_cross_two_proxies_and_their_answers_come_back(version: str, tmp_path: Path) -> None:
+    """The coding agent asks permission (and, in v1, reads the file through the client) across the chain."""
+
+    def edit(command: list[str]) -> subprocess.CompletedProcess[str]:
+        (tmp_path / "a.py").write_text("x = 1\n")
+        args = ["--protocol", version] if version == "v1" else []
+        prompt = f"rename x to y in {tmp_path / 'a.py'}"
+        return subprocess.run(
+            [
+                PY,
+                str(ROOT / "examples" / "client.py"),
+                *args,
+                "--yes",
+                "--timeout",
+                "20",
+                "--prompt",
+                prompt,
+                "--",
+                *command,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=ENV,
+            cwd=tmp_path,
+        )
+
+    coding = [PY, str(ROOT / "examples" / "coding_agent.py")]
+    direct = edit(coding)
+    through = edit(chain(CONTEXT_PROXY, CONTEXT_PROXY, coding))
+    assert direct.returncode == through.returncode == 0, through.stderr
+    # the edit runs only once the client allowed it: the permission request went out and its answer came back
+    assert "[edit] Rename x to y: completed" in through.stdout and through.stdout == direct.stdout
+
+
+def test_sigterm_to_a_proxy_on_its_own_stops_the_agents_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    agent = ["sh", "-c", f'sleep 300 & echo $! >> "{pids}"; echo $$ >> "{pids}"; exec "$@"', "sh", *ECHO]
+
+    async def talk() -> int | None:
+        async with spawned([*CONTEXT_PROXY, "--", *agent]) as peer:
+            assert "result" in await peer.request("initialize", INIT["v1"])
+            peer.process.send_signal(signal.SIGTERM)
+            return await asyncio.wait_for(peer.process.wait(), 15)
+
+    assert asyncio.run(talk()) == 128 + signal.SIGTERM
+    assert len(pids_in(pids)) == 2
+    assert_all_gone(pids_in(pids))
