@@ -533,7 +533,7 @@ class SQLiteStore(SessionStore):
         elif "not a database" in text or "malformed" in text or "corrupt" in text:
             why = "not a session store, or corrupt"
         elif "unable to open" in text:
-            why = "cannot be opened (a missing folder, or no permission)"
+            why = "cannot be opened for writing (a missing folder, a read-only file or folder, or no permission)"
         else:
             why = text
         return StoreError(f"session store {self.path}: {why} (while {doing})")
