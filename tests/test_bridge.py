@@ -334,11 +334,17 @@ def test_message_ids_stay_the_same_across_replays_and_restarts_of_the_bridge(tmp
         await peer.result("session/resume", {"sessionId": sid, "cwd": str(tmp_path), "replayFrom": {"type": "start"}})
         replayed = _turn_ids([u["params"]["update"] for u in peer.updates[start:]])
         assert replayed == live
+        # the agent's own replay (session/load) was neither sent nor counted: the next turn follows on
+        start = len(peer.updates)
+        ack = await peer.result("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "more"}]})
+        turn = _turn_ids(await peer.idle(sid, start))
+        assert turn[0][1] == ack["messageId"] and ack["messageId"] not in {i for _, i, _ in live}
+        live += turn
         assert await peer.close() == 0
         return sid, live
 
     sid, live = asyncio.run(first())
-    assert len({i for _, i, _ in live}) == 4
+    assert len({i for _, i, _ in live}) == 6
     assert json.loads((tmp_path / "store.json").read_text())["authenticated"] == "key"
 
     async def again() -> list[tuple[str, str, str]]:
@@ -356,9 +362,9 @@ def test_message_ids_stay_the_same_across_replays_and_restarts_of_the_bridge(tmp
         return replayed + turn
 
     after = asyncio.run(again())
-    assert after[:4] == live
+    assert after[:6] == live
     later = asyncio.run(again())
-    assert later[:6] == after
+    assert later[:8] == after
 
 
 @pytest.mark.slow

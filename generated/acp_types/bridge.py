@@ -135,15 +135,16 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
         "session/load",
         "session/resume with replayFrom start",
         "replayed from the bridge's record when it followed the session from its start (the agent gets "
-        "session/resume, or session/load with its replay counted and not sent); else session/load, its replay "
+        "session/resume, or session/load with its replay not sent); else session/load, its replay "
         "translated; else refused (-32602, unmappable); another replayFrom is refused (-32602, unmappable)",
     ),
     (
         "v2 → v1",
         "session/load, session/resume",
         "session/resume without replayFrom",
+        "session/resume when the bridge followed the session from its start and the agent can resume; else "
         "session/load with its replay counted and not sent when the agent can load (so later ids are the ones a "
-        "replay gives); else session/resume",
+        "replay gives); else session/resume (the session's new ids then hold a random epoch)",
     ),
     (
         "v2 → v1",
@@ -421,6 +422,7 @@ class _Session:
         self.mode_option: str | None = None  # v1→v2: the configId of the mode option
         self.mode_value: Any = None
         self.silent = 0  # v2→v1: replays being counted and not sent
+        self.ignored = 0  # v2→v1: replays the bridge's record already holds: neither counted nor sent
         self.replaying = False
         self.prompts: deque[Any] = deque()  # v1→v2: client ids waiting for idle
         self.acks: set[str] = set()  # v1→v2: user message ids of live turns
@@ -963,7 +965,7 @@ class _UpV2(_Mode):
             kept = s
 
             async def resumed(answer: Json) -> None:
-                kept.silent = max(0, kept.silent - 1)
+                kept.ignored = max(0, kept.ignored - 1)
                 if "result" in answer:
                     for role, mid, blocks in record:
                         kind = {"user": "user_message", "agent": "agent_message", "thought": "agent_thought"}[role]
@@ -974,8 +976,18 @@ class _UpV2(_Mode):
             if _on(sc.get("resume")):
                 await self.forward_request(msg, "session/resume", base, resumed)
             else:
-                s.silent += 1
+                s.ignored += 1
                 await self.forward_request(msg, "session/load", base, resumed)
+            return
+        if s is not None and not s.epoch and replay is None and _on(sc.get("resume")):
+            kept = s  # followed from its start: its counts hold, nothing to load
+
+            async def plain_resume(answer: Json) -> None:
+                if "result" in answer:
+                    answer = {**answer, "result": self.setup_result(kept, answer["result"])}
+                await self.client(answer)
+
+            await self.forward_request(msg, "session/resume", base, plain_resume)
             return
         if can_load:
             fresh = _Session(str(sid), known_start=True)
@@ -1097,6 +1109,8 @@ class _UpV2(_Mode):
         if s is None:
             await self.client(msg)
             return
+        if s.ignored:
+            return  # a session/load's replay of what the bridge replays from its record
         for update in self.translate(s, p["update"]):
             if not s.silent:
                 await self.client({**msg, "params": {**p, "update": update}})
