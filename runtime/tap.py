@@ -60,6 +60,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import IO, Any
 
+from acp_types.connection import stdio_streams
+
 __all__ = ["DEFAULT_CAP", "FORMAT", "Recorder", "Shower", "Splitter", "main", "run"]
 
 FORMAT = 1
@@ -426,7 +428,6 @@ async def run(
 
     Raises ``OSError`` when the agent cannot be started.
     """
-    from acp_types.connection import stdio_streams
 
     def write_err(text: str) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -443,10 +444,16 @@ async def run(
         start_new_session=True,  # its own process group, stopped as a whole
         limit=CHUNK,
     )
+    try:
+        editor_in, editor_out = await stdio_streams(CHUNK)
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+        raise
     recorder.header(command, cap)
     assert process.stdin is not None and process.stdout is not None
     agent_in, agent_out = process.stdin, process.stdout
-    editor_in, editor_out = await stdio_streams(CHUNK)
     loop = asyncio.get_running_loop()
     stopped: asyncio.Future[int] = loop.create_future()
 
