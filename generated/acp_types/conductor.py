@@ -227,7 +227,12 @@ class Conductor:
                     log.warning("from %s: %s", end.name, exc)
                     await end.pipe.send(_raw.error(exc.rid, exc.code, str(exc)))
                     continue
-                await self._take(end, env)
+                try:
+                    await self._take(end, env)
+                except (ConnectionError, RuntimeError) as exc:
+                    if end.pipe.closed:
+                        raise  # the sender is gone too
+                    log.debug("from %s, not delivered: %s", end.name, exc)  # a member going: its watch stops the chain
         except (ConnectionError, RuntimeError) as exc:
             log.debug("%s: %s", end.name, exc)
         finally:

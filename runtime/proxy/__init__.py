@@ -304,9 +304,13 @@ class _Pipe:
     async def send(self, data: bytes) -> None:
         if self.closed:
             raise ConnectionResetError(f"the {self.name} is gone")
-        self.writer.write(data + b"\n")
-        async with self._drain:
-            await self.writer.drain()
+        try:
+            self.writer.write(data + b"\n")
+            async with self._drain:
+                await self.writer.drain()
+        except (ConnectionError, RuntimeError):
+            self.closed = True  # the reader of this pipe is gone: later sends fail at once
+            raise
 
 
 class _Side:
@@ -468,7 +472,12 @@ class _Engine:
                     log.warning("from the %s: %s", name, exc)
                     await pipe.send(_raw.error(exc.rid, exc.code, str(exc)))
                     continue
-                await self._take(pipe, name, env)
+                try:
+                    await self._take(pipe, name, env)
+                except (ConnectionError, RuntimeError) as exc:
+                    if pipe.closed:
+                        raise  # the side this line came from is gone too
+                    log.debug("from the %s, not delivered: %s", name, exc)  # the other side is going: its reader ends
         except (ConnectionError, RuntimeError) as exc:
             log.debug("the %s's pipe failed: %s", name, exc)
         finally:
