@@ -71,6 +71,8 @@ MAX_SESSIONS = 4096
 """Sessions whose message counters and modes the bridge follows per connection (least recently used dropped)."""
 MAX_PENDING = 1024
 """Requests in flight through a translating bridge, each way; more are refused with -32603."""
+MAX_QUEUED_PROMPTS = 16
+"""Prompts a v2 client may have accepted and waiting per session behind a v1 agent (which takes one at a time)."""
 MAX_TOOL_CONTENT = 256
 """Items of a v2 tool call's appended content kept to rewrite it as v1's whole list."""
 
@@ -113,7 +115,10 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
         "session/prompt acknowledged, state_update",
         "answered at once with the inserted user message's id; user_message and state_update running follow, "
         "then the v1 prompt goes out; its answer becomes state_update idle with the stop reason and usage (an "
-        "error answer: idle without a stop reason, the error in _meta.acpBridge.error)",
+        "error answer: idle without a stop reason, the error in _meta.acpBridge.error); a v1 agent takes one "
+        "prompt at a time: the next accepted one starts (user_message, running) when the previous goes idle, "
+        "at most MAX_QUEUED_PROMPTS wait (more are refused -32600), one cancelled while waiting ends idle "
+        "cancelled without reaching the agent",
     ),
     (
         "v2 → v1",
@@ -428,6 +433,8 @@ class _Session:
         self.acks: set[str] = set()  # v1→v2: user message ids of live turns
         self.tools: dict[str, list[Any]] = {}  # v1→v2: tool call id -> content so far
         self.warned = False
+        self.waiting: deque[list[Any]] = deque()  # v2→v1: accepted prompts [user id, params, cancelled]
+        self.running = False  # v2→v1: a v1 prompt is with the agent
 
     def new_id(self, role: str) -> str:
         n = self.counts[role]
@@ -436,8 +443,8 @@ class _Session:
             return message_id(f"{self.sid}#{self.epoch}", role, n)
         return message_id(self.sid, role, n)
 
-    def begin_user(self, key: Any = None) -> str:
-        mid = self.new_id("user")
+    def begin_user(self, key: Any = None, mid: str | None = None) -> str:
+        mid = mid or self.new_id("user")
         self.current = {"user": (key, mid), "agent": None, "thought": None}
         self.last_role = "user"
         return mid
@@ -1038,15 +1045,34 @@ class _UpV2(_Mode):
         if s is None:
             await self.forward_request(msg, "session/prompt", p)
             return
-        blocks: list[Any] = p["prompt"] if isinstance(p.get("prompt"), list) else []
-        user = s.begin_user()
-        if s.record is not None:
-            for i, block in enumerate(blocks):
-                self.record(s, "user", user, block, i == 0)
-            if not blocks:
-                self.record(s, "user", user, {"type": "text", "text": ""}, True)
-        sid = s.sid
+        if len(s.waiting) >= MAX_QUEUED_PROMPTS:
+            await self.client(
+                _error(rid, INVALID_REQUEST, f"acp-bridge: {len(s.waiting)} prompts wait on this session already")
+            )
+            return
+        user = s.new_id("user")  # numbered when accepted, so in the order of the session's history
+        await self.client({"jsonrpc": "2.0", "id": rid, "result": {"messageId": user}})
+        s.waiting.append([user, p, False])
+        await self.start_next(s)
 
+    async def start_next(self, s: _Session) -> None:
+        """Start the session's next accepted prompt, unless one is running (a v1 agent takes one at a time)."""
+        while not s.running and s.waiting:
+            user, p, cancelled = s.waiting.popleft()
+            blocks: list[Any] = p["prompt"] if isinstance(p.get("prompt"), list) else []
+            s.begin_user(mid=user)
+            if s.record is not None:
+                for i, block in enumerate(blocks or [{"type": "text", "text": ""}]):
+                    self.record(s, "user", user, block, i == 0)
+            await self.update(s.sid, {"sessionUpdate": "user_message", "messageId": user, "content": blocks})
+            if cancelled:  # cancelled while it waited: it never reaches the agent
+                await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"})
+                continue
+            await self.update(s.sid, {"sessionUpdate": "state_update", "state": "running"})
+            s.running = True
+            await self.request_agent("session/prompt", p, self.ended(s))
+
+    def ended(self, s: _Session) -> Callable[[Json], Awaitable[None]]:
         async def ended(answer: Json) -> None:
             idle: Json = {"sessionUpdate": "state_update", "state": "idle"}
             result = answer.get("result")
@@ -1058,12 +1084,11 @@ class _UpV2(_Mode):
             else:
                 idle["_meta"] = {"acpBridge": {"error": answer.get("error")}}
                 print(f"acp-bridge: the v1 agent refused a prompt: {answer.get('error')}", file=sys.stderr)
-            await self.update(sid, idle)
+            await self.update(s.sid, idle)
+            s.running = False
+            await self.start_next(s)
 
-        await self.client({"jsonrpc": "2.0", "id": rid, "result": {"messageId": user}})
-        await self.update(sid, {"sessionUpdate": "user_message", "messageId": user, "content": blocks})
-        await self.update(sid, {"sessionUpdate": "state_update", "state": "running"})
-        await self.request_agent("session/prompt", p, ended)
+        return ended
 
     async def update(self, sid: str, update: Json) -> None:
         await self.client(
@@ -1074,6 +1099,10 @@ class _UpV2(_Mode):
         if method == "$/cancel_request":
             if _obj(params).get("requestId") not in self.to_agent_pending:
                 return  # answered already (a v2 prompt's acknowledgement): nothing to cancel
+        if method == "session/cancel":
+            s = self.session(_obj(params).get("sessionId"), create=False)
+            for waiting in s.waiting if s is not None else ():
+                waiting[2] = True
         await self.agent(msg)
 
     async def agent_request(self, msg: Json, method: str, params: Any) -> None:

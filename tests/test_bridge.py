@@ -793,3 +793,34 @@ def test_an_overlong_line_is_reported_and_the_next_one_read() -> None:
     assert lines.feed(b"ABCDEF") == [None]  # over the limit: reported once, not kept
     assert lines.feed(b"still the long one\nnext\n") == [b"next"]
     assert lines.end() == []
+
+
+def test_a_v2_clients_prompts_reach_a_v1_agent_one_at_a_time() -> None:
+    mode, wires = _up({"protocolVersion": 1, "agentCapabilities": {}})
+
+    def kinds() -> list[str]:
+        return [
+            m["params"]["update"]["sessionUpdate"] + ":" + str(m["params"]["update"].get("state", ""))
+            for m in wires.client
+            if m.get("method") == "session/update"
+        ]
+
+    async def go() -> None:
+        await mode.from_client(_line({"id": 1, "method": "session/new", "params": {"cwd": "/"}}))
+        await mode.from_agent(_line({"id": 1, "result": {"sessionId": "s"}}))
+        for rid in (2, 3, 4):
+            params = {"sessionId": "s", "prompt": [{"type": "text", "text": str(rid)}]}
+            await mode.from_client(_line({"id": rid, "method": "session/prompt", "params": params}))
+        acks = [m["result"]["messageId"] for m in wires.client if m.get("id") in (2, 3, 4)]
+        assert acks == [bridge.message_id("s", "user", n) for n in range(3)]  # each accepted at once, in order
+        prompts = [m for m in wires.agent if m.get("method") == "session/prompt"]
+        assert len(prompts) == 1 and kinds() == ["user_message:", "state_update:running"]
+        await mode.from_client(_line({"method": "session/cancel", "params": {"sessionId": "s"}}))
+        await mode.from_agent(_line({"id": prompts[0]["id"], "result": {"stopReason": "cancelled"}}))
+        # the turn ended; the two waiting were cancelled with it and never reach the agent
+        assert len([m for m in wires.agent if m.get("method") == "session/prompt"]) == 1
+        assert kinds()[2:] == ["state_update:idle"] + ["user_message:", "state_update:idle"] * 2
+        ids = [m["params"]["update"]["messageId"] for m in wires.client if "user_message" in json.dumps(m)]
+        assert ids == acks
+
+    asyncio.run(go())
