@@ -313,6 +313,27 @@ def test_a_hook_asks_the_client_itself_and_gets_the_answer_not_forwarded() -> No
     assert answers == [{"a": 2}]
 
 
+def test_a_hook_translates_a_call_with_a_request_of_its_own_and_replies_with_its_result() -> None:
+    chain = proxy.Proxy("translate")
+
+    @chain.on("_old/ask")
+    async def translate(params: Any, ctx: proxy.Context) -> object:
+        answer = await ctx.request("agent", "_new/ask", {"question": params["q"]})
+        return proxy.Reply({"a": answer["answer"]})
+
+    async def scenario(pipe: Pipe) -> None:
+        await initialize(pipe)
+        pipe.send('{"jsonrpc":"2.0","id":8,"method":"_old/ask","params":{"q":"?"}}')
+        own = await pipe.message()
+        assert own.method == "proxy/successor" and own.unwrap().method == "_new/ask"
+        assert own.unwrap().value == {"question": "?"}
+        pipe.send(f'{{"jsonrpc":"2.0","id":{own.rid_text},"result":{{"answer":42}}}}')
+        assert await pipe.line() == b'{"jsonrpc":"2.0","id":8,"result":{"a":42}}'
+        assert pipe.quiet()
+
+    run(chain, scenario)
+
+
 def test_cancel_request_is_translated_to_the_id_of_the_next_hop(plain: proxy.Proxy) -> None:
     async def scenario(pipe: Pipe) -> None:
         await initialize(pipe)

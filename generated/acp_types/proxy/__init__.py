@@ -23,8 +23,9 @@ How messages go:
   hook gets the params as the settled version's model (``v1.PromptRequest``
   or ``v2.PromptRequest``; an extension method's as decoded JSON) and a
   :class:`Context`, and returns ``None`` (forward the message unchanged, byte
-  for byte), a model or a ``dict`` (forward that instead), or :data:`DROP`
-  (a notification is not forwarded). Raising :class:`RequestError` answers a
+  for byte), a model or a ``dict`` (forward that instead), :data:`DROP` (a
+  notification is not forwarded) or :class:`Reply` (a request is answered
+  with its result, not forwarded). Raising :class:`RequestError` answers a
   request with that error instead of forwarding it.
 - ``Proxy.on_result(method)``: the success answer to a request ``method`` on
   its way back, as the version's result model; same return values. The answer
@@ -90,7 +91,7 @@ from acp_types.connection import (
 from . import _raw
 from ._raw import Envelope, Oversized, RawError, id_key
 
-__all__ = ["DROP", "Context", "Proxy", "RequestError", "Side"]
+__all__ = ["DROP", "Context", "Proxy", "Reply", "RequestError", "Side"]
 
 log = logging.getLogger("acp_types.proxy")
 log.addHandler(logging.NullHandler())
@@ -110,6 +111,20 @@ class _Drop:
 
 DROP: Any = _Drop()
 """Returned by a hook: the notification is not forwarded."""
+
+
+class Reply:
+    """Returned by a request's hook: answer the request with ``result`` (a model or JSON value); nothing is forwarded.
+
+    With :meth:`Context.request` this lets a hook stand in for the other side,
+    or translate a call (send another method, answer with what it returned).
+    """
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: Any) -> None:
+        self.result = result
+
 
 _T = TypeVar("_T")
 Hook = Callable[[Any, "Context"], Awaitable[Any]]
@@ -571,6 +586,10 @@ class _Engine:
                 if env.kind == "request":
                     await pipe.send(_raw.answer(env.rid_text or "null", "error", _raw.dumps(exc.to_error())))
                 return
+            if isinstance(out, Reply):
+                if env.kind == "request":
+                    await pipe.send(_raw.answer(env.rid_text or "null", "result", _text(out.result)))
+                return
             if out is DROP:
                 if env.kind == "request":
                     await pipe.send(_raw.error(env.rid_text, INTERNAL_ERROR, f"{self.proxy.name} dropped the request"))
@@ -626,6 +645,8 @@ class _Engine:
                 )
             except RequestError as exc:
                 out, kind, body, raw = None, "error", _raw.dumps(exc.to_error()), None
+            if isinstance(out, Reply):
+                out = out.result
             if out is not None and out is not DROP:
                 body, raw = _text(out), None
                 if route.method == "initialize":
