@@ -276,7 +276,8 @@ class _Outbox:
     A producer (the turn) queues and goes on; one task takes everything queued, appends its events
     in one transaction, then writes the updates. So a replay never lacks what a client saw, and
     the store costs a transaction per batch, not per chunk. At :attr:`LIMIT` queued items the
-    producer waits (bounded memory under a slow client). Anything else written for the session
+    producer waits until the writer takes them (so at most two batches are held: bounded memory under a
+    slow client, while the next batch fills as the last is written). Anything else written for the session
     (a request to the client, a prompt's answer, a replay) first waits for :meth:`drain`.
     """
 
@@ -288,6 +289,12 @@ class _Outbox:
         self._items: list[tuple[AgentConnection, tuple[str, str | None, Mapping[str, Any]] | None, Any]] = []
         self._task: asyncio.Task[None] | None = None
         self._error: BaseException | None = None
+        self._room: asyncio.Future[None] | None = None  # producers waiting for the queue to be taken
+
+    def _free(self) -> None:
+        room, self._room = self._room, None
+        if room is not None and not room.done():
+            room.set_result(None)
 
     async def put(
         self, conn: AgentConnection, event: tuple[str, str | None, Mapping[str, Any]] | None, update: Any
@@ -298,8 +305,11 @@ class _Outbox:
         self._items.append((conn, event, update))
         if self._task is None:
             self._task = asyncio.get_running_loop().create_task(self._run())
-        if len(self._items) >= self.LIMIT:
-            await self.drain()
+        if len(self._items) >= self.LIMIT:  # wait until the writer takes this batch (it may still be writing one)
+            if self._room is None:
+                self._room = asyncio.get_running_loop().create_future()
+            await asyncio.shield(self._room)
+            self._raise()
 
     async def drain(self) -> None:
         """Wait until everything queued is in the store and written (or the client is gone)."""
@@ -316,6 +326,7 @@ class _Outbox:
         try:
             while self._items:
                 batch, self._items = self._items, []
+                self._free()
                 events = [event for _, event, _ in batch if event is not None]
                 try:
                     if events:
@@ -331,6 +342,7 @@ class _Outbox:
                     log.error("session %r: %s", self.session_id, exc)
         finally:
             self._task = None
+            self._free()
 
 
 def _notification(version: str, session_id: str, update: Any) -> Any:
