@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import pytest
 
 from acp_types import connection
+from acp_types._connection.transport import HEAD_SIZE, TAIL_SIZE
 from acp_types.connection import AgentConnection, ClientConnection, ResponseTooLarge, StdioTransport
 
 TIMEOUT = 30.0
@@ -126,9 +127,92 @@ async def over_streams(
         await conn.close()
 
 
+class MemoryTransport:
+    """A message transport with no framing at all (as WebSocket text frames are): whole frames in queues.
+
+    ``limit`` bounds a frame; ``taken`` is set each time the peer takes one,
+    and :meth:`buffered` counts the bytes sent that the peer has not taken.
+    """
+
+    def __init__(self, inbox: asyncio.Queue[bytes | None], outbox: asyncio.Queue[bytes | None], limit: int) -> None:
+        self.inbox, self.outbox, self.limit = inbox, outbox, limit
+        self.unread = 0
+        self.taken = asyncio.Event()
+        self.peer: MemoryTransport | None = None
+        self.closed = False
+
+    async def receive(self) -> bytes | connection.Oversized | None:
+        frame = await self.inbox.get()
+        if self.peer is not None and frame is not None:
+            self.peer.unread -= len(frame)
+            self.peer.taken.set()
+        if frame is not None and len(frame) > self.limit:
+            return connection.Oversized(frame[:HEAD_SIZE], frame[-TAIL_SIZE:], self.limit)
+        return frame
+
+    def send(self, message: bytes) -> None:
+        if not self.closed:
+            self.unread += len(message)
+            self.outbox.put_nowait(message)
+
+    def buffered(self) -> int:
+        return self.unread
+
+    async def drain(self) -> None:
+        while self.unread > connection.WRITE_HIGH_WATER and not self.closed:
+            self.taken.clear()
+            await self.taken.wait()
+
+    async def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.outbox.put_nowait(None)
+
+
+def memory_pair(limit: int = connection.DEFAULT_MAX_LINE_SIZE) -> tuple[MemoryTransport, MemoryTransport]:
+    """Two ends of one in-memory message connection."""
+    one: asyncio.Queue[bytes | None] = asyncio.Queue()
+    two: asyncio.Queue[bytes | None] = asyncio.Queue()
+    a, b = MemoryTransport(one, two, limit), MemoryTransport(two, one, limit)
+    a.peer, b.peer = b, a
+    return a, b
+
+
+class _Frames:
+    """A raw peer on the far end of a :class:`MemoryTransport`."""
+
+    def __init__(self, conn: Any, end: MemoryTransport) -> None:
+        self.conn = conn
+        self._end = end
+
+    async def send(self, frame: bytes) -> None:
+        self._end.send(frame)
+
+    async def receive(self) -> bytes:
+        frame = await self._end.receive()
+        assert isinstance(frame, bytes), "the connection closed"
+        return frame
+
+
+@contextlib.asynccontextmanager
+async def over_memory(
+    side: str, handler: Any, max_message_size: int = connection.DEFAULT_MAX_LINE_SIZE, **options: Any
+) -> AsyncIterator[RawPeer]:
+    """A transport of whole messages with no framing (the interface alone, as a WebSocket uses it)."""
+    mine, theirs = memory_pair(max_message_size)
+    theirs.limit = 1 << 30  # the raw peer reads whatever comes
+    conn = _connect(side, mine, handler, options)
+    try:
+        yield _Frames(conn, theirs)
+    finally:
+        await theirs.close()
+        await conn.close()
+
+
 TRANSPORTS = [
     pytest.param(over_pipes, id="stdio-pipes"),
     pytest.param(over_streams, id="stdio-streams"),
+    pytest.param(over_memory, id="memory"),
 ]
 transports = pytest.mark.parametrize("factory", TRANSPORTS)
 
