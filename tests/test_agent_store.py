@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from test_agent import Wire, idle, run
 
 from acp_types import agent, v1, v2
+from acp_types import store as agent_store
 from acp_types.store import ENV_VAR, MemoryStore, SQLiteStore, StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -451,3 +452,44 @@ def test_a_store_that_cannot_be_used_is_one_line_and_an_exit_code(tmp_path: Path
         _writable(path)
     assert code != 0 and out == ""
     assert len(err.strip().splitlines()) == 1 and says in err and "Traceback" not in err, err
+
+
+def test_a_session_of_100000_updates_replays_in_bounded_memory(tmp_path: Path) -> None:
+    """Replay reads the log a page at a time and joins text in pieces: its peak does not follow the log's size."""
+    import tracemalloc
+
+    class Sink:
+        version = "v2"
+        closed = False
+
+        def __init__(self) -> None:
+            self.text = 0
+
+        async def notify(self, method: str, params: Any) -> None:
+            update = params.update
+            content = getattr(update, "content", None)
+            self.text += len(getattr(content, "text", "") or "")
+
+    async def main() -> tuple[int, int]:
+        store = SQLiteStore(tmp_path / "big.sqlite3")
+        await store.open()
+        await store.create(agent_store.StoredSession("s", "/"))
+        chunk = "y" * 200
+        for turn in range(10):  # ten turns of 10,000 chunks: 20 MB of text
+            events = [("user", f"u{turn}", {"v": "v2", "content": [{"type": "text", "text": "go"}], "text": "go"})]
+            events += [("agent", f"a{turn}", {"text": chunk})] * 10_000
+            await store.append("s", events)
+        session = agent.Session("s", "/")
+        session._out = agent._Outbox(store, "s")
+        sink = Sink()
+        session._conn = sink  # type: ignore[assignment]
+        tracemalloc.start()
+        await agent.Replay(session).stored()
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        await store.close()
+        return peak, sink.text
+
+    peak, text = asyncio.run(main())
+    assert text == 10 * 10_000 * 200  # every chunk's text, once
+    assert peak < 8 * 2**20, f"replay peaked at {peak / 2**20:.1f} MiB for a 20 MB log"
