@@ -89,6 +89,14 @@ def test_a_recorded_session_replays_byte_identically_to_the_same_client(tmp_path
     replayed = run_client(tmp_path, protocol, prompt, [*TAP, "--out", str(again), "--", *REPLAY, str(recorded)])
     assert (replayed.returncode, replayed.stdout, replayed.stderr) == (live.returncode, live.stdout, live.stderr)
     assert "Renamed 2 occurrences" in replayed.stdout
+    # recorded before forwarded: every answer comes after the request it answers, in both directions
+    asked: set[tuple[str, str]] = set()
+    for side, data in lines(recorded):
+        msg = json.loads(data)
+        if "method" in msg and "id" in msg:
+            asked.add((side, json.dumps(msg["id"])))
+        elif "id" in msg:
+            assert ("agent" if side == "client" else "client", json.dumps(msg["id"])) in asked, msg
     assert lines(again) == lines(recorded)  # both directions, byte for byte
     assert exit_of(again) == 0  # the replay played the whole recording
 
