@@ -493,3 +493,52 @@ def test_a_session_of_100000_updates_replays_in_bounded_memory(tmp_path: Path) -
     peak, text = asyncio.run(main())
     assert text == 10 * 10_000 * 200  # every chunk's text, once
     assert peak < 8 * 2**20, f"replay peaked at {peak / 2**20:.1f} MiB for a 20 MB log"
+
+
+@pytest.fixture(params=["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
+def store_handles(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A factory of handles on one store's data: each call stands for another process (memory: the same object)."""
+    if request.param == "memory":
+        shared = MemoryStore()
+        return lambda: shared
+    if request.param == "sqlite":
+        return lambda: SQLiteStore(tmp_path / "handles.sqlite3")
+    from _postgres import postgres_dsn
+
+    from acp_types.store_postgres import PostgresStore
+
+    dsn = postgres_dsn(request)
+    return lambda: PostgresStore(dsn)
+
+
+def test_every_store_serves_an_app_across_a_restart_with_claims(store_handles: Any) -> None:
+    turn = [["thought", "plan it"], ["plan", [["a", "completed"]]], ["tool", "write", "edit", ["progress", "edit"]]]
+    turn += [["text", "done"], ["usage", 5, 1000], ["title", "T"]]
+
+    async def main() -> None:
+        first = await Wire("v2").open(Scripted(store=store_handles()), principal="alice")
+        answer = await first.call("session/new", {"cwd": "/w", "mcpServers": []})
+        sid = answer["result"]["sessionId"]
+        live = _state("v2", sid)
+        live.apply_setup(v2.NewSessionResponse.model_validate(answer["result"]))
+        await first.prompt(sid, json.dumps(turn))
+        while not any(map(idle, first.lines)):
+            await asyncio.sleep(0.005)
+        for params in _updates(first, sid):
+            live.apply(params)
+        other = await Wire("v2").open(Scripted(store=store_handles()), principal="alice")
+        params = {"sessionId": sid, "cwd": "/w", "mcpServers": [], "replayFrom": {"type": "start"}}
+        if not isinstance(store_handles(), MemoryStore):  # one object is one process: no claim between them
+            assert (await other.call("session/resume", params))["error"]["code"] == -32600
+        await first.close()  # the session's process is done with it
+        answer = await other.call("session/resume", params)
+        replayed = _state("v2", sid)
+        for update in _updates(other, sid):
+            replayed.apply(update)
+        replayed.apply_setup(v2.ResumeSessionResponse.model_validate(answer["result"]))
+        assert _view(replayed) == _view(live)
+        listed = (await other.call("session/list", {"cwd": "/w"}))["result"]["sessions"]
+        assert [(s["sessionId"], s.get("title")) for s in listed] == [(sid, "T")]
+        await other.close()
+
+    run(main)
