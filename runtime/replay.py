@@ -32,9 +32,10 @@ A kit transcript can hold several runs of the program (the kit starts it
 again for some checks): a run starts at each ``initialize`` whose id is not
 above the ids the client side used before it; ``--run N`` picks one (1).
 
-Bounded: a recording is read a line at a time (a line of up to 64 MiB), a
-live line is kept up to 64 MiB (the rest is counted, not held) and every wait
-for the peer is bounded by ``--timeout``.
+Costs: the recording is read whole into memory (a line of it at most 64 MiB),
+a live line is kept up to 64 MiB (the rest is counted, not held) and every wait
+for the peer is bounded by ``--timeout`` (but the wait for the client's end of
+input once the recording is played).
 
 Hand-written: the source is runtime/replay.py, which the generator copies
 into the package unchanged.
