@@ -824,3 +824,18 @@ def test_a_v2_clients_prompts_reach_a_v1_agent_one_at_a_time() -> None:
         assert ids == acks
 
     asyncio.run(go())
+
+
+@pytest.mark.slow
+def test_requests_sent_before_initialize_is_answered_go_out_in_the_settled_version(tmp_path: Path) -> None:
+    async def go() -> dict[str, Any]:
+        peer = await Peer.start(bridged([PY, "-c", STORE_AGENT, str(tmp_path / "store.json")]))
+        init = asyncio.ensure_future(peer.call("initialize", V2_INIT))
+        new = asyncio.ensure_future(peer.call("session/new", {"cwd": str(tmp_path)}))  # not waiting for the answer
+        assert (await init)["result"]["protocolVersion"] == 2
+        answer = await new
+        await peer.close()
+        return answer
+
+    result = asyncio.run(go())["result"]
+    assert "modes" not in result and [o["configId"] for o in result["configOptions"]] == ["mode"]

@@ -1479,7 +1479,8 @@ class _Bridge:
         self.init_id: Any = None
         self.asked: Any = None
         self.agent_alive = True
-        self.settled = asyncio.Event()
+        self.settled = asyncio.Event()  # initialize answered with a result: the mode is known
+        self.answered = asyncio.Event()  # what a line sent before initialize's answer waits for
 
     async def to_client(self, data: bytes) -> None:
         self.client_writer.write(data)
@@ -1499,6 +1500,12 @@ class _Bridge:
     async def client_line(self, line: bytes) -> None:
         if self.mode is not None:
             await self.mode.from_client(line)
+            return
+        if self.init_id is not None and not self.passthrough:
+            # sent before initialize was answered: it waits, to go out in the version the answer settles
+            answered = self.answered
+            await answered.wait()
+            await self.client_line(line)
             return
         if self.init_id is None:
             msg = _Mode.parse(line)
@@ -1542,10 +1549,14 @@ class _Bridge:
                 if isinstance(result, dict):
                     self.passthrough = True
                     self.settled.set()
+                    self.answered.set()
                 else:
                     self.init_id = None  # refused: the client may try again
+                    answered, self.answered = self.answered, asyncio.Event()
+                    answered.set()
                 return
             self.settled.set()
+            self.answered.set()
             return
         await self.to_client(line + b"\n")
 
