@@ -262,6 +262,9 @@ class Shower:
             state = self._states[sid] = module.SessionState(sid, strict=True)
         return state
 
+    def _ended(self, state: Any) -> None:
+        self._emit(f"          (session {state.session_id}: turn {state.turn} ended: {state.stop_reason})")
+
     def _report(self, problems: Sequence[Any]) -> None:
         for p in problems:
             self._emit(f"          !! {p.rule} ({p.level}): {p.message}")
@@ -281,8 +284,11 @@ class Shower:
             state = self._state(params)
             if state is None:
                 return
+            running = state.in_turn
             self._guard("session/update", lambda: state.apply(params))
             sid = params["sessionId"]
+            if running and not state.in_turn:
+                self._ended(state)
             if sid in self._finish and not state.in_turn:
                 response = self._finish.pop(sid)
                 self._guard("the prompt's answer", lambda: state.finish(response))
@@ -333,6 +339,7 @@ class Shower:
                 return
             if self.version == "v1":
                 self._guard("the prompt's answer", lambda: state.end_turn(response))
+                self._ended(state)
             elif state.in_turn:
                 self._finish[params["sessionId"]] = response
             else:

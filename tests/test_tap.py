@@ -298,3 +298,29 @@ def test_show_remembers_a_bounded_number_of_unanswered_requests_and_sessions() -
     assert len(shower._pending) == tap.KEEP_PENDING
     assert len(shower._states) == tap.KEEP_SESSIONS
     assert len(shown) == tap.KEEP_PENDING + 101  # one line each, no failure to follow
+
+
+@pytest.mark.parametrize("protocol", ["v1", "v2"])
+def test_show_follows_the_coding_agent_s_session_and_finds_no_problem(tmp_path: Path, protocol: str) -> None:
+    source = tmp_path / "a.py"
+    source.write_text("x = 1\n")
+    agent = [sys.executable, str(ROOT / "examples" / "coding_agent.py")]
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "client.py"), "--protocol", protocol, "--yes"]
+        + ["--prompt", f"rename x to y in {source}", "--", *TAP, "--show", "--", *agent],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**ENV, "XDG_STATE_HOME": str(tmp_path / "state")},
+    )
+    assert done.returncode == 0, done.stderr
+    shown = done.stderr.splitlines()
+    assert f"          (protocol {protocol}: the session state follows each session)" in shown
+    assert any("agent -> client #1 session/request_permission" in line for line in shown)
+    assert any("session/update tool_call" in line for line in shown)
+    assert [line for line in shown if "!!" in line] == []
+    # the state followed the turn from the prompt to its end (v1: the prompt's answer, v2: idle)
+    assert [line.split(": ", 1)[1] for line in shown if "ended" in line and line.startswith("          (session ")] == [
+        "turn 1 ended: end_turn)"
+    ]
