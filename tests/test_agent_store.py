@@ -542,3 +542,38 @@ def test_every_store_serves_an_app_across_a_restart_with_claims(store_handles: A
         await other.close()
 
     run(main)
+
+
+def test_an_apps_memory_does_not_grow_with_the_sessions_it_served() -> None:
+    """Sessions made, prompted and left (closed, or their client gone) leave nothing behind in the App's process."""
+    import gc
+    import tracemalloc
+
+    async def serve_some(app: Scripted, n: int) -> None:
+        w = await Wire("v2").open(app, principal="alice")
+        for i in range(n):
+            sid = await w.new("/w")
+            await w.prompt(sid, json.dumps([["text", "hello"], ["tool", "read", "read", ["edit"]]]))
+            while sum(map(idle, w.lines)) <= i:
+                await asyncio.sleep(0.001)
+            if i % 2:
+                await w.call("session/close", {"sessionId": sid})  # the others stay open until the client goes
+        await w.close()
+
+    async def main() -> tuple[int, int]:
+        app = Scripted()
+        await serve_some(app, 20)  # warm up: imports, caches, the store's first pages
+        gc.collect()
+        tracemalloc.start()
+        await serve_some(app, 50)
+        gc.collect()
+        after_50 = tracemalloc.get_traced_memory()[0]
+        await serve_some(app, 200)
+        gc.collect()
+        after_250 = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        assert app.sessions == {}
+        return after_50, after_250
+
+    small, big = asyncio.run(main())
+    assert big - small < 200 * 1024, f"{(big - small) / 200:.0f} bytes kept per session served"
