@@ -97,23 +97,28 @@ async def lines(reader: Reader, limit: int) -> AsyncIterator[bytes | Oversized]:
             start = end + 1
 
 
+_OPEN = re.compile(r"[ \t\n\r]*\{[ \t\n\r]*(\}?)")
+_KEY = re.compile(r'"((?:[^"\\]|\\.)*)"[ \t\n\r]*:[ \t\n\r]*')
+_SEP = re.compile(r"[ \t\n\r]*([,}])[ \t\n\r]*")
+
+
 def members(text: str, idx: int = 0) -> tuple[dict[str, tuple[Any, int, int]], int]:
     """The members of the JSON object at ``text[idx:]``: name -> (decoded value, start, end of its text)."""
-    idx = _WS.match(text, idx).end()  # type: ignore[union-attr]
-    if text[idx : idx + 1] != "{":
+    found = _OPEN.match(text, idx)
+    if found is None:
         raise ValueError("not an object")
-    idx = _WS.match(text, idx + 1).end()  # type: ignore[union-attr]
     out: dict[str, tuple[Any, int, int]] = {}
-    if text[idx : idx + 1] == "}":
-        return out, idx + 1
+    if found.group(1):
+        return out, found.end()
+    idx = found.end()
     while True:
-        if text[idx : idx + 1] != '"':
+        name = _KEY.match(text, idx)
+        if name is None:
             raise ValueError("a member name was expected")
-        key, idx = _SCANSTRING(text, idx + 1)
-        idx = _WS.match(text, idx).end()  # type: ignore[union-attr]
-        if text[idx : idx + 1] != ":":
-            raise ValueError("':' was expected")
-        idx = _WS.match(text, idx + 1).end()  # type: ignore[union-attr]
+        key = name.group(1)
+        if "\\" in key:
+            key = _SCANSTRING(text, idx + 1)[0]
+        idx = name.end()
         try:
             value, end = _SCAN(text, idx)
         except StopIteration:
@@ -121,14 +126,12 @@ def members(text: str, idx: int = 0) -> tuple[dict[str, tuple[Any, int, int]], i
         if key in out:
             raise ValueError(f"the member {key!r} is repeated")
         out[key] = (value, idx, end)
-        idx = _WS.match(text, end).end()  # type: ignore[union-attr]
-        sep = text[idx : idx + 1]
-        if sep == ",":
-            idx = _WS.match(text, idx + 1).end()  # type: ignore[union-attr]
-        elif sep == "}":
-            return out, idx + 1
-        else:
+        sep = _SEP.match(text, end)
+        if sep is None:
             raise ValueError("',' or '}' was expected")
+        if sep.group(1) == "}":
+            return out, sep.start(1) + 1
+        idx = sep.end()
 
 
 def id_key(rid: Any) -> tuple[bool, Any]:
