@@ -28,6 +28,9 @@ Comparison is exact JSON equality (members in any order, numbers by value)
 after the mapping, except for the members ``--ignore NAME`` names (anywhere
 in the message); ``--loose`` compares only what the message is (request,
 notification or answer; its method; a ``session/update``'s kind).
+``--pace F`` keeps time as well: a line sent waits until F times its recorded
+gap from the line before it has passed (by default lines go as soon as the
+order allows).
 A kit transcript can hold several runs of the program (the kit starts it
 again for some checks): a run starts at each ``initialize`` whose id is not
 above the ids the client side used before it; ``--run N`` picks one (1).
@@ -79,6 +82,7 @@ class Record:
     data: bytes
     truncated: bool = False
     partial: bool = False
+    t: float | None = None  # seconds since the recording started, when it says
 
     def show(self) -> str:
         text = self.data.decode("utf-8", "replace")
@@ -136,7 +140,8 @@ def load(path: str, run: int = 1) -> list[Record]:
                 side = entry.get("from")
                 if side not in ("client", "agent"):
                     raise RecordingError(f"{path}:{number}: 'from' is neither 'client' nor 'agent'")
-                records.append(Record(number, side, data, bool(entry.get("truncated")), bool(entry.get("partial"))))
+                truncated, partial = bool(entry.get("truncated")), bool(entry.get("partial"))
+                records.append(Record(number, side, data, truncated, partial, _time(entry)))
                 continue
             # a kit transcript: "from" is kit or program; the side sending initialize is the client
             if entry.get("from") not in ("kit", "program"):
@@ -155,7 +160,7 @@ def load(path: str, run: int = 1) -> list[Record]:
                 last_id = rid
             runs = max(runs, 1)
             if runs == run:
-                records.append(Record(number, side_of, data))
+                records.append(Record(number, side_of, data, t=_time(entry)))
     if tap is None:
         raise RecordingError(f"{path}: empty")
     if not tap and kit_is is None:
@@ -163,6 +168,11 @@ def load(path: str, run: int = 1) -> list[Record]:
     if not records:
         raise RecordingError(f"{path}: no run {run} in it (it holds {max(runs, 1)})")
     return records
+
+
+def _time(entry: dict[str, Any]) -> float | None:
+    t = entry.get("t")
+    return float(t) if isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t < float("inf") else None
 
 
 def _data(entry: dict[str, Any], path: str, number: int) -> bytes:
@@ -232,12 +242,22 @@ def _kind(msg: Any) -> str:
 class Replayer:
     """Plays one side (``me``: ``agent`` or ``client``) of ``records`` against a live peer."""
 
-    def __init__(self, records: Sequence[Record], me: str, *, ignore: Sequence[str] = (), loose: bool = False) -> None:
+    def __init__(
+        self,
+        records: Sequence[Record],
+        me: str,
+        *,
+        ignore: Sequence[str] = (),
+        loose: bool = False,
+        pace: float = 0.0,
+    ) -> None:
         self.records = list(records)
         self.me = me
         self.peer = "client" if me == "agent" else "agent"
         self.ignore = frozenset(ignore)
         self.loose = loose
+        self.pace = pace  # 0: send as soon as due in order; 1: the recorded gaps too (2: twice as long)
+        self.sleep = asyncio.sleep  # replaced by a test
         # (space, json of the recorded value) -> the live value; space: "id:<side that made the request>" or a key
         self.bound: dict[tuple[str, str], Any] = {}
         self.played = 0
@@ -351,8 +371,14 @@ class Replayer:
         ``reader`` has ``read(n)``, ``writer`` has ``write`` and ``drain``.
         """
         lines = self._lines = _Lines(reader)
+        loop = asyncio.get_running_loop()
+        last: tuple[float, float] | None = None  # (recorded time, loop time) of the line last sent or received
         for record in self.records:
             if record.side == self.me:
+                if self.pace > 0 and last is not None and record.t is not None:
+                    delay = last[1] + (record.t - last[0]) * self.pace - loop.time()
+                    if delay > 0:
+                        await self.sleep(delay)
                 if record.truncated:
                     raise Stray(
                         record,
@@ -375,6 +401,8 @@ class Replayer:
                     rid = came.get("id") if isinstance(came, dict) and "method" in came else None
                     raise Stray(record, _show(data, size), why, rid)
             self.played += 1
+            if record.t is not None:
+                last = (record.t, loop.time())
 
     async def rest(self, timeout: float | None) -> None:
         """After the recording: the peer's end of input is awaited; anything else it sends is a stray."""
@@ -455,7 +483,7 @@ def _report(stray: Stray, path: str, peer: str) -> dict[str, Any]:
 
 async def mock_agent(records: Sequence[Record], path: str, options: argparse.Namespace) -> int:
     """Play the agent's side on this process's stdin/stdout."""
-    replayer = Replayer(records, "agent", ignore=options.ignore, loose=options.loose)
+    replayer = Replayer(records, "agent", ignore=options.ignore, loose=options.loose, pace=options.pace)
     from acp_types.connection import stdio_streams
 
     reader, writer = await stdio_streams()
@@ -485,7 +513,7 @@ async def mock_agent(records: Sequence[Record], path: str, options: argparse.Nam
 
 async def mock_client(records: Sequence[Record], path: str, options: argparse.Namespace, command: list[str]) -> int:
     """Start ``command`` in its own process group and play the client's side against it."""
-    replayer = Replayer(records, "client", ignore=options.ignore, loose=options.loose)
+    replayer = Replayer(records, "client", ignore=options.ignore, loose=options.loose, pace=options.pace)
     process = await asyncio.create_subprocess_exec(
         *command,
         stdin=asyncio.subprocess.PIPE,
@@ -552,6 +580,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--loose", action="store_true", help="compare only each message's kind and method")
     parser.add_argument(
+        "--pace",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="wait the recorded gap times F before each line sent (0: no wait, the default; 1: as recorded)",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=60.0, metavar="S", help="wait at most S s for each peer line (0: no bound)"
     )
     return parser
@@ -571,6 +606,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise RecordingError("an agent command is for --client only (the mock agent runs on stdin/stdout)")
         if args.run < 1:
             raise RecordingError(f"--run {args.run}: runs count from 1")
+        if not 0 <= args.pace < float("inf"):
+            raise RecordingError(f"--pace {args.pace}: must be 0 or more")
         if not args.timeout >= 0:
             raise RecordingError(f"--timeout {args.timeout}: must be 0 or more")
         records = load(args.file, args.run)

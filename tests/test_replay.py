@@ -11,6 +11,7 @@ strays. The mapping of ids and the reading of recordings are tested in process.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -387,6 +388,46 @@ def test_the_live_ids_are_bound_to_the_recorded_ones_and_must_stay_so() -> None:
     assert why is not None and why.startswith("/params/sessionId:") and "live-s" in why
 
 
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    async def read(self, n: int) -> bytes:
+        chunk, self.data = self.data[:n], self.data[n:]
+        return chunk
+
+
+class _Writer:
+    def __init__(self) -> None:
+        self.lines: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.lines.append(data)
+
+    async def drain(self) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("pace", "gaps"), [(0.0, []), (1.0, [2.0, 0.5]), (2.0, [4.0, 1.0])])
+def test_pace_waits_the_recorded_gaps_before_each_line_sent(pace: float, gaps: list[float]) -> None:
+    rec = [
+        replay.Record(1, "client", b'{"jsonrpc":"2.0","id":0,"method":"a"}', t=10.0),
+        replay.Record(2, "agent", b'{"jsonrpc":"2.0","id":0,"result":{}}', t=12.0),
+        replay.Record(3, "agent", b'{"jsonrpc":"2.0","method":"n"}', t=12.5),
+    ]
+    player = replay.Replayer(rec, "agent", pace=pace)
+    asked: list[float] = []
+
+    async def sleep(delay: float) -> None:  # the clock does not move: each gap is asked for whole
+        asked.append(delay)
+
+    player.sleep = sleep
+    writer = _Writer()
+    asyncio.run(player.play(_Reader(rec[0].data + b"\n"), writer, None))
+    assert writer.lines == [rec[1].data + b"\n", rec[2].data + b"\n"]
+    assert len(asked) == len(gaps) and all(want - 0.1 < got <= want for got, want in zip(asked, gaps, strict=True))
+
+
 def test_ids_of_the_two_sides_are_kept_apart() -> None:
     rec = [
         replay.Record(1, "client", b'{"jsonrpc":"2.0","id":0,"method":"a"}'),
@@ -445,6 +486,7 @@ def test_usage_errors_are_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Cap
         (["--client", str(path)], "--client needs the agent"),
         ([str(path), "--", "agent"], "for --client only"),
         (["--run", "0", str(path)], "runs count from 1"),
+        (["--pace", "-1", str(path)], "--pace -1.0: must be 0 or more"),
         (["--client", str(path), "--", str(tmp_path / "no-agent")], "cannot start"),
     ]:
         assert replay.main(args) == 2, args
