@@ -246,7 +246,10 @@ class Conductor:
             return
         if line.rid is None:
             return
-        rid = _raw.parse(b'{"id":' + line.rid.encode() + b',"result":null}').rid
+        try:
+            rid = _raw.parse(b'{"id":' + line.rid.encode() + b',"result":null}').rid
+        except RawError:
+            return  # an id that is not JSON answers nothing of ours
         route = end.pipe.pending.get(id_key(rid))
         if route is not None:
             self._forget(route)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 import tracemalloc
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -434,3 +435,33 @@ def test_envelope_spans_are_the_exact_text_of_each_member() -> None:
     assert inner.method == "m" and inner.body == '[1, 2.50 ,"\\u00e9"]' and inner.rid == 'a"b'
     with pytest.raises(_raw.RawError):
         _raw.parse(b'{"id":1,"id":2,"result":{}}')  # a repeated member is not routed on a guess
+
+
+def test_any_line_is_an_envelope_or_a_raw_error_never_another_exception() -> None:
+    seeds = [
+        b'{"jsonrpc":"2.0","id":1,"method":"proxy/successor","params":{"method":"m","params":{"a":[1,"\\u00e9",null]}}}',
+        b'{"jsonrpc":"2.0","id":"x","result":{"k":1.5e300}}',
+        b'{"jsonrpc":"2.0","method":"n","params":[true,false]}',
+    ]
+    alphabet = b'{}[]",:\\ \t0123456789.eE+-truefalsnul\x00\xff\xc3\xa9ux'
+    rng = random.Random(29)
+    hostile = [b"[" * 100000 + b"]" * 100000, b'{"id":1,"method":"m","params":' + b"[" * 100000 + b"]" * 100000 + b"}"]
+    hostile.append(b'{"id":1,"method":"proxy/successor","params":{"method":"m","params":' + b"[" * 100000 + b"]}}")
+    hostile.append(b'{"id":' + b"9" * 5000 + b',"result":{}}')
+    lines = list(hostile)
+    for _ in range(3000):
+        line = bytearray(rng.choice(seeds))
+        for _ in range(rng.randint(1, 4)):
+            at = rng.randrange(len(line))
+            if rng.random() < 0.5:
+                line[at] = rng.choice(alphabet)
+            else:
+                del line[at]
+        lines.append(bytes(line))
+    for line in lines:
+        try:
+            env = _raw.parse(line)
+            if env.method == "proxy/successor":
+                env.unwrap()
+        except _raw.RawError:
+            pass

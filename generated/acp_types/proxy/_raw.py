@@ -177,7 +177,7 @@ class Envelope:
             raise RawError(-32602, "proxy/successor without params", self.rid_text)
         try:
             inner, _ = members(self.text, self.start)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise RawError(-32602, f"proxy/successor params: {exc}", self.rid_text) from None
         method = inner.get("method", (None, 0, 0))[0]
         if not isinstance(method, str):
