@@ -214,6 +214,29 @@ def test_a_hook_raising_request_error_answers_the_request_and_forwards_nothing()
     run(chain, scenario)
 
 
+def test_a_hook_that_fails_answers_its_request_with_an_error_and_the_proxy_goes_on() -> None:
+    chain = proxy.Proxy("buggy")
+
+    @chain.on("session/prompt")
+    async def bug(params: Any, ctx: proxy.Context) -> None:
+        raise KeyError("oops")
+
+    @chain.on("session/cancel")
+    async def bug_too(params: Any, ctx: proxy.Context) -> None:
+        raise KeyError("oops")
+
+    async def scenario(pipe: Pipe) -> None:
+        await initialize(pipe)
+        prompt = '{"sessionId":"s","prompt":[{"type":"text","text":"hi"}]}'
+        pipe.send(f'{{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{prompt}}}')
+        answer = await pipe.message()
+        assert answer.rid == 3 and answer.value["code"] == -32603 and "buggy" in answer.value["message"]
+        pipe.send('{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s"}}')
+        assert (await pipe.message()).unwrap().body == '{"sessionId":"s"}'  # a notification goes on unchanged
+
+    run(chain, scenario)
+
+
 def test_drop_stops_a_notification_and_the_next_message_still_passes() -> None:
     chain = proxy.Proxy("filter")
 

@@ -233,6 +233,8 @@ class Conductor:
                     if end.pipe.closed:
                         raise  # the sender is gone too
                     log.debug("from %s, not delivered: %s", end.name, exc)  # a member going: its watch stops the chain
+                except Exception:  # never a dead reader for one message
+                    log.exception("a message from %s could not be handled", end.name)
         except (ConnectionError, RuntimeError) as exc:
             log.debug("%s: %s", end.name, exc)
         finally:

@@ -382,6 +382,8 @@ class _Lane:
                         await step()
                 except (ConnectionError, RuntimeError) as exc:
                     log.debug("a message was not delivered: %s", exc)
+                except Exception:  # never a stalled direction for one message
+                    log.exception("a message could not be handled")
                 finally:
                     self.items.popleft()
                     self.size -= size
@@ -493,6 +495,8 @@ class _Engine:
                     if pipe.closed:
                         raise  # the side this line came from is gone too
                     log.debug("from the %s, not delivered: %s", name, exc)  # the other side is going: its reader ends
+                except Exception:  # never a dead reader for one message
+                    log.exception("a message from the %s could not be handled", name)
         except (ConnectionError, RuntimeError) as exc:
             log.debug("the %s's pipe failed: %s", name, exc)
         finally:
@@ -581,7 +585,9 @@ class _Engine:
         hook = self.proxy.calls.get(method)
         if hook is not None:
             try:
-                out = await self._run_hook(hook, method, env.value, target.name, params=True)
+                out = await self._run_hook(
+                    hook, method, env.value, target.name, params=True, request=env.kind == "request"
+                )
             except RequestError as exc:
                 if env.kind == "request":
                     await pipe.send(_raw.answer(env.rid_text or "null", "error", _raw.dumps(exc.to_error())))
@@ -659,7 +665,9 @@ class _Engine:
                         )
         await origin.send(raw if raw is not None else _raw.answer(route.rid_text, kind, body))
 
-    async def _run_hook(self, hook: Hook, method: str, value: Any, toward: Side, *, params: bool) -> Any:
+    async def _run_hook(
+        self, hook: Hook, method: str, value: Any, toward: Side, *, params: bool, request: bool = False
+    ) -> Any:
         module = _module(self.version)
         try:
             typed = module.parse_params(method, value) if params else module.parse_result(method, value)
@@ -672,7 +680,15 @@ class _Engine:
                 str(exc).splitlines()[0],
             )
             return None
-        return await hook(typed, Context(self, method, toward))
+        try:
+            return await hook(typed, Context(self, method, toward))
+        except (RequestError, asyncio.CancelledError):
+            raise
+        except Exception:  # a hook's bug: logged; a request is answered -32603, anything else goes on unchanged
+            log.exception("the hook on %s of %s failed", "params" if params else "result", method)
+            if request:
+                raise RequestError(INTERNAL_ERROR, f"the proxy {self.proxy.name} failed on {method}") from None
+            return None
 
     async def own_request(self, to: Side, method: str, params: Any) -> Any:
         side = self.side(to)
