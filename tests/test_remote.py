@@ -321,7 +321,7 @@ def test_the_command_line_serves_until_sigterm() -> None:
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        assert "serving examples/echo_agent.py:Echo on http://127.0.0.1:0/acp" in line
+        assert re.match(r"serving examples/echo_agent.py:Echo on http://127.0.0.1:\d+/acp \(WebSocket: ws://", line)
     finally:
         proc.terminate()
         proc.wait(10)

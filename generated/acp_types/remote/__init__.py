@@ -31,10 +31,13 @@ except ImportError as exc:
 
 import asyncio
 import contextlib
+import socket
 import ssl as _ssl
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+
+import uvicorn
 
 from ._client import _connect
 from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH, Limits, is_loopback
@@ -55,6 +58,7 @@ __all__ = [
     "Limits",
     "RemoteServer",
     "Refused",
+    "Stopped",
     "connect",
     "is_loopback",
     "serve",
@@ -62,6 +66,10 @@ __all__ = [
 ]
 
 _H = TypeVar("_H")
+
+
+class Stopped(Exception):
+    """A signal stopped the server while it was starting."""
 
 
 class Refused(PermissionError):
@@ -75,6 +83,17 @@ def check_exposure(host: str, token: str | None, insecure: bool) -> None:
             f"refusing to listen on {host}, which is not loopback, without a token: "
             "give a bearer token (--token-env VAR) or say --insecure"
         )
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, ending the ACP connections first when it stops (an open SSE stream would hold it)."""
+
+    acp_app: AcpAsgiApp | None = None
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        if self.acp_app is not None:
+            await self.acp_app.close()
+        await super().shutdown(sockets)
 
 
 class RemoteServer:
@@ -99,6 +118,25 @@ class RemoteServer:
         await asyncio.shield(self._task)
 
 
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (a name, an IPv4 or an IPv6 address); ``OSError`` saying where."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(address)
+            sock.listen(1024)
+        except OSError:
+            sock.close()
+            raise
+    except OSError as exc:
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
 @contextlib.asynccontextmanager
 async def start_server(
     target: Any,
@@ -121,8 +159,6 @@ async def start_server(
     ``options`` go to each agent connection (``versions``, ``strict_capabilities``, its limits).
     Raises :class:`Refused` for a non-loopback ``host`` with neither ``token`` nor ``insecure``.
     """
-    import uvicorn
-
     check_exposure(host, token, insecure)
     limits = limits if limits is not None else Limits()
     hosts = list(allowed_hosts)
@@ -149,15 +185,16 @@ async def start_server(
         limit_concurrency=None,
         timeout_keep_alive=5,
     )
-    server = uvicorn.Server(config)
-    task = asyncio.ensure_future(server.serve())
+    server = _Server(config)
+    server.acp_app = app
+    sock = _bind(host, port)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
             task.result()
-            raise OSError(f"cannot listen on {host}:{port}")
+            raise Stopped("the server was stopped (SIGINT or SIGTERM) before it listened")
         await asyncio.sleep(0.01)
-    bound = next(s for srv in server.servers for s in srv.sockets)
-    running = RemoteServer(app, task, host, bound.getsockname()[1], ssl_certfile is not None)
+    running = RemoteServer(app, task, host, sock.getsockname()[1], ssl_certfile is not None)
     try:
         yield running
     finally:

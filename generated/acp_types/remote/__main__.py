@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import Limits, Refused, check_exposure, serve
+from . import Limits, Refused, Stopped, check_exposure, start_server
 
 
 class _Refused(Exception):
@@ -129,35 +129,32 @@ def main(argv: list[str] | None = None) -> int:
         output_stall=args.output_stall,
         idle_timeout=args.idle_timeout,
     )
-    scheme = "https" if args.tls_cert else "http"
-    shown = f"[{host}]" if ":" in host else host
-    print(
-        f"serving {args.target} on {scheme}://{shown}:{port}/acp (WebSocket on the same URL)",
-        file=sys.stderr,
-        flush=True,
-    )
+
+    async def run() -> None:
+        async with start_server(
+            target,
+            host,
+            port,
+            token=token,
+            insecure=args.insecure,
+            allowed_origins=args.allow_origin,
+            allowed_hosts=args.allow_host,
+            ssl_certfile=args.tls_cert,
+            ssl_keyfile=args.tls_key,
+            limits=limits,
+        ) as server:
+            print(f"serving {args.target} on {server.url} (WebSocket: {server.ws_url})", file=sys.stderr, flush=True)
+            await server.wait()
+
     try:
-        asyncio.run(
-            serve(
-                target,
-                host,
-                port,
-                token=token,
-                insecure=args.insecure,
-                allowed_origins=args.allow_origin,
-                allowed_hosts=args.allow_host,
-                ssl_certfile=args.tls_cert,
-                ssl_keyfile=args.tls_key,
-                limits=limits,
-            )
-        )
-    except KeyboardInterrupt:
+        asyncio.run(run())
+    except (KeyboardInterrupt, Stopped):
         return 0
     except TypeError as exc:
         print(f"error: TARGET {args.target!r}: {exc}", file=sys.stderr)
         return 2
-    except (OSError, SystemExit) as exc:
-        print(f"error: cannot listen on {host}:{port}: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
 

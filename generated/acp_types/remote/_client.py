@@ -86,7 +86,7 @@ class _Outbox:
         self.transport = self
 
     def get_write_buffer_size(self) -> int:
-        return self.queued
+        return self.queued if self.queued > self._limit else 0  # drain() waits until it is back under the limit
 
     def write(self, data: bytes) -> None:
         if self._closing or self.error is not None:

@@ -174,7 +174,10 @@ class _Writer:
         self.transport = self  # the connection asks get_write_buffer_size here
 
     def get_write_buffer_size(self) -> int:
-        return self._owner.buffered
+        # the connection waits in drain() while this is above its high-water mark: nothing below our own
+        # bound, all of it at the bound (drain then waits until the peer reads below it)
+        buffered = self._owner.buffered
+        return buffered if buffered >= self._owner.limits.max_buffered_bytes else 0
 
     def write(self, data: bytes) -> None:
         if self._owner.closed:
