@@ -52,7 +52,7 @@ from typing import Any
 
 from acp_types.connection import DEFAULT_MAX_LINE_SIZE, Reader, stdio_streams
 
-from .proxy import DEFAULT_MAX_PENDING, EXIT_TIMEOUT, _Pipe, _raw, _run_main, stop_group
+from .proxy import DEFAULT_MAX_PENDING, EXIT_TIMEOUT, _Pipe, _raw, _run_main, log_to_stderr, stop_group
 from .proxy._raw import Envelope, Oversized, RawError, id_key
 
 __all__ = ["Conductor", "main"]
@@ -489,6 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if parsed.init_timeout <= 0 or parsed.cancel_grace <= 0 or parsed.max_line_size < 1024:
         print("conductor: timeouts must be positive and --max-line-size at least 1024", file=sys.stderr)
         return 2
+    log_to_stderr(log, "conductor")
     conductor = Conductor(
         commands, init_timeout=parsed.init_timeout, cancel_grace=parsed.cancel_grace, max_line_size=parsed.max_line_size
     )

@@ -238,11 +238,26 @@ class Proxy:
             if not agent:
                 print(f"{self.name}: '--' must be followed by the agent's command", file=sys.stderr)
                 raise SystemExit(2)
+        usage = f"usage: {sys.argv[0]} [-- AGENT_CMD...]  (a proxy: behind a conductor, or in front of AGENT_CMD)"
+        if args in (["-h"], ["--help"]):
+            print(usage)
+            raise SystemExit(0)
         if args:
-            print(f"usage: {sys.argv[0]} [-- AGENT_CMD...]  (unexpected: {' '.join(args)})", file=sys.stderr)
+            print(f"{usage}\n{self.name}: unexpected: {' '.join(args)}", file=sys.stderr)
             raise SystemExit(2)
+        log_to_stderr(log, self.name)
         sys.stdout.flush()
         raise SystemExit(_run_main(self.serve_stdio(agent)))
+
+
+def log_to_stderr(logger: logging.Logger, name: str) -> None:
+    """A command line's warnings (lines it dropped, hooks that failed) as ``name: message`` lines on stderr."""
+    if not any(isinstance(h, logging.StreamHandler) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter(f"{name}: %(message)s"))
+        logger.addHandler(handler)
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.WARNING)
 
 
 def _run_main(main: Awaitable[int]) -> int:
