@@ -134,6 +134,8 @@ class StdioTransport:
             transport.write if type(writer) is asyncio.StreamWriter and transport is not None else writer.write
         )
         self._buffer_size: Callable[[], int] | None = getattr(transport, "get_write_buffer_size", None)
+        if self._buffer_size is not None:  # asked after every message: the writer's own answer, with no call between
+            self.buffered = self._buffer_size  # type: ignore[method-assign]
 
     async def receive(self) -> bytes | Oversized | None:
         ready = self._ready
@@ -153,8 +155,8 @@ class StdioTransport:
         self._unflushed += len(message) + 1
 
     def buffered(self) -> int:
-        size = self._buffer_size
-        return size() if size is not None else self._unflushed
+        """The writer's buffer size when it tells it, else the bytes written since the last drain."""
+        return self._unflushed
 
     async def drain(self) -> None:
         await self.writer.drain()
