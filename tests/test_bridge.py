@@ -35,7 +35,9 @@ PY = sys.executable
 REF = ROOT / "tests" / "conformance" / "ref_agent.py"
 INTEROP = ROOT / "tests" / "interop"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "generated")}
-FAST = _agent.Options(timeout=3, turn_timeout=3, long_prompt="Count: " + " ".join(map(str, range(1, 1501))))
+# the kit's options of tests/test_conformance.py, but a turn without an idle state is judged ended after 3 s of
+# silence rather than 1: on a loaded machine the chain of processes can stall that long (a guard, not a target)
+FAST = _agent.Options(timeout=3, turn_timeout=5, quiet=3, long_prompt="Count: " + " ".join(map(str, range(1, 1501))))
 TIMEOUT = 30  # a guard against a hang, not a speed target
 
 # the reference agent serving one version only: its connection.serve called with versions=(VERSION,)
@@ -618,7 +620,7 @@ def _chain(agent: list[str]) -> list[str]:
 @pytest.mark.parametrize(("client", "agent"), [("v2", "v1"), ("v1", "v2")])
 def test_the_kit_passes_a_proxy_and_the_bridge_under_the_conductor(client: str, agent: str) -> None:
     # five processes start per check: more time for an answer than FAST gives one process (a guard, not a target)
-    slower = _agent.Options(timeout=10, turn_timeout=10, long_prompt=FAST.long_prompt)
+    slower = _agent.Options(timeout=10, turn_timeout=10, quiet=3, long_prompt=FAST.long_prompt)
     direct, through = _kit_both(client, ref_only(client), _chain(ref_only(agent)), slower)
     passed = {k for k, v in direct.items() if v.split()[0] not in BAD}
     worse = [f"{k}: {through[k]}" for k in sorted(passed) if through[k].split()[0] in BAD]
@@ -839,3 +841,56 @@ def test_requests_sent_before_initialize_is_answered_go_out_in_the_settled_versi
 
     result = asyncio.run(go())["result"]
     assert "modes" not in result and [o["configId"] for o in result["configOptions"]] == ["mode"]
+
+
+# an agent that answers initialize in the version given, starts a turn and dies in it
+DYING = textwrap.dedent(
+    """
+    import json, os, sys
+    v = int(sys.argv[1])
+    for line in sys.stdin.buffer:
+        msg = json.loads(line)
+        rid, method = msg.get("id"), msg.get("method")
+        if method == "initialize":
+            caps = {"capabilities": {"session": {}}, "info": {"name": "d", "version": "1"}} if v == 2 else {}
+            result = {"protocolVersion": v, **caps}
+        elif method == "session/new":
+            result = {"sessionId": "s"}
+        elif method == "session/prompt":
+            if v == 2:
+                print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": {"messageId": "u"}}), flush=True)
+            chunk = {"sessionUpdate": "agent_message_chunk", "messageId": "a", "content": {"type": "text", "text": "x"}}
+            update = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": chunk}}
+            print(json.dumps(update), flush=True)
+            os._exit(3)
+        print(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}), flush=True)
+    """
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("client", ["v2", "v1"])
+def test_an_agent_dying_mid_turn_ends_the_turn_with_an_error(client: str) -> None:
+    agent = "1" if client == "v2" else "2"
+
+    async def go() -> tuple[dict[str, Any], list[dict[str, Any]], int]:
+        peer = await Peer.start(bridged([PY, "-c", DYING, agent]))
+        await peer.result("initialize", V2_INIT if client == "v2" else V1_INIT)
+        await peer.result("session/new", {"cwd": "/", "mcpServers": []})
+        answer = await peer.call("session/prompt", {"sessionId": "s", "prompt": [{"type": "text", "text": "x"}]})
+        if client == "v2":
+            await peer.idle("s", 0)
+        code = await asyncio.wait_for(peer.proc.wait(), TIMEOUT)  # the bridge exits with the agent
+        await peer.reading
+        return answer, [u["params"]["update"] for u in peer.updates if "params" in u], code
+
+    answer, updates, code = asyncio.run(go())
+    assert code == 3
+    if client == "v2":
+        assert "messageId" in answer["result"]
+        idle = updates[-1]
+        assert idle["state"] == "idle" and "stopReason" not in idle
+        assert idle["_meta"]["acpBridge"]["error"]["code"] == -32603
+    else:
+        assert answer["error"] == {"code": -32603, "message": "acp-bridge: the agent exited"}
+        assert [u["sessionUpdate"] for u in updates] == ["agent_message_chunk"]

@@ -284,7 +284,13 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
         "a line over max_line_size",
         "a client's is answered -32600 with id null, an agent's dropped with a line on stderr",
     ),
-    ("both", "the agent exits", "the agent exits", "every request in flight is answered -32603, then the bridge exits"),
+    (
+        "both",
+        "the agent exits",
+        "the agent exits",
+        "every request in flight is answered -32603 (a v2 client's turn ends idle without a stop reason, the "
+        "error in _meta.acpBridge.error), then the bridge exits with the agent's exit code",
+    ),
     (
         "both",
         "the client leaves, SIGTERM, SIGHUP",
@@ -476,6 +482,7 @@ class _Mode:
         self.to_client_pending: dict[Any, Callable[[Json], Awaitable[None]]] = {}
         self.record_bytes = 0
         self.next_id = 0
+        self.gone = False  # the agent exited
 
     # -- plumbing --
 
@@ -591,10 +598,11 @@ class _Mode:
         return msg if isinstance(msg, (dict, list)) else None
 
     async def agent_gone(self) -> None:
-        for rid, then in list(self.to_agent_pending.items()):
-            if not (isinstance(rid, str) and rid.startswith("acp-bridge-")):
-                await then(_error(rid, INTERNAL_ERROR, "acp-bridge: the agent exited"))
-        self.to_agent_pending.clear()
+        """Answer what is in flight at the agent with an error (a prompt of the bridge's own: its turn ends)."""
+        self.gone = True
+        pending, self.to_agent_pending = self.to_agent_pending, {}
+        for rid, then in pending.items():
+            await then(_error(rid, INTERNAL_ERROR, "acp-bridge: the agent exited"))
 
     # -- hooks --
 
@@ -1068,6 +1076,11 @@ class _UpV2(_Mode):
             if cancelled:  # cancelled while it waited: it never reaches the agent
                 await self.update(s.sid, {"sessionUpdate": "state_update", "state": "idle", "stopReason": "cancelled"})
                 continue
+            if self.gone:
+                error = {"code": INTERNAL_ERROR, "message": "acp-bridge: the agent exited"}
+                idle = {"sessionUpdate": "state_update", "state": "idle", "_meta": {"acpBridge": {"error": error}}}
+                await self.update(s.sid, idle)
+                continue
             await self.update(s.sid, {"sessionUpdate": "state_update", "state": "running"})
             s.running = True
             await self.request_agent("session/prompt", p, self.ended(s))
@@ -1479,12 +1492,18 @@ class _Bridge:
         self.init_id: Any = None
         self.asked: Any = None
         self.agent_alive = True
+        self.client_alive = True
         self.settled = asyncio.Event()  # initialize answered with a result: the mode is known
         self.answered = asyncio.Event()  # what a line sent before initialize's answer waits for
 
     async def to_client(self, data: bytes) -> None:
-        self.client_writer.write(data)
-        await self.client_writer.drain()
+        if not self.client_alive:
+            return
+        try:
+            self.client_writer.write(data)
+            await self.client_writer.drain()
+        except (ConnectionError, BrokenPipeError, RuntimeError):  # the client is gone: nothing to tell it
+            self.client_alive = False
 
     async def to_agent(self, data: bytes) -> None:
         if not self.agent_alive:
