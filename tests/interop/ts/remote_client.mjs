@@ -20,6 +20,7 @@ if (profile === "ws") {
 }
 
 const updates = [];
+const idle = new Set(); // sessions whose idle state_update came
 let wake = () => {};
 const waitFor = async (test) => {
   for (;;) {
@@ -51,7 +52,11 @@ if (version === "v1") {
   lines = await clientV2({ name: "ts-remote-client" })
     .onNotification(m2.client.session.update, (ctx) => {
       updates.push(ctx.params);
-      wake();
+      const u = ctx.params.update;
+      if (u.sessionUpdate === "state_update" && u.state === "idle") {
+        idle.add(ctx.params.sessionId);
+        wake();
+      }
     })
     .connectWith(stream, async (ctx) => {
       const init = await ctx.request(m2.agent.initialize, { protocolVersion: 2, info: { name: "ts", version: "1" } });
@@ -66,10 +71,8 @@ if (version === "v1") {
       const text = prompt === "--bench-stream" ? `stream ${process.argv[6]}` : prompt;
       const start = performance.now();
       const ack = await ctx.request(m2.agent.session.prompt, { sessionId, prompt: [{ type: "text", text }] });
-      const seen = await waitFor(() => {
-        const mine = updates.filter((n) => n.sessionId === sessionId).map((n) => n.update);
-        return mine.some((u) => u.sessionUpdate === "state_update" && u.state === "idle") ? mine : undefined;
-      });
+      await waitFor(() => (idle.has(sessionId) ? true : undefined));
+      const seen = updates.filter((n) => n.sessionId === sessionId).map((n) => n.update);
       const seconds = (performance.now() - start) / 1000;
       const chunks = seen.filter((u) => u.sessionUpdate === "agent_message_chunk");
       if (prompt === "--bench-stream") return [`chunks ${chunks.length} ${seconds}`];

@@ -1,0 +1,223 @@
+"""The remote transport (issue 31): our server against the TypeScript SDK 2.4.0's, on this machine, in one run.
+
+Both servers run in processes of their own (ours: ``python -m acp_types.remote serve`` on the dev
+venv, which has the ``remote`` extra, with ``tests/interop/remote_agents.py:Loud``; theirs:
+``tests/interop/ts/remote_server.mjs``, ``AcpServer`` with the node adapter), each streaming the same
+``stream N`` turn of one-character ``agent_message_chunk`` updates. The same client measures both:
+the TypeScript SDK's own ``ws-client`` and ``http-client`` (``tests/interop/ts/remote_client.mjs``),
+so the figures compare the servers. Figures (median of the runs):
+
+- streaming chunks per second over WebSocket and over Streamable HTTP (prompt sent to idle seen;
+  target: at least the TypeScript server's);
+- a request round trip (``session/new``, one at a time, over WebSocket; reported);
+- the resident memory of 1,000 idle WebSocket connections (each upgraded and initialized, then left
+  open) in one server process, as the growth of its ``VmRSS`` (reported).
+
+Needs node and npm (the SDK under tests/interop/ts/node_modules and the ``ws`` package under
+.cache/remote-node, installed by tests/test_remote_interop.py or here).
+``python -m benchmarks.remote`` prints them; ``make bench`` runs them as the ``remote`` group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+TS_DIR = ROOT / "tests" / "interop" / "ts"
+WS_DIR = ROOT / ".cache" / "remote-node"
+DEV_PY = ROOT / ".venv" / "bin" / "python"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT / "generated"), "REMOTE_WS_DIR": str(WS_DIR)}
+IDLE = 1000
+
+
+def _node() -> str:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        raise RuntimeError("node and npm are needed for the remote figures")
+    if not (TS_DIR / "node_modules" / "@agentclientprotocol" / "sdk").exists():
+        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent"], cwd=TS_DIR, check=True, timeout=300)
+    wanted = (ROOT / "tests" / "interop" / "remote_package.json").read_text()
+    WS_DIR.mkdir(parents=True, exist_ok=True)
+    if not (WS_DIR / "node_modules" / "ws").exists() or (WS_DIR / "package.json").read_text() != wanted:
+        (WS_DIR / "package.json").write_text(wanted)
+        subprocess.run([npm, "install", "--no-audit", "--no-fund", "--silent"], cwd=WS_DIR, check=True, timeout=300)
+    return node
+
+
+def _wait_port(port: int, proc: subprocess.Popen[Any]) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("a server did not start") from None
+            time.sleep(0.05)
+
+
+@contextmanager
+def _ours() -> Iterator[tuple[int, int]]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [
+        str(DEV_PY),
+        "-m",
+        "acp_types.remote",
+        "serve",
+        "tests/interop/remote_agents.py:Streamer",
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--max-connections",
+        str(IDLE * 2),
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stderr=subprocess.DEVNULL)
+    try:
+        _wait_port(port, proc)
+        yield port, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@contextmanager
+def _theirs(node: str) -> Iterator[tuple[int, int]]:
+    proc = subprocess.Popen(
+        [node, str(TS_DIR / "remote_server.mjs")], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline().split()[1])
+        _wait_port(port, proc)
+        yield port, proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _client(node: str, profile: str, port: int, mode: str, n: int) -> float:
+    """Seconds the TypeScript client reports for ``mode`` (``--bench-stream`` N chunks, ``--bench-rtt`` N requests)."""
+    url = f"{profile}://127.0.0.1:{port}/acp"
+    out = subprocess.run(
+        [node, str(TS_DIR / "remote_client.mjs"), profile, url, "v2", mode, str(n)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"remote_client.mjs {profile} {mode}: {out.stderr[-500:]}")
+    kind, count, seconds = out.stdout.split()
+    if int(count) != n:
+        raise RuntimeError(f"{mode}: {count} of {n}")
+    return float(seconds)
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+async def _idle_connections(port: int, pid: int, count: int) -> float:
+    """The server's RSS growth (MiB) once ``count`` WebSockets are upgraded, initialized and left open."""
+    from websockets.asyncio.client import connect
+
+    init = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"b","version":"1"}}}'
+    before = _rss(pid)
+    sockets = []
+    try:
+        for _ in range(count):
+            ws = await connect(f"ws://127.0.0.1:{port}/acp", compression=None, ping_interval=None)
+            await ws.send(init)
+            await ws.recv()
+            sockets.append(ws)
+        await asyncio.sleep(1.0)  # let the server settle (no timed assert: a figure)
+        return (_rss(pid) - before) / (1 << 20)
+    finally:
+        await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+
+
+def _idle(port: int, pid: int, count: int) -> float:
+    """:func:`_idle_connections` run by the dev venv, which has the websockets library (the bench venv need not)."""
+    out = subprocess.run(
+        [str(DEV_PY), str(Path(__file__)), "--idle", str(port), str(pid), str(count)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=600,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"idle connections: {out.stderr[-500:]}")
+    return float(out.stdout)
+
+
+def _median(runs: int, measure: Any) -> float:
+    return statistics.median(measure() for _ in range(runs))
+
+
+def figures(quick: bool) -> list[tuple[Any, ...]]:
+    if not sys.platform.startswith("linux"):
+        return []
+    node = _node()
+    runs = 1 if quick else 3
+    chunks = 5_000 if quick else 20_000
+    rtts = 200 if quick else 1_000
+    idle = 200 if quick else IDLE
+    rows: list[tuple[Any, ...]] = []
+    with _ours() as (ours_port, ours_pid), _theirs(node) as (ts_port, ts_pid):
+        for profile, label in (("ws", "WebSocket"), ("http", "Streamable HTTP")):
+            ours = chunks / _median(runs, lambda p=profile: _client(node, p, ours_port, "--bench-stream", chunks))
+            theirs = chunks / _median(runs, lambda p=profile: _client(node, p, ts_port, "--bench-stream", chunks))
+            rows.append(
+                (
+                    f"remote: streamed chunks/s over {label} (TS SDK client; baseline: TS SDK server)",
+                    ours,
+                    theirs,
+                    "msg/s",
+                    ">= 1.0x",
+                    ours >= theirs,
+                    "",
+                )
+            )
+        ours = _median(runs, lambda: _client(node, "ws", ours_port, "--bench-rtt", rtts)) / rtts
+        theirs = _median(runs, lambda: _client(node, "ws", ts_port, "--bench-rtt", rtts)) / rtts
+        rows.append(
+            ("remote: request round trip over WebSocket (session/new)", ours, theirs, "s", "reported", None, "")
+        )
+        ours_mem = _idle(ours_port, ours_pid, idle)
+        ts_mem = _idle(ts_port, ts_pid, idle)
+        rows.append(
+            (
+                f"remote: memory of {idle:,} idle WebSocket connections in one server",
+                ours_mem,
+                ts_mem,
+                "MiB",
+                "reported",
+                None,
+                "",
+            )
+        )
+    return rows
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--idle"]:
+        port, pid, count = map(int, sys.argv[2:5])
+        print(asyncio.run(_idle_connections(port, pid, count)))
+    else:
+        for row in figures("--quick" in sys.argv):
+            print(row)
