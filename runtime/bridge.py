@@ -349,7 +349,10 @@ def render_table(crossversion: Path) -> str:
 
 
 def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    try:
+        return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate the peer wrote as an escape: written back as one
+        return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
 
 
 def _error(rid: Any, code: int, message: str, data: Any = None) -> Json:
@@ -547,6 +550,20 @@ class _Mode:
     # -- lines --
 
     async def from_client(self, line: bytes) -> None:
+        try:
+            await self._from_client(line)
+        except Exception as exc:  # a shape no rule expected: the message goes on as it came
+            print(f"acp-bridge: could not translate a client message ({exc!r}); forwarded as it came", file=sys.stderr)
+            await self.bridge.to_agent(line + b"\n")
+
+    async def from_agent(self, line: bytes) -> None:
+        try:
+            await self._from_agent(line)
+        except Exception as exc:
+            print(f"acp-bridge: could not translate an agent message ({exc!r}); forwarded as it came", file=sys.stderr)
+            await self.bridge.to_client(line + b"\n")
+
+    async def _from_client(self, line: bytes) -> None:
         msg = self.parse(line)
         if msg is None:
             await self.bridge.to_agent(line + b"\n")
@@ -569,7 +586,7 @@ class _Mode:
         else:
             await then(msg)
 
-    async def from_agent(self, line: bytes) -> None:
+    async def _from_agent(self, line: bytes) -> None:
         msg = self.parse(line)
         if not isinstance(msg, dict):
             await self.bridge.to_client(line + b"\n")

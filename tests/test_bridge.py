@@ -894,3 +894,45 @@ def test_an_agent_dying_mid_turn_ends_the_turn_with_an_error(client: str) -> Non
     else:
         assert answer["error"] == {"code": -32603, "message": "acp-bridge: the agent exited"}
         assert [u["sessionUpdate"] for u in updates] == ["agent_message_chunk"]
+
+
+HOSTILE = [
+    b'{"jsonrpc":"2.0","id":1,"method":"session/new","params":[1,2]}',
+    b'{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"s","prompt":{"a":1}}}',
+    b'{"jsonrpc":"2.0","id":3,"method":"session/set_config_option","params":"x"}',
+    b'{"jsonrpc":"2.0","id":4,"method":"session/resume","params":{"sessionId":5,"replayFrom":7}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":"x"}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"config_option_update","configOptions":{"a":1}}}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message","content":"x"}}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":["x"],"content":5}}}',
+    b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"\\ud800"}}}}',
+    b'{"jsonrpc":"2.0","id":9,"method":"session/request_permission","params":{"subject":[],"toolCall":3}}',
+    b'{"jsonrpc":"2.0","id":10,"result":{"configOptions":{"x":1},"modes":[1]}}',
+    b"[1,2,3]",
+    b'{"jsonrpc":"2.0","id":11}',
+    b"[" * 100_000,
+    b'"just a string"',
+]
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_hostile_shapes_never_stop_the_bridge_and_every_line_out_is_json(up: bool) -> None:
+    init = {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}
+    mode, wires = _up(init) if up else _down({"protocolVersion": 2, "capabilities": {"session": {}}})
+    raw: list[bytes] = []
+
+    async def keep(data: bytes) -> None:
+        raw.append(data)
+
+    async def go() -> None:
+        wires.to_client = keep  # type: ignore[method-assign]
+        wires.to_agent = keep  # type: ignore[method-assign]
+        for line in HOSTILE:
+            await mode.from_client(line)
+            await mode.from_agent(line)
+
+    asyncio.run(go())
+    for data in raw:
+        for line in data.splitlines():
+            if line not in HOSTILE:
+                json.loads(line)  # what the bridge wrote itself is JSON
