@@ -361,3 +361,59 @@ def test_a_bad_url_is_a_value_error() -> None:
                     pass
 
     run(main)
+
+
+def test_websocket_on_the_wire() -> None:
+    from websockets.asyncio.client import connect as ws_connect
+
+    async def main() -> None:
+        async with remote.start_server(Echo) as server:
+            async with ws_connect(server.ws_url) as ws:
+                assert ws.response is not None and ws.response.headers["Acp-Connection-Id"]
+                await ws.send("not json")
+                assert json.loads(await ws.recv())["error"]["code"] == -32700
+                await ws.send("[]")
+                assert json.loads(await ws.recv())["error"]["code"] == -32600
+                await ws.send(b"\x00binary")  # ignored
+                await ws.send(json.dumps(INIT))
+                assert json.loads(await ws.recv())["result"]["protocolVersion"] == 2
+                await ws.send(json.dumps({**INIT, "id": 7}))
+                again = json.loads(await ws.recv())
+                assert again["id"] == 7 and again["error"]["code"] == -32600
+            async with ws_connect(server.ws_url) as ws:
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}))
+                await ws.wait_closed()
+                assert ws.close_code == 1002
+
+    run(main)
+
+
+def test_tls_serves_https_and_wss(tmp_path: Path) -> None:
+    import shutil
+    import ssl
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not on PATH")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    context = ssl.create_default_context(cafile=str(cert))
+
+    async def main() -> None:
+        async with remote.start_server(Echo, ssl_certfile=str(cert), ssl_keyfile=str(key)) as server:
+            assert server.url.startswith("https://")
+            for url in (server.url, "wss" + server.url[5:]):
+                async with remote.connect(url, client.SessionClient, versions=("v2",), ssl=context) as conn:
+                    await initialize(conn, "v2")
+                    turn = await conn.handler.prompt(await conn.handler.new_session("/tmp"), "over tls")
+                    assert agent_text(turn) == "over tls"
+            # a client that does not trust the certificate does not get in
+            with pytest.raises(remote_errors()):
+                async with remote.connect("wss" + server.url[5:], versions=("v2",)) as conn:
+                    await initialize(conn, "v2")
+
+    run(main)
