@@ -126,7 +126,7 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
         "messageId required",
         "made: uuid5(NAMESPACE, '<sessionId>/<user|agent|thought>/<n>'), n counting that role's messages of the "
         "session from 0 in history order; a v1 messageId only tells where a message starts; a session the bridge "
-        "did not follow from its start (resumed without load) gets ids that also hold a random epoch",
+        "did not follow from its start (resumed without load, or forked) gets ids that also hold a random epoch",
     ),
     (
         "v2 → v1",
@@ -929,7 +929,8 @@ class _UpV2(_Mode):
             async def created(answer: Json) -> None:
                 result = answer.get("result")
                 if isinstance(result, dict):
-                    s = self.session(result.get("sessionId"), known_start=True)
+                    # a fork starts with its parent's history, which the bridge did not count in it
+                    s = self.session(result.get("sessionId"), known_start=method == "session/new")
                     answer = {**answer, "result": self.setup_result(s, result)}
                 await self.client(answer)
 
