@@ -90,9 +90,8 @@ class _Pending:
             return None
         return out.method if out is not None else None
 
-    def pop(self, rid: Any) -> str | None:
-        """The method of ``rid``; the entry stays until the connection settles it."""
-        return self.method_of(rid)
+    pop = method_of
+    """The method of ``rid`` (as ``PendingRequests.pop``); the entry stays until the connection settles it."""
 
     def __len__(self) -> int:
         return len(self._table)
