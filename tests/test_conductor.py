@@ -90,6 +90,20 @@ def pids_in(path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
 
+def settled(progress: Path) -> int:
+    """How far a flooding member got once it stops getting further (it blocks when nobody reads it)."""
+    last, since = -1, time.monotonic()
+    deadline = since + 20
+    while time.monotonic() < deadline:
+        now = int(progress.read_text() or 0) if progress.exists() else 0
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since > 1.0:
+            break
+        time.sleep(0.05)  # polling another process's progress: there is no event to await
+    return last
+
+
 class Peer:
     """A client over a process's stdin/stdout, one JSON object a line."""
 
@@ -123,7 +137,7 @@ class Peer:
 @asynccontextmanager
 async def spawned(command: list[str]) -> AsyncIterator[Peer]:
     process = await asyncio.create_subprocess_exec(
-        *command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV, limit=1 << 26
+        *command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=ENV, limit=1 << 20
     )
     try:
         yield Peer(process)
@@ -383,22 +397,26 @@ def test_a_flooding_proxy_costs_the_conductor_bounded_memory(tmp_path: Path) -> 
         chunk = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
                  "content": {"type": "text", "text": "y" * 60000}}}
         line = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": chunk}).encode() + b"\\n"
-        for _ in range(4000):  # 240 MB of notifications toward a client that reads slowly
+        for i in range(4000):  # 240 MB of notifications toward a client that reads slowly
             sys.stdout.buffer.write(line)
-        sys.stdout.flush()
+            sys.stdout.flush()
+            with open(sys.argv[1], "w") as progress:
+                progress.write(str(i + 1))
         for _ in sys.stdin:
             pass
         """,
     )
 
     async def talk() -> tuple[int, int]:
-        command = chain(recorded(pids, flood), recorded(pids, ECHO), options=("--max-line-size", str(1 << 20)))
+        flooding = [*flood, str(tmp_path / "progress")]
+        command = chain(recorded(pids, flooding), recorded(pids, ECHO), options=("--max-line-size", str(1 << 20)))
         async with spawned(command) as peer:
             await peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT["v1"]})
             for _ in range(200):
                 message = await peer.recv()
                 assert message["method"] == "session/update"
-            await asyncio.sleep(0.5)  # the client stops reading; a conductor that buffers would grow now
+            written = await asyncio.to_thread(settled, tmp_path / "progress")  # the client has stopped reading
+            assert written < 1000, f"the flood went on ({written} lines) while the client read 200"
             status = Path(f"/proc/{peer.process.pid}/status").read_text()
             peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
             read = 200
@@ -491,3 +509,57 @@ def test_sigterm_to_a_proxy_on_its_own_stops_the_agents_group(tmp_path: Path) ->
     assert asyncio.run(talk()) == 128 + signal.SIGTERM
     assert len(pids_in(pids)) == 2
     assert_all_gone(pids_in(pids))
+
+
+def test_a_flooding_agent_costs_a_proxy_on_its_own_bounded_memory(tmp_path: Path) -> None:
+    """Every update goes through a hook (so through the proxy's queue) toward a client that reads slowly."""
+    watcher = script(
+        tmp_path,
+        "watcher.py",
+        """
+        from acp_types import proxy
+        chain = proxy.Proxy("watcher")
+        @chain.on("session/update")
+        async def look(params, ctx):
+            return None
+        chain.main()
+        """,
+    )
+    flood = script(
+        tmp_path,
+        "flood_agent.py",
+        """
+        import json
+        msg = json.loads(sys.stdin.readline())
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {"protocolVersion": 1}}), flush=True)
+        chunk = {"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
+                 "content": {"type": "text", "text": "y" * 60000}}}
+        line = json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": chunk}).encode() + b"\\n"
+        for i in range(4000):
+            sys.stdout.buffer.write(line)
+            sys.stdout.flush()
+            with open(sys.argv[1], "w") as progress:
+                progress.write(str(i + 1))
+        for _ in sys.stdin:
+            pass
+        """,
+    )
+
+    async def talk() -> tuple[int, int]:
+        async with spawned([*watcher, "--", *flood, str(tmp_path / "progress")]) as peer:
+            assert "result" in await peer.request("initialize", INIT["v1"])
+            for _ in range(200):
+                assert (await peer.recv())["method"] == "session/update"
+            written = await asyncio.to_thread(settled, tmp_path / "progress")  # the client has stopped reading
+            assert written < 1000, f"the flood went on ({written} lines) while the client read 200"
+            status = Path(f"/proc/{peer.process.pid}/status").read_text()
+            peak = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:"))
+            read = 200
+            while read < 4000:
+                assert (await peer.recv())["method"] == "session/update"
+                read += 1
+            return peak, read
+
+    peak_kib, read = asyncio.run(talk())
+    assert read == 4000
+    assert peak_kib < 100 * 1024, f"the proxy peaked at {peak_kib} KiB for a 240 MB flood"
