@@ -186,6 +186,10 @@ def test_params_that_do_not_validate_are_forwarded_unchanged_and_the_hook_is_not
         await initialize(pipe)
         pipe.send('{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":5}}')
         assert (await pipe.message()).unwrap().body == '{"sessionId":5}'
+        # beyond the parser's limits (a repeated key): the hook does not see a laundered copy either
+        twice = '{"sessionId":"a","sessionId":"b","prompt":[{"type":"text","text":"hi"}]}'
+        pipe.send(f'{{"jsonrpc":"2.0","id":4,"method":"session/prompt","params":{twice}}}')
+        assert (await pipe.message()).unwrap().body == twice
 
     run(chain, scenario)
     assert called == []

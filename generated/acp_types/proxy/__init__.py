@@ -88,6 +88,7 @@ from acp_types.connection import (
     stdio_streams,
 )
 
+from .._wire import decode
 from . import _raw
 from ._raw import Envelope, Oversized, RawError, id_key
 
@@ -601,7 +602,7 @@ class _Engine:
         if hook is not None:
             try:
                 out = await self._run_hook(
-                    hook, method, env.value, target.name, params=True, request=env.kind == "request"
+                    hook, method, env.body, target.name, params=True, request=env.kind == "request"
                 )
             except RequestError as exc:
                 if env.kind == "request":
@@ -662,7 +663,7 @@ class _Engine:
         if hook is not None:
             try:
                 out = await self._run_hook(
-                    hook, route.method, env.value, route.back.name if route.back else "client", params=False
+                    hook, route.method, env.body, route.back.name if route.back else "client", params=False
                 )
             except RequestError as exc:
                 out, kind, body, raw = None, "error", _raw.dumps(exc.to_error()), None
@@ -681,10 +682,11 @@ class _Engine:
         await origin.send(raw if raw is not None else _raw.answer(route.rid_text, kind, body))
 
     async def _run_hook(
-        self, hook: Hook, method: str, value: Any, toward: Side, *, params: bool, request: bool = False
+        self, hook: Hook, method: str, text: str | None, toward: Side, *, params: bool, request: bool = False
     ) -> Any:
         module = _module(self.version)
         try:
+            value = None if text is None else decode(text)  # the parser's limits: repeated keys, NaN, depth...
             typed = module.parse_params(method, value) if params else module.parse_result(method, value)
         except Exception as exc:  # not this version's shape: the hook does not see it, the peer judges it
             log.warning(
