@@ -3,8 +3,8 @@
 Both profiles (WebSocket and Streamable HTTP), both versions, through the public API: a prompt turn
 streams, each connection gets its own handler, a client that reconnects resumes its session, the
 wire of Streamable HTTP is the TypeScript SDK's (status codes, headers, which stream carries what),
-and the command line refuses what it must with one line and exit 2. The extra's absence is one
-clear ImportError.
+and the refusals of the security defaults. The command line, the extra's absence and TLS are in
+test_remote_cli.py (processes of their own).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import asyncio
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -278,72 +276,6 @@ def remote_errors() -> tuple[type[BaseException], ...]:
     return (connection.ConnectionClosed,)
 
 
-def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "acp_types.remote", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env or PYTHON_ENV,
-        cwd=ROOT,
-    )
-
-
-@pytest.mark.parametrize(
-    ("args", "says"),
-    [
-        (["serve", "examples/echo_agent.py:Echo", "--listen", "0.0.0.0:0"], "not loopback, without a token"),
-        (["serve", "examples/echo_agent.py:Echo", "--listen", "192.0.2.1:0"], "not loopback, without a token"),
-        (["serve", "examples/echo_agent.py:Echo", "--token-env", "NO_SUCH_VAR_X"], "unset or empty"),
-        (["serve", "examples/nothing.py:Echo"], "no file"),
-        (["serve", "examples/echo_agent.py:Nope"], "has no 'Nope'"),
-        (["serve", "no_such_module_x:Echo"], "loading it failed"),
-        (["serve", "Echo"], "expected path/to/file.py:Name"),
-        (["serve", "examples/echo_agent.py:Echo", "--listen", "nowhere"], "expected HOST:PORT"),
-        (["serve", "examples/echo_agent.py:Echo", "--tls-cert", "x.pem"], "go together"),
-        (["serve", "examples/echo_agent.py:Echo", "--max-connections", "0"], "must be positive"),
-    ],
-)
-def test_the_command_line_refuses_with_one_line_and_exit_2(args: list[str], says: str) -> None:
-    out = cli(*args)
-    assert out.returncode == 2, out.stderr
-    assert says in out.stderr and "Traceback" not in out.stderr
-
-
-def test_the_command_line_serves_until_sigterm() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "acp_types.remote", "serve", "examples/echo_agent.py:Echo", "--listen", "127.0.0.1:0"],
-        stderr=subprocess.PIPE,
-        text=True,
-        env=PYTHON_ENV,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        assert re.match(r"serving examples/echo_agent.py:Echo on http://127.0.0.1:\d+/acp \(WebSocket: ws://", line)
-    finally:
-        proc.terminate()
-        proc.wait(10)
-    assert proc.returncode in (0, -15)
-
-
-def test_without_the_extra_the_import_names_it(tmp_path: Path) -> None:
-    for name in ("uvicorn", "websockets", "httpx"):
-        (tmp_path / name).mkdir(exist_ok=True)
-        (tmp_path / name / "__init__.py").write_text("raise ImportError('hidden', name=__name__)\n")
-    code = "import acp_types.remote"
-    env = {**PYTHON_ENV, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT / 'generated'}"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=30)
-    assert out.returncode == 1
-    assert "acp_types.remote needs the 'remote' extra: pip install 'acp-types[remote]'" in out.stderr
-    # the rest of the package does not need it
-    out = subprocess.run(
-        [sys.executable, "-c", "import acp_types.connection, acp_types.agent"], capture_output=True, text=True, env=env
-    )
-    assert out.returncode == 0, out.stderr
-
-
 def test_a_non_loopback_server_needs_a_token_or_insecure() -> None:
     with pytest.raises(remote.Refused, match="not loopback"):
         remote.check_exposure("0.0.0.0", None, False)
@@ -384,36 +316,5 @@ def test_websocket_on_the_wire() -> None:
                 await ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {}}))
                 await ws.wait_closed()
                 assert ws.close_code == 1002
-
-    run(main)
-
-
-def test_tls_serves_https_and_wss(tmp_path: Path) -> None:
-    import shutil
-    import ssl
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not on PATH")
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"]
-        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )
-    context = ssl.create_default_context(cafile=str(cert))
-
-    async def main() -> None:
-        async with remote.start_server(Echo, ssl_certfile=str(cert), ssl_keyfile=str(key)) as server:
-            assert server.url.startswith("https://")
-            for url in (server.url, "wss" + server.url[5:]):
-                async with remote.connect(url, client.SessionClient, versions=("v2",), ssl=context) as conn:
-                    await initialize(conn, "v2")
-                    turn = await conn.handler.prompt(await conn.handler.new_session("/tmp"), "over tls")
-                    assert agent_text(turn) == "over tls"
-            # a client that does not trust the certificate does not get in
-            with pytest.raises(remote_errors()):
-                async with remote.connect("wss" + server.url[5:], versions=("v2",)) as conn:
-                    await initialize(conn, "v2")
 
     run(main)
