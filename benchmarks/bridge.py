@@ -151,9 +151,9 @@ def figures(quick: bool) -> list[tuple[Any, ...]]:
         rows.append(
             (
                 f"bridge: prompt round trip, {what}",
-                trip[ours],
-                trip[base],
-                "s",
+                trip[ours] * 1e6,
+                trip[base] * 1e6,
+                "µs",
                 "report",
                 None,
                 f"baseline: the same agent direct ({base})",
