@@ -289,7 +289,8 @@ def test_a_proxy_that_never_answers_gets_the_client_an_error_not_a_hang(tmp_path
     assert_all_gone(pids_in(pids))
 
 
-def test_a_cancelled_prompt_the_chain_never_ends_is_answered_by_the_conductor(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["$/cancel_request", "session/cancel"])
+def test_a_cancelled_prompt_the_chain_never_ends_is_answered_by_the_conductor(how: str, tmp_path: Path) -> None:
     swallow = script(
         tmp_path,
         "swallow.py",
@@ -300,27 +301,32 @@ def test_a_cancelled_prompt_the_chain_never_ends_is_answered_by_the_conductor(tm
         async def never(params, ctx):
             import asyncio
             await asyncio.Event().wait()
+        @chain.on("session/cancel")
+        async def swallowed(params, ctx):
+            return proxy.DROP
         chain.main()
         """,
     )
+    version = "v2" if how == "$/cancel_request" else "v1"
 
     async def talk() -> dict[str, Any]:
         async with spawned(chain(swallow, ECHO, options=("--cancel-grace", "0.5"))) as peer:
-            await peer.request("initialize", INIT["v2"])
+            await peer.request("initialize", INIT[version])
             session = (await peer.request("session/new", {"cwd": str(tmp_path), "mcpServers": []}))["result"][
                 "sessionId"
             ]
             peer.next_id += 1
             prompt = {"sessionId": session, "prompt": [{"type": "text", "text": "hi"}]}
             await peer.send({"jsonrpc": "2.0", "id": peer.next_id, "method": "session/prompt", "params": prompt})
-            await peer.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": peer.next_id}})
+            cancel = {"requestId": peer.next_id} if how == "$/cancel_request" else {"sessionId": session}
+            await peer.send({"jsonrpc": "2.0", "method": how, "params": cancel})
             while True:
                 message = await peer.recv()
                 if message.get("id") == peer.next_id:
                     return message
 
     answer = asyncio.run(talk())
-    assert answer["error"]["code"] == -32800
+    assert answer["error"]["code"] == -32800 and "did not answer" in answer["error"]["message"]
 
 
 def test_a_proxy_dying_mid_turn_ends_the_turn_with_an_error_and_leaves_nothing(tmp_path: Path) -> None:
