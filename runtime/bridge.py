@@ -277,6 +277,12 @@ RULES: tuple[tuple[str, str, str, str], ...] = (
         "the subject's tool call; without one, a tool call made of the title",
     ),
     ("v1 → v2", "McpServer sse", "—", "refused (-32602, unmappable): v2 removed the transport"),
+    (
+        "both",
+        "—",
+        "proxy/initialize (the bridge as a middle member of a chain)",
+        "refused (-32601, unmappable): a proxy must keep protocolVersion; the bridge is the last member",
+    ),
     ("both", "_-prefixed and unknown methods", "_-prefixed and unknown methods", "forwarded unchanged"),
     (
         "both",
@@ -1546,6 +1552,19 @@ class _Bridge:
             return
         if self.init_id is None:
             msg = _Mode.parse(line)
+            if isinstance(msg, dict) and msg.get("method") == "proxy/initialize" and "id" in msg:
+                await self.to_client(
+                    _dumps(
+                        _unmappable(
+                            msg["id"],
+                            METHOD_NOT_FOUND,
+                            "the bridge changes protocolVersion, which a proxy must not: make it the chain's last "
+                            "member (python -m acp_types.bridge --agent 'AGENT_CMD...')",
+                            method="proxy/initialize",
+                        )
+                    )
+                )
+                return
             if isinstance(msg, dict) and msg.get("method") == "initialize" and "id" in msg:
                 params = _obj(msg.get("params"))
                 self.init_id, self.asked = msg["id"], params.get("protocolVersion")

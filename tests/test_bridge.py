@@ -936,3 +936,16 @@ def test_hostile_shapes_never_stop_the_bridge_and_every_line_out_is_json(up: boo
         for line in data.splitlines():
             if line not in HOSTILE:
                 json.loads(line)  # what the bridge wrote itself is JSON
+
+
+@pytest.mark.slow
+def test_the_bridge_refuses_to_be_a_middle_member_of_a_chain() -> None:
+    async def go() -> dict[str, Any]:
+        peer = await Peer.start(bridged([PY, "-c", ECHO_RAW]))
+        answer = await peer.call("proxy/initialize", V2_INIT)
+        await peer.close()
+        return answer
+
+    error = asyncio.run(go())["error"]
+    assert error["code"] == -32601 and error["data"] == {"bridge": "unmappable", "method": "proxy/initialize"}
+    assert "--agent" in error["message"]
