@@ -7,11 +7,15 @@ prints the error code it got (the agent must not pretend success).
 """
 
 import asyncio
+import os
 import sys
 from typing import Any
 
 from acp import RequestError, text_block
 from acp.stdio import spawn_agent_process
+
+# The SDK passes the agent a few variables only: keep our agents' session store where the test put it.
+_STORE = {k: v for k, v in os.environ.items() if k == "ACP_TYPES_STORE"}
 
 
 class Printer:
@@ -27,7 +31,7 @@ class Printer:
 
 async def main(prompt: str, command: list[str]) -> None:
     printer = Printer()
-    async with spawn_agent_process(printer, *command) as (conn, _proc):
+    async with spawn_agent_process(printer, *command, env=_STORE) as (conn, _proc):
         init = await conn.initialize(protocol_version=1)
         session = await conn.new_session(cwd="/tmp", mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)])

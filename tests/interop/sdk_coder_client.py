@@ -9,6 +9,7 @@ sessions. Prints one line per fact it checked.
 """
 
 import asyncio
+import os
 import sys
 from typing import Any
 
@@ -22,6 +23,9 @@ from acp.schema import (
     RequestPermissionResponse,
 )
 from acp.stdio import spawn_agent_process
+
+# The SDK passes the agent a few variables only: keep our agents' session store where the test put it.
+_STORE = {k: v for k, v in os.environ.items() if k == "ACP_TYPES_STORE"}
 
 BUFFER = "x = x * x\n"
 
@@ -63,7 +67,7 @@ def summary(updates: list[Any]) -> tuple[str, str, bool]:
 
 async def main(path: str, command: list[str]) -> None:
     client = Client()
-    async with spawn_agent_process(client, *command) as (conn, _proc):
+    async with spawn_agent_process(client, *command, env=_STORE) as (conn, _proc):
         client.conn = conn
         caps = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True))
         init = await conn.initialize(protocol_version=1, client_capabilities=caps)
