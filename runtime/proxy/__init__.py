@@ -10,7 +10,10 @@ or change; every other message passes through as the text it arrived in::
 
     @chain.on("session/prompt")
     async def add_context(params: v1.PromptRequest | v2.PromptRequest, ctx: proxy.Context) -> object:
-        params.prompt.insert(0, (v1.TextContent if ctx.version == "v1" else v2.TextContent)(text="Project: x"))
+        if isinstance(params, v1.PromptRequest):
+            params.prompt.insert(0, v1.TextContent(text="Project: x"))
+        else:
+            params.prompt.insert(0, v2.TextContent(text="Project: x"))
         return params
 
     chain.main()  # python my_proxy.py: behind a conductor; python my_proxy.py -- AGENT_CMD...: in front of it
