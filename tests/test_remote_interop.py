@@ -121,8 +121,18 @@ def _wait_listening(port: int) -> None:
 @pytest.fixture(scope="module")
 def ts_server(node: str) -> Iterator[str]:
     """The TypeScript SDK's AcpServer (v1 and v2 agents) on a free port, as ``host:port``."""
+    yield from _ts_server(node, ENV)
+
+
+@pytest.fixture(scope="module")
+def ts_v1_server(node: str) -> Iterator[str]:
+    """The same with its v1 agent alone."""
+    yield from _ts_server(node, {**ENV, "REMOTE_VERSIONS": "v1"})
+
+
+def _ts_server(node: str, env: dict[str, str]) -> Iterator[str]:
     proc = subprocess.Popen(
-        [node, str(TS_DIR / "remote_server.mjs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV
+        [node, str(TS_DIR / "remote_server.mjs")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
     try:
         line = _started(proc, "listening")
@@ -164,6 +174,14 @@ def test_our_client_runs_a_turn_on_the_typescript_server(ts_server: str, profile
     url = f"{profile}://{ts_server}/acp"
     out = _run([*CLIENT, "--url", url, "--protocol", protocol, "--prompt", "hi from python", "--timeout", "10"])
     assert (out.returncode, out.stdout) == (0, "hi from python\n"), out.stderr
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_our_v2_client_falls_back_to_a_v1_typescript_agent(ts_v1_server: str, profile: str) -> None:
+    # the second initialize goes on a new connection (the TypeScript server refuses one on the same)
+    url = f"{profile}://{ts_v1_server}/acp"
+    out = _run([*CLIENT, "--url", url, "--protocol", "v2", "--prompt", "fell back", "--timeout", "10"])
+    assert (out.returncode, out.stdout) == (0, "(v1 initialize) fell back\n"), out.stderr
 
 
 @pytest.fixture(scope="module")

@@ -149,28 +149,29 @@ async def _websocket(
     from websockets.asyncio.client import connect as ws_connect
     from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-    try:
-        ws = await ws_connect(
-            url,
-            additional_headers=headers,
-            ssl=ssl,
-            max_size=max_message_size,
-            open_timeout=open_timeout,
-            user_agent_header=None,
-            compression=None,
-        )
-    except InvalidStatus as exc:
-        body = exc.response.body.decode(errors="replace").strip()[:200] if exc.response.body else ""
-        raise _connection.ConnectionClosed(
-            f"{url} refused the connection: HTTP {exc.response.status_code}" + (f": {body}" if body else "")
-        ) from None
-    except (OSError, asyncio.TimeoutError) as exc:
-        raise _connection.ConnectionClosed(f"cannot connect to {url}: {exc}") from None
-    except Exception as exc:
-        raise _connection.ConnectionClosed(f"cannot connect to {url}: {exc}") from None
-    inbox = _Inbox()
+    async def open_socket() -> Any:
+        try:
+            return await ws_connect(
+                url,
+                additional_headers=headers,
+                ssl=ssl,
+                max_size=max_message_size,
+                open_timeout=open_timeout,
+                user_agent_header=None,
+                compression=None,
+            )
+        except InvalidStatus as exc:
+            body = exc.response.body.decode(errors="replace").strip()[:200] if exc.response.body else ""
+            raise _connection.ConnectionClosed(
+                f"{url} refused the connection: HTTP {exc.response.status_code}" + (f": {body}" if body else "")
+            ) from None
+        except Exception as exc:  # OSError, a timeout, a handshake that is not one
+            raise _connection.ConnectionClosed(f"cannot connect to {url}: {exc}") from None
 
-    async def receive() -> None:
+    inbox = _Inbox()
+    state: dict[str, Any] = {"ws": await open_socket(), "initialized": False}
+
+    async def receive(ws: Any) -> None:
         try:
             async for message in ws:
                 if isinstance(message, str):
@@ -179,21 +180,33 @@ async def _websocket(
         except ConnectionClosed:
             pass
         finally:
-            inbox.end()
+            if state["ws"] is ws:  # not a socket replaced by a second initialize
+                inbox.end()
 
     async def send(line: bytes) -> None:
-        await ws.send(line.decode())
+        if b'"initialize"' in line and json.loads(line).get("method") == "initialize":
+            if state["initialized"]:
+                # a v2 client falling back to a v1 agent asks again: the RFD allows one initialize per
+                # connection, so the second one goes on a new socket and the first is closed
+                old, reader = state["ws"], state["reading"]
+                state["ws"] = await open_socket()
+                state["reading"] = asyncio.ensure_future(receive(state["ws"]))
+                reader.cancel()
+                await old.close()
+            state["initialized"] = True
+        await state["ws"].send(line.decode())
 
     outbox = _Outbox(send, 1024 * 1024, inbox)
-    reading = asyncio.ensure_future(receive())
-    cid = ws.response.headers.get(HEADER_CONNECTION_ID) if ws.response is not None else None
+    state["reading"] = asyncio.ensure_future(receive(state["ws"]))
+    response = state["ws"].response
+    cid = response.headers.get(HEADER_CONNECTION_ID) if response is not None else None
     try:
         yield inbox, outbox, cid
     finally:
-        await ws.close()
-        reading.cancel()
+        await state["ws"].close()
+        state["reading"].cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await reading
+            await state["reading"]
 
 
 # -- Streamable HTTP ---------------------------------------------------------------------------
