@@ -20,12 +20,13 @@ Bounds: lines longer than ``--max-line-size`` (the connection's 16 MiB) are
 skipped as they stream in; at most 1024 requests are in flight on each hop
 (more are answered -32603); a message is written before the next one is read
 from the same member, so a member that floods is read only as fast as its
-reader reads (memory stays at a line or two per member). Nothing waits
-forever on a member: an ``initialize`` not answered within
-``--init-timeout`` seconds, and a request the client cancelled (by
-``$/cancel_request``, or a prompt by ``session/cancel``) still unanswered
-``--cancel-grace`` seconds later, are answered with an error by the
-conductor (a late answer is dropped).
+reader reads (memory stays at a line or two per member). A silent member
+does not hang the client past what it asked for: an ``initialize`` not
+answered within ``--init-timeout`` seconds, and a request the client
+cancelled (by ``$/cancel_request``, or a prompt by ``session/cancel``) still
+unanswered ``--cancel-grace`` seconds later, are answered with an error by
+the conductor (a late answer is dropped); any other request waits for the
+chain or for the client to leave.
 
 Teardown: when the client closes stdin, every member's stdin is closed and
 the members get a moment to exit; when any member exits (or closes its
