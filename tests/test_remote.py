@@ -318,3 +318,24 @@ def test_websocket_on_the_wire() -> None:
                 assert ws.close_code == 1002
 
     run(main)
+
+
+def test_a_server_that_stops_ends_its_connections() -> None:
+    from websockets.asyncio.client import connect as ws_connect
+
+    async def main() -> None:
+        async with remote.start_server(Echo) as server:
+            ws = await ws_connect(server.ws_url)
+            await ws.send(json.dumps(INIT))
+            await ws.recv()
+            http = httpx.AsyncClient(timeout=10)
+            r = await http.post(server.url, json=INIT, headers=JSON)
+            get = {"Accept": "text/event-stream", "Acp-Connection-Id": r.headers["acp-connection-id"]}
+            stream = await http.send(http.build_request("GET", server.url, headers=get), stream=True)
+        # the block's end stopped the server: the socket got 1001, the SSE stream ended
+        await ws.wait_closed()
+        assert ws.close_code == 1001
+        assert await stream.aread() == b""
+        await http.aclose()
+
+    run(main)

@@ -379,6 +379,7 @@ class AcpAsgiApp:
         self._options = options
         self._connections: dict[str, _Remote] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self.stopping = False
 
     @property
     def connections(self) -> int:
@@ -398,7 +399,8 @@ class AcpAsgiApp:
             del self._connections[remote.id]
 
     async def close(self) -> None:
-        """End every connection (what a server shutting down does)."""
+        """End every connection (what a server shutting down does: WebSockets are closed with 1001)."""
+        self.stopping = True
         for remote in list(self._connections.values()):
             remote.close()
         if self._sweeper is not None:
@@ -852,6 +854,8 @@ class _WebSocket:
                 await asyncio.wait({receiving, stop}, return_when=asyncio.FIRST_COMPLETED)
                 if not receiving.done():
                     receiving.cancel()
+                    if self.app.stopping:
+                        return 1001, "Server shutting down"
                     if remote.closed:  # a limit closed it
                         return 1008, remote.close_reason[:120]
                     return 1000, ""  # the agent ended the connection
