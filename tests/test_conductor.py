@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -199,6 +200,22 @@ def test_the_context_line_reaches_the_agent(version: str, alone: bool, tmp_path:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[:2] == ["Context: the widget repo", "hello there"]
+
+
+def test_members_as_quoted_words_may_hold_their_own_dashes(tmp_path: Path) -> None:
+    """The last member is a proxy on its own in front of the agent (its command holds ``--``)."""
+    (tmp_path / "context.txt").write_text("Context: quoted\n")
+    members = ["--", shlex.join(CONTEXT_PROXY), "--", shlex.join([*CONTEXT_PROXY, "--", *ECHO])]
+    out = subprocess.run(
+        [PY, str(ROOT / "examples" / "client.py"), "--timeout", "20", "--prompt", "hi", "--", *CONDUCTOR, *members],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**ENV, "PROXY_CONTEXT_FILE": str(tmp_path / "context.txt")},
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[:3] == ["Context: quoted", "Context: quoted", "hi"]
 
 
 def test_on_its_own_the_proxy_passes_untouched_lines_through_byte_for_byte(tmp_path: Path) -> None:
@@ -465,7 +482,7 @@ def test_sigterm_stops_every_members_process_group(tmp_path: Path) -> None:
 
 
 def test_bad_command_lines_are_one_line_and_exit_2() -> None:
-    for args in ([], ["--"], ["--", "x", "--"], ["--init-timeout", "0", "--", "x"]):
+    for args in ([], ["--"], ["--", "x", "--"], ["--init-timeout", "0", "--", "x"], ["--", "python 'unclosed"]):
         out = subprocess.run([*CONDUCTOR, *args], capture_output=True, text=True, timeout=30, env=ENV)
         assert out.returncode == 2 and "Traceback" not in out.stderr, (args, out.stderr)
     out = subprocess.run([*CONDUCTOR, "--", "/nonexistent/agent"], capture_output=True, text=True, timeout=30, env=ENV)

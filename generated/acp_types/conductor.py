@@ -47,6 +47,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import shlex
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -435,7 +436,12 @@ def _key(rid_text: str) -> Any:
 
 
 def _commands(args: Sequence[str]) -> tuple[list[str], list[list[str]]]:
-    """The options before the first ``--``, and the commands between the ``--`` that follow."""
+    """The options before the first ``--``, and the commands between the ``--`` that follow.
+
+    A member given as one word with a space in it is split as a shell would
+    (``shlex``), so a member's own command line may hold ``--``:
+    ``-- "python proxy.py -- python agent.py"``.
+    """
     if "--" not in args:
         return list(args), []
     at = list(args).index("--")
@@ -446,7 +452,17 @@ def _commands(args: Sequence[str]) -> tuple[list[str], list[list[str]]]:
             commands.append([])
         else:
             commands[-1].append(arg)
+    for i, command in enumerate(commands):
+        if len(command) == 1 and any(c.isspace() for c in command[0]):
+            try:
+                commands[i] = shlex.split(command[0])
+            except ValueError as exc:  # an unclosed quote
+                raise _Usage(f"member {i + 1}: {exc}") from None
     return options, commands
+
+
+class _Usage(ValueError):
+    """A command line that cannot be read."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -454,7 +470,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(
         prog="python -m acp_types.conductor",
-        usage="%(prog)s [OPTIONS] -- PROXY_CMD... [-- PROXY_CMD...] -- AGENT_CMD...",
+        usage="%(prog)s [OPTIONS] -- PROXY_CMD... [-- PROXY_CMD...] -- AGENT_CMD...  (or each member as one quoted word)",
         description="Serve a chain of ACP proxies in front of an agent as one agent on stdin/stdout.",
     )
     parser.add_argument(
@@ -478,7 +494,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="BYTES",
         help="skip longer lines (default %(default)s)",
     )
-    options, commands = _commands(args)
+    try:
+        options, commands = _commands(args)
+    except _Usage as exc:
+        print(f"conductor: {exc}", file=sys.stderr)
+        return 2
     parsed = parser.parse_args(options)
     if not commands or any(not command for command in commands):
         parser.print_usage(sys.stderr)
