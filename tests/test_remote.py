@@ -339,3 +339,29 @@ def test_a_server_that_stops_ends_its_connections() -> None:
         await http.aclose()
 
     run(main)
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_an_agent_request_is_answered_on_its_sessions_route(profile: str, version: str) -> None:
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "interop"))
+    from remote_agents import Loud
+
+    def allow(params: Any) -> str | None:
+        return next((o.option_id for o in params.options if o.kind.startswith("allow")), None)
+
+    def make(conn: Any) -> client.SessionClient:
+        return client.SessionClient(conn, permission=allow)
+
+    async def main() -> None:
+        async with remote.start_server(Loud) as server:
+            url = server.ws_url if profile == "ws" else server.url
+            async with remote.connect(url, make, versions=(version,)) as conn:
+                await initialize(conn, version)
+                sid = await conn.handler.new_session("/tmp")
+                turn = await conn.handler.prompt(sid, "tool")
+                assert agent_text(turn) == "allowed"
+
+    run(main)

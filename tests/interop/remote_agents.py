@@ -1,7 +1,7 @@
 """Agents the remote transport's tests serve (``python -m acp_types.remote serve tests/interop/remote_agents.py:Loud``).
 
 ``Loud``: a prompt ``loud N SIZE`` streams N chunks of SIZE characters each (the output a slow
-reader must not make the server keep); ``stream N`` streams N one-character chunks (what
+reader must not make the server keep); ``tool`` asks permission for a tool call and says ``allowed`` or ``refused``; ``stream N`` streams N one-character chunks (what
 ``tests/interop/ts/remote_server.mjs`` does with it, for benchmarks/remote.py); ``wait`` streams
 nothing and ends only when cancelled; anything else is echoed word by word.
 """
@@ -29,6 +29,10 @@ class Loud(agent.App):
             piece = "x" * int(loud.group(2))
             for _ in range(int(loud.group(1))):
                 await turn.text(piece)
+            return "end_turn"
+        if text == "tool":  # an agent request on the session's stream, answered by the client
+            tool = await turn.tool_call("Touch a file")
+            await turn.text("allowed" if await turn.allowed(tool) else "refused")
             return "end_turn"
         if text == "wait":
             await asyncio.Event().wait()
