@@ -77,7 +77,7 @@ def test_wheel_depends_on_pydantic_only(wheel: Path) -> None:
     assert len(base) == 1 and base[0].startswith("pydantic"), requires
     # everything else is an optional extra, each named in the metadata
     extras = {line.split(":", 1)[1].strip() for line in lines if line.startswith("Provides-Extra:")}
-    assert extras == {"postgres"}, extras
+    assert extras == {"postgres", "remote"}, extras  # the session store on PostgreSQL, the remote transport
     assert all(any(f'extra == "{e}"' in r for e in extras) for r in requires if r not in base), requires
     assert "Name: acp-types" in lines
 
