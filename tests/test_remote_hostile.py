@@ -37,6 +37,7 @@ STALL = 1.0  # --output-stall
 MESSAGE = 1 << 16  # --max-message-size
 CONNECTIONS = 40  # --max-connections
 IDLE = 2.0  # --idle-timeout
+REQUEST_TIMEOUT = 1.0  # --request-timeout
 GROWTH_BOUND = 40 << 20
 INIT = {
     "jsonrpc": "2.0",
@@ -97,6 +98,8 @@ def _start(*extra: str) -> Iterator[Server]:
             str(CONNECTIONS),
             "--idle-timeout",
             str(IDLE),
+            "--request-timeout",
+            str(REQUEST_TIMEOUT),
             *extra,
         ],
         stderr=subprocess.DEVNULL,
@@ -396,3 +399,14 @@ def test_a_reconnect_storm_is_bounded_and_swept(server: Server) -> None:
         time.sleep(0.2)
     assert server.alive()
     assert server.rss() - before < GROWTH_BOUND
+
+
+def test_a_body_that_trickles_in_gets_408(server: Server) -> None:
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        head = (
+            f"POST /acp HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nContent-Type: application/json\r\n"
+            "Content-Length: 1000\r\n\r\n"
+        )
+        sock.sendall(head.encode() + b'{"jsonrpc":')  # and nothing more
+        answer = sock.recv(4096)
+    assert answer.startswith(b"HTTP/1.1 408"), answer[:100]

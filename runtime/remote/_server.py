@@ -512,7 +512,13 @@ class AcpAsgiApp:
         if length is not None and length.isdigit() and int(length) > self.limits.max_message_size:
             await _text(send, 413, f"Payload Too Large: at most {self.limits.max_message_size} bytes")
             return
-        body = await _read_body(receive, self.limits.max_message_size)
+        try:
+            body = await asyncio.wait_for(
+                _read_body(receive, self.limits.max_message_size), self.limits.request_timeout
+            )
+        except asyncio.TimeoutError:
+            await _text(send, 408, f"Request Timeout: the body took over {self.limits.request_timeout} s")
+            return
         if body is None:
             await _text(send, 413, f"Payload Too Large: at most {self.limits.max_message_size} bytes")
             return

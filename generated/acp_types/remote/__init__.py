@@ -182,7 +182,7 @@ async def start_server(
         log_level=log_level,
         access_log=False,
         server_header=False,
-        limit_concurrency=None,
+        limit_concurrency=limits.max_sockets,
         timeout_keep_alive=5,
     )
     server = _Server(config)

@@ -97,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--max-buffered-bytes", type=_positive(int), default=defaults.max_buffered_bytes, metavar="BYTES")
     s.add_argument("--output-stall", type=_positive(float), default=defaults.output_stall, metavar="SECONDS")
     s.add_argument("--idle-timeout", type=_positive(float), default=defaults.idle_timeout, metavar="SECONDS")
+    s.add_argument("--request-timeout", type=_positive(float), default=defaults.request_timeout, metavar="SECONDS")
+    s.add_argument("--max-sockets", type=_positive(int), default=defaults.max_sockets)
     args = parser.parse_args(argv)
     host, port = args.listen
     token = None
@@ -128,6 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         max_buffered_bytes=args.max_buffered_bytes,
         output_stall=args.output_stall,
         idle_timeout=args.idle_timeout,
+        request_timeout=args.request_timeout,
+        max_sockets=args.max_sockets,
     )
 
     async def run() -> None:

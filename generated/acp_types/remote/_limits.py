@@ -45,6 +45,11 @@ class Limits:
     idle_timeout: float = 600.0
     """Seconds a Streamable HTTP connection may go with no request and no open stream; then it is
     ended as a DELETE would (later requests get 404)."""
+    request_timeout: float = 30.0
+    """Seconds a POST body may take to arrive whole; a slower one is answered 408."""
+    max_sockets: int = 4096
+    """Open sockets of the server (uvicorn's ``limit_concurrency``, SSE streams and slow clients included);
+    a request beyond it is answered 503. Only :func:`acp_types.remote.serve` applies it."""
     ping_interval: float | None = 20.0
     """Seconds between WebSocket pings; a peer that answers none within ``ping_interval`` more is closed."""
 
