@@ -89,6 +89,42 @@ def _principal(token: str) -> str:
 # -- one connection ----------------------------------------------------------------------------
 
 
+class _Flag:
+    """``asyncio.Event``'s API without its deque: a connection holds several, and idle ones cost nothing."""
+
+    __slots__ = ("_set", "_waiters")
+
+    def __init__(self) -> None:
+        self._set = False
+        self._waiters: list[asyncio.Future[None]] | None = None
+
+    def is_set(self) -> bool:
+        return self._set
+
+    def set(self) -> None:
+        self._set = True
+        waiters, self._waiters = self._waiters, None
+        for waiter in waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def clear(self) -> None:
+        self._set = False
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        if self._waiters is None:
+            self._waiters = []
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            if self._waiters is not None and waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+
 class _Mailbox:
     """One stream's queue of JSON texts, held until its one receiver takes them."""
 
@@ -99,7 +135,7 @@ class _Mailbox:
         self.queue: deque[str] = deque()
         self.receiver = False
         self.finished = False
-        self.wake = asyncio.Event()
+        self.wake = _Flag()
 
     def push(self, text: str) -> None:
         if self.finished:
@@ -132,8 +168,8 @@ class _Reader:
         self.lines: deque[bytes] = deque()
         self.size = 0
         self.eof = False
-        self.ready = asyncio.Event()
-        self.room = asyncio.Event()
+        self.ready = _Flag()
+        self.room = _Flag()
         self.room.set()
 
     def feed(self, text: str) -> None:
@@ -215,11 +251,11 @@ class _Remote:
         self.reader = _Reader(self)
         self.writer = _Writer(self)
         self.buffered = 0
-        self._progress = asyncio.Event()
+        self._progress = _Flag()
         self.closed = False
         self.close_reason = "the connection is closed"
-        self.ended = asyncio.Event()  # the agent's connection has finished
-        self.stopped = asyncio.Event()  # ended or closed: nothing more will be written
+        self.ended = _Flag()  # the agent's connection has finished
+        self.stopped = _Flag()  # ended or closed: nothing more will be written
         # Streamable HTTP
         self.stream = _Mailbox(self)
         self.sessions: dict[str, _Mailbox] = {}
@@ -783,7 +819,7 @@ class _WebSocket:
         self.send = send
         self.headers = headers
         self.out: deque[str] = deque()
-        self.wake = asyncio.Event()
+        self.wake = _Flag()
         self.closing = False
 
     async def refuse(self, status: int, text: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
