@@ -288,6 +288,24 @@ def test_the_reports_in_every_format(tmp_path: Path) -> None:
     assert json.loads(lines[0])["from"] == "kit" and "initialize" in json.loads(lines[0])["line"]
 
 
+def test_the_setup_and_prompt_suites_split_the_checks_by_whether_they_need_a_model() -> None:
+    every = conformance.checks("agent")
+    setup, prompt = conformance.checks("agent", ("setup",)), conformance.checks("agent", ("prompt",))
+    assert sorted(c.id for c in setup + prompt) == sorted(c.id for c in every)
+    assert {"INI-03", "SET-02", "LST-04", "ARC-24", "RPC-01", "TRN-01"} <= {c.id for c in setup}
+    assert {"INI-11", "PRM-10", "PL-07", "SET-20"} <= {c.id for c in prompt}
+    seeds_setup = conformance.checks("agent", ("seeds", "setup"))
+    assert seeds_setup and all(c.suite == "seeds" and not c.prompt for c in seeds_setup)
+    assert _cli("agent", "--suite", "setup,nonsense", "--", *REF).returncode == 2
+
+
+def test_the_json_summary_has_every_level_even_when_none_of_its_checks_ran(tmp_path: Path) -> None:
+    out = _cli("agent", "--protocol", "v1", "--case", "INI-03", "--json", str(tmp_path / "r.json"), "--", *REF)
+    summary = json.loads((tmp_path / "r.json").read_text())["summary"]
+    assert out.returncode == 0 and summary["SHOULD"] == dict.fromkeys(summary["SHOULD"], 0)
+    assert summary["MUST"]["SUCCESS"] == 1
+
+
 def test_list_names_every_check_once() -> None:
     out = _cli("agent", "--list")
     ids = [line.split()[0] for line in out.stdout.splitlines()]

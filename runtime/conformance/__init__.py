@@ -35,14 +35,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from . import _agent, _client
-from ._checks import REGISTRY, Check, Result, checks
+from ._checks import FAILURE, REGISTRY, SUITES, WARNING, Check, Result, checks
 from ._driver import StartError
-from ._report import BaselineError, as_json, as_junit, as_markdown, as_text, judge, read_baseline
+from ._report import BaselineError, as_json, as_junit, as_markdown, as_result, as_text, judge, read_baseline
 
 __all__ = ["REGISTRY", "Check", "Result", "checks", "main", "run"]
 
@@ -62,7 +64,18 @@ def _parser() -> argparse.ArgumentParser:
         "--protocol", choices=("v1", "v2", "both"), default="both", help="the versions to check (default: %(default)s)"
     )
     parser.add_argument(
-        "--suite", choices=("core", "seeds", "all"), default="all", help="the checks to run (default: %(default)s)"
+        "--suite",
+        default="all",
+        metavar="SUITES",
+        help="the checks to run, comma-separated: core, seeds (where the rule comes from), setup (needs no"
+        " model: initialize, sessions, list, archive, errors, framing), prompt (needs prompt turns), all"
+        " (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--auth",
+        metavar="METHOD_ID",
+        help="log in with this advertised auth method right after initialize; auto: an env_var method whose"
+        " variables are set, else one the agent completes itself",
     )
     parser.add_argument("--case", metavar="ID", help="run the one check with this id (see --list)")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
@@ -105,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="TEXT",
         help="client mode with {agent}: text written to the client's stdin (\\n for a newline)",
     )
-    parser.add_argument("--quiet", action="store_true", help="print only the summary")
+    parser.add_argument("--quiet", action="store_true", help="print only failures, warnings and the summary")
     return parser
 
 
@@ -124,8 +137,79 @@ def _render(
     if kind == "json":
         return as_json(mode, command, results, info, outcome)
     if kind == "junit":
-        return as_junit(mode, results)
+        return as_junit(mode, results, outcome.get("interrupted") if outcome.get("partial") else None)
     return as_markdown(mode, command, results, info, outcome)
+
+
+class _Live:
+    """Results printed as each check ends, and a progress line on a terminal (on stderr)."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.results: list[Result] = []
+        self.total = total
+        self.quiet = quiet
+        self.colour = sys.stdout.isatty()
+        self.progress = sys.stderr.isatty()
+        self.started = time.monotonic()
+
+    def __call__(self, result: Result) -> None:
+        self.results.append(result)
+        self._clear()
+        if not self.quiet or result.verdict in (FAILURE, WARNING):
+            sys.stdout.write(as_result(result, self.colour))
+            sys.stdout.flush()
+        if self.progress:
+            done, bad = len(self.results), sum(r.verdict == FAILURE for r in self.results)
+            sys.stderr.write(
+                f"\r[{done}/{self.total}] {bad} failed, {time.monotonic() - self.started:.0f} s; last {result.key}\033[K"
+            )
+            sys.stderr.flush()
+
+    def _clear(self) -> None:
+        if self.progress:
+            sys.stderr.write("\r\033[K")
+
+    def done(self) -> None:
+        self._clear()
+
+
+def _suites(text: str) -> tuple[str, ...] | None:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    if not names or any(n not in (*SUITES, "all") for n in names):
+        return None
+    return tuple(n for n in names if n != "all")
+
+
+async def _interruptible(coro: Any, caught: list[str]) -> tuple[Any, str | None]:
+    """Run ``coro``; Ctrl-C or SIGTERM cancels it (its processes are ended): (its value or None, the signal).
+
+    The signal's name goes to ``caught`` (the run looks at it before each check as well).
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(coro)
+
+    def stop(name: str) -> None:
+        if not caught:
+            caught.append(name)
+            task.cancel()
+
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, stop, sig.name)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no such support
+            pass
+    try:
+        value = await task
+    except asyncio.CancelledError:
+        if not caught:
+            raise
+        return None, caught[0]
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+    return (None, caught[0]) if caught else (value, None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -134,11 +218,15 @@ def main(argv: list[str] | None = None) -> int:
     cut = argv.index("--") if "--" in argv else len(argv)
     args = parser.parse_args(argv[:cut])
     command = argv[cut + 1 :]
-    suites = ("core", "seeds") if args.suite == "all" else (args.suite,)
+    suites = _suites(args.suite)
+    if suites is None:
+        parser.error(f"--suite {args.suite!r}: give one or more of {', '.join((*SUITES, 'all'))}, comma-separated")
     selected = checks(args.mode, suites, args.case)
     if args.list:
         for c in checks(args.mode):
-            print(f"{c.id:<9} {c.suite:<6} {c.level:<6} {','.join(c.versions):<6} {c.title} [{c.source}]")
+            print(
+                f"{c.id:<9} {c.suite:<6} {c.tags[1]:<6} {c.level:<6} {','.join(c.versions):<6} {c.title} [{c.source}]"
+            )
         return 0
     if args.case and not selected:
         parser.error(f"no {args.mode} check has id {args.case!r} (see --list)")
@@ -158,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
             args.transcript.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             parser.error(f"--transcript {args.transcript}: cannot make the folder ({exc.strerror})")
+    versions = ["v1", "v2"] if args.protocol == "both" else [args.protocol]
+    live = _Live(sum(len([v for v in c.versions if v in versions]) for c in selected), args.quiet)
+    info: dict[str, Any] = {}
+    caught: list[str] = []
     options = _agent.Options(
         timeout=args.timeout,
         turn_timeout=args.turn_timeout,
@@ -167,18 +259,36 @@ def main(argv: list[str] | None = None) -> int:
         client_fs=args.client_fs,
         transcript_dir=args.transcript,
         client_input=args.client_input.replace("\\n", "\n"),
+        auth=args.auth,
+        on_result=live,
+        info=info,
+        stopped=lambda: bool(caught),
     )
-    versions = ["v1", "v2"] if args.protocol == "both" else [args.protocol]
     try:
-        results, info = asyncio.run(run(args.mode, command, versions, selected, options))
+        done, interrupted = asyncio.run(_interruptible(run(args.mode, command, versions, selected, options), caught))
     except StartError as exc:
+        live.done()
         print(f"conformance: {exc}", file=sys.stderr)
         return 2
+    live.done()
+    if done is not None:
+        results, info = done
+    else:  # interrupted: what ended so far
+        results = list(live.results)
     outcome = judge(results, baseline)
-    text = as_text(args.mode, results, info, outcome, sys.stdout.isatty(), args.quiet)
-    sys.stdout.write(text)
+    shown = len(live.results) == len(results)  # agent mode prints as it goes; client mode at the end
+    if interrupted is not None:
+        ran = len(results)
+        outcome.update(
+            partial=True,
+            passed=False,
+            interrupted=f"interrupted by {interrupted} after {ran} of {live.total} results",
+        )
+    sys.stdout.write(as_text(args.mode, results, info, outcome, sys.stdout.isatty(), args.quiet, shown))
     for path, kind in ((args.json, "json"), (args.junit, "junit"), (args.markdown, "markdown")):
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(_render(kind, args.mode, command, results, info, outcome), "utf-8")
+    if interrupted is not None:
+        return 2
     return 0 if outcome["passed"] else 1

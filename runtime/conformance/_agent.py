@@ -13,16 +13,32 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import _oracle
-from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check, scrub
+from ._checks import (
+    FAILURE,
+    INFO,
+    REGISTRY,
+    SKIPPED,
+    SUCCESS,
+    WARNING,
+    Check,
+    Fail,
+    Note,
+    Result,
+    Skip,
+    check,
+    scrub,
+)
 from ._driver import NUMBERS, Advertised, Closed, Event, Problem, Program, Refuse, Reply, Transcript
 from ._oracle import Found, Oracle
 
@@ -37,6 +53,9 @@ MESSAGE_UPDATES = {
     "agent_thought_chunk",
 }
 V1_STOP = {"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"}
+AUTH_REQUIRED = -32000
+SLOW_SESSION = 2.0  # seconds: a session/new slower than this makes the kit ask for SPARES sessions at once
+SPARES = 4
 PROBE = "_acp_conformance/probe"  # a request sent right behind an interruption (see AgentRun.turn)
 
 SEED_000 = "seed 000 (session archive)"
@@ -56,6 +75,10 @@ class Options:
     quiet: float = 1.0  # a v2 turn without an idle state ends after this long without a message
     client_input: str = ""  # client mode with {agent}: written to the client's stdin, as a user would type
     transcript_dir: Path | None = None
+    auth: str | None = None  # the id of an advertised auth method to log in with after initialize
+    on_result: Callable[[Result], None] | None = None  # told each result as its check ends
+    info: dict[str, Any] | None = None  # filled with each version's table as it is done
+    stopped: Callable[[], bool] | None = None  # the run was interrupted: no further check starts
 
 
 def update_of(event: Event) -> dict[str, Any]:
@@ -127,6 +150,11 @@ class AgentRun:
         self.implemented: dict[str, str] = {}  # method -> what the agent did with it
         self.cwd_count = 0
         self.oracle = Oracle(version)
+        self.login_error: str | None = None  # why --auth could not log in
+        self.unfinished: str | None = None  # why no prompt turn finishes (an agent without a working model)
+        self._shared: tuple[Program, str, str, Reply] | None = None
+        self._spares: list[asyncio.Task[str]] = []  # fresh sessions made ahead, for a slow agent (see shared)
+        self._spares_of: Program | None = None
         name = f"agent-{version}"
         directory = options.transcript_dir
         self.transcript = Transcript(directory / f"{name}.jsonl" if directory else None)
@@ -168,8 +196,45 @@ class AgentRun:
     async def ready(self) -> None:
         if not self.programs or not self.p.alive:
             await self.connect()
+            if self.options.auth is not None:
+                self.login_error = await self.login()
+
+    def auth_methods(self) -> list[dict[str, Any]]:
+        methods = self.adv.raw.get("authMethods")
+        return [m for m in methods if isinstance(m, dict)] if isinstance(methods, list) else []
+
+    def auth_ids(self) -> list[str]:
+        return [_auth_id(m) for m in self.auth_methods()]
+
+    def _auth_choice(self) -> str | None:
+        """``--auth``'s method id; ``auto``: an env-var method whose variables are set, else one the agent completes."""
+        wanted = self.options.auth
+        if wanted != "auto":
+            return wanted if wanted in self.auth_ids() else None
+        methods = self.auth_methods()
+        for m in methods:
+            names = [v.get("name") for v in m.get("vars") or [] if isinstance(v, dict)]
+            if m.get("type") == "env_var" and names and all(isinstance(n, str) and os.environ.get(n) for n in names):
+                return _auth_id(m)
+        return next((_auth_id(m) for m in methods if m.get("type") in (None, "agent")), None)
+
+    async def login(self) -> str | None:
+        """Log in with ``--auth``'s method (v1 ``authenticate``, v2 ``auth/login``); why not, or None."""
+        wanted = self._auth_choice()
+        offered = ", ".join(self.auth_ids()) or "none"
+        if wanted is None:
+            return f"--auth {self.options.auth}: the agent offers no such auth method (it offers: {offered})"
+        method = "authenticate" if self.version == "v1" else "auth/login"
+        try:
+            reply = await self.p.request(method, {"methodId": wanted}, self.options.timeout)
+        except (TimeoutError, Closed) as exc:
+            return f"--auth {wanted}: {method} failed: {exc}"
+        if not reply.ok:
+            return f"--auth {wanted}: {method} answered {reply.raw.get('error')!r}"
+        return None
 
     async def close(self) -> None:
+        self._drop_spares()
         for program in self.programs:
             await program.stop()
         self.transcript.close()
@@ -223,7 +288,18 @@ class AgentRun:
         except Closed as exc:
             raise Fail(f"{method}: {exc}") from None
         self._observe(method, reply)
+        self._auth_required(method, reply)
         return reply
+
+    def _auth_required(self, method: str, reply: Reply) -> None:
+        """-32000 (authentication required): what needs a login is SKIPPED, not failed."""
+        if reply.code != AUTH_REQUIRED or method in ("authenticate", "auth/login"):
+            return
+        offered = ", ".join(self.auth_ids()) or "none advertised"
+        if self.options.auth is not None:
+            why = self.login_error or f"logged in with --auth {self.options.auth}"
+            raise Skip(f"{method} asks for authentication (-32000): {why}")
+        raise Skip(f"{method} asks for authentication (-32000): give --auth METHOD_ID (the agent offers: {offered})")
 
     def _observe(self, method: str, reply: Reply) -> None:
         code = reply.code
@@ -254,8 +330,50 @@ class AgentRun:
         return reply
 
     async def new_session(self, cwd: str | None = None) -> str:
+        if cwd is None and self._spares and self._spares_of is self.p:
+            return await self._spares.pop(0)  # made ahead, never used
         reply = await self.ok("session/new", {"cwd": cwd or self.directory(), "mcpServers": []})
         return str(reply.result["sessionId"])
+
+    def _make_spares(self, count: int) -> None:
+        """Ask for ``count`` fresh sessions side by side now, for the checks that need one later."""
+        self._drop_spares()
+        self._spares_of = self.p
+        for _ in range(count):
+            task = asyncio.ensure_future(self.new_session(self.directory()))
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # a failure is seen when used
+            self._spares.append(task)
+
+    def _drop_spares(self) -> None:
+        for task in self._spares:
+            task.cancel()
+        self._spares.clear()
+
+    async def new_sessions(self, cwds: list[str]) -> list[str]:
+        """A session in each of ``cwds``, asked for all at once (a slow agent makes them side by side)."""
+        made = await asyncio.gather(*(self.new_session(cwd) for cwd in cwds), return_exceptions=True)
+        for item in made:
+            if isinstance(item, BaseException):
+                raise item
+        return [str(sid) for sid in made]
+
+    async def shared(self) -> tuple[str, str, Reply]:
+        """A session of this agent process that checks share (id, cwd, the session/new answer).
+
+        Made once per process, for checks that need a session but no fresh one; a check that
+        closes, archives or interrupts a session makes its own.
+        """
+        if self._shared is None or self._shared[0] is not self.p:
+            cwd = self.directory()
+            started = time.monotonic()
+            reply = await self.ok("session/new", self.new_params(cwd))
+            self._shared = (self.p, str(reply.result["sessionId"]), cwd, reply)
+            if time.monotonic() - started > SLOW_SESSION:  # a slow agent: make the later checks' sessions now
+                self._make_spares(SPARES)
+        return self._shared[1], self._shared[2], self._shared[3]
+
+    async def shared_id(self) -> str:
+        return (await self.shared())[0]
 
     def new_params(self, cwd: str | None = None) -> dict[str, Any]:
         return {"cwd": cwd or self.directory(), "mcpServers": []}
@@ -282,7 +400,8 @@ class AgentRun:
         if interrupt is not None:
             # once the turn is under way: its first update (v1 also: its answer; v2 answers at once)
             await p.wait_for(
-                lambda: bool(mine()) or (future.done() and self.version == "v1"), self.options.turn_timeout
+                lambda: bool(mine()) or (future.done() and self.version == "v1"),
+                min(self.options.turn_timeout, 2.0) if self.unfinished else self.options.turn_timeout,
             )
             params = interrupt_params or {"sessionId": sid}
             self.mark(sid, "note_cancel")  # archive and close cancel the turn as session/cancel does
@@ -302,14 +421,22 @@ class AgentRun:
         try:
             turn.reply = await asyncio.wait_for(asyncio.shield(future), self.options.turn_timeout)
         except asyncio.TimeoutError:
-            raise Fail(f"no answer to session/prompt (id {rid}) within {self.options.turn_timeout:g} s") from None
+            if interrupt is None:  # the turn's own end: a budget, not a rule
+                self.unfinished = f"no answer to session/prompt within --turn-timeout {self.options.turn_timeout:g} s"
+                raise Skip(
+                    f"the prompt turn did not finish: {self.unfinished} (an agent without a working model?)"
+                ) from None
+            raise Fail(
+                f"no answer to session/prompt (id {rid}) within {self.options.turn_timeout:g} s of the {interrupt}"
+            ) from None
         except Closed as exc:
             raise Fail(f"session/prompt: {exc}") from None
         self._observe("session/prompt", turn.reply)
+        self._auth_required("session/prompt", turn.reply)
         response = getattr(turn.reply.msg, "result", None)
         if self.version == "v1" and response is not None:
             self.oracle.mark(self.key(sid), turn.reply.seq, "end_turn", response)
-        if self.version == "v2":
+        if self.version == "v2" and turn.reply.ok:  # a refused prompt starts no turn: nothing to wait for
 
             def idle() -> Event | None:
                 return next(
@@ -324,17 +451,25 @@ class AgentRun:
                 )
 
             # the end of a v2 turn is its idle state; an agent that sends none has ended when it falls quiet
+            def said() -> bool:  # the agent's own output in this turn (not the user message it echoes)
+                return any(_output(e) and not kind(e).startswith("user") for e in mine())
+
             deadline = time.monotonic() + self.options.turn_timeout
             turn.streaming = True
             while idle() is None and p.alive and time.monotonic() < deadline:
                 seen = p.mark()
                 await p.wait_for(lambda: idle() is not None, min(self.options.quiet, deadline - time.monotonic()))
-                if p.mark() == seen:
-                    turn.streaming = False
+                if p.mark() == seen and (said() or turn.cancel_seq is not None):
+                    turn.streaming = False  # it fell quiet: a turn without an idle state has ended
                     break
             turn.idle = idle()
             turn.streaming = turn.streaming and turn.idle is None
             self.mark(sid, "finish", response)
+            if turn.idle is None and interrupt is None and not said() and p.alive:
+                self.unfinished = (
+                    f"no output and no state_update idle within --turn-timeout {self.options.turn_timeout:g} s"
+                )
+                raise Skip(f"the prompt turn did not finish: {self.unfinished} (an agent without a working model?)")
         await p.quiet(0.15, 1.0)
         turn.updates = mine()
         return turn, answer
@@ -429,76 +564,96 @@ class AgentRun:
 async def run_agent(
     command: list[str], versions: list[str], checks: list[Check], options: Options
 ) -> tuple[list[Result], dict[str, Any]]:
-    """Run ``checks`` against the agent ``command`` in each version; results and what it advertised."""
+    """Run ``checks`` against the agent ``command`` in each version; results and what it advertised.
+
+    Each result goes to ``options.on_result`` as its check ends (with the workspace named
+    ``$WORKSPACE``), and each version's row of the table to ``options.info`` when it is done, so that
+    a run that is interrupted still has what it found so far.
+    """
     results: list[Result] = []
-    info: dict[str, Any] = {}
+    info: dict[str, Any] = options.info if options.info is not None else {}
     with tempfile.TemporaryDirectory(prefix="acp-conformance-") as tmp:
+
+        def add(*found: Result) -> None:
+            for r in scrub(list(found), tmp):
+                results.append(r)
+                if options.on_result is not None:
+                    options.on_result(r)
+
         for version in versions:
             workspace = Path(tmp) / version
             workspace.mkdir()
             run = AgentRun(command, version, options, workspace)
             started = time.monotonic()
+            chosen = [c for c in checks if version in c.versions]
             try:
                 try:
                     await asyncio.wait_for(run.connect(), options.timeout + 2)
                 except (TimeoutError, asyncio.TimeoutError, Closed) as exc:
                     why = str(exc) or "no answer to initialize"
-                    results += [
-                        Result(
-                            c,
-                            version,
-                            FAILURE if c.id == "INI-03" else SKIPPED,
-                            f"initialize failed: {why}",
-                            [line.show() for line in run.transcript.lines][-8:],
-                            time.monotonic() - started,
+                    add(
+                        *(
+                            Result(
+                                c,
+                                version,
+                                FAILURE if c.id == "INI-03" else SKIPPED,
+                                f"initialize failed: {why}",
+                                [line.show() for line in run.transcript.lines][-8:],
+                                time.monotonic() - started,
+                            )
+                            for c in chosen
                         )
-                        for c in checks
-                        if version in c.versions
-                    ]
+                    )
                     info[version] = {"advertised": {}, "implemented": {}, "error": why}
                     continue
                 answered = run.adv.raw.get("protocolVersion")
                 assert run.init is not None
                 if not run.init.ok:
                     why = f"the initialize answer does not validate: {run.init.error or run.init.raw.get('error')}"
-                    results += [
-                        Result(
-                            c,
-                            version,
-                            FAILURE if c.id == "INI-03" else SKIPPED,
-                            why,
-                            [run.init.show(run.transcript)] if c.id == "INI-03" else [],
+                    add(
+                        *(
+                            Result(
+                                c,
+                                version,
+                                FAILURE if c.id == "INI-03" else SKIPPED,
+                                why,
+                                [run.init.show(run.transcript)] if c.id == "INI-03" else [],
+                            )
+                            for c in chosen
                         )
-                        for c in checks
-                        if version in c.versions
-                    ]
+                    )
                     info[version] = {"advertised": {}, "implemented": {}, "error": why}
                     continue
                 if answered != NUMBERS[version]:
                     reason = f"asked for protocol version {NUMBERS[version]}, the agent answered {answered!r}"
                     wrong = await _speaks_anyway(run, answered)
-                    results += [
-                        Result(c, version, FAILURE, wrong[0], wrong[1], time.monotonic() - started)
-                        if wrong is not None and c.id == "INI-05"
-                        else Result(c, version, SKIPPED, reason)
-                        for c in checks
-                        if version in c.versions
-                    ]
+                    add(
+                        *(
+                            Result(c, version, FAILURE, wrong[0], wrong[1], time.monotonic() - started)
+                            if wrong is not None and c.id == "INI-05"
+                            else Result(c, version, SKIPPED, reason)
+                            for c in chosen
+                        )
+                    )
                     info[version] = {
                         "advertised": run.adv.raw,
                         "implemented": {},
                         "error": wrong[0] if wrong else reason,
                     }
                     continue
-                chosen = [c for c in checks if version in c.versions]
+                if options.auth is not None:
+                    run.login_error = await run.login()  # what then asks for a login is SKIPPED, saying why
                 if chosen and all(c.final for c in chosen):
                     await _exercise(run)
                 for c in sorted(chosen, key=lambda c: c.final):
-                    results.append(await _one(run, c))
+                    if options.stopped is not None and options.stopped():
+                        # asyncio.wait_for may swallow the cancellation of a step that ended with it
+                        raise asyncio.CancelledError("interrupted")
+                    add(await _one(run, c))
                 info[version] = {"advertised": run.adv.raw, "implemented": dict(run.implemented), "table": _table(run)}
             finally:
                 await run.close()
-    return scrub(results, tmp), info
+    return results, info
 
 
 async def _speaks_anyway(run: AgentRun, answered: Any) -> tuple[str, list[str]] | None:
@@ -542,6 +697,8 @@ async def _one(run: AgentRun, c: Check) -> Result:
     try:
         if not c.final:
             await asyncio.wait_for(run.ready(), run.options.timeout + 2)
+        if c.prompt and run.unfinished and c.id not in INTERRUPTING:
+            raise Skip(f"needs a prompt turn that finishes; {run.unfinished} (an agent without a working model?)")
         first = run.transcript.seq + 1
         await asyncio.wait_for(c.run(run), run.options.timeout * 3)
         verdict, detail = SUCCESS, ""
@@ -592,6 +749,10 @@ def _table(run: AgentRun) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _auth_id(method: dict[str, Any]) -> str:
+    return str(method.get("methodId") or method.get("id"))
 
 
 def _json(text: str) -> Any:
@@ -668,7 +829,7 @@ async def _ini05(run: AgentRun) -> None:
     rows=("INI-11", "INI-12", "CNT-01"),
 )
 async def _ini11(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     turn, _ = await run.turn(sid)
     assert turn.reply is not None
     run.failed(
@@ -682,7 +843,7 @@ async def _ini11(run: AgentRun) -> None:
 
 @check("INI-10", "prompts of text and resource_link blocks are accepted", source=f"{INIT_PAGE}, Prompt Capabilities")
 async def _ini10(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     blocks = [
         {"type": "text", "text": run.options.prompt},
         {"type": "resource_link", "uri": "file:///conformance/readme.txt", "name": "readme.txt"},
@@ -702,7 +863,7 @@ async def _ini10(run: AgentRun) -> None:
 
 @check("SET-02", "session/new answers a unique sessionId", source=f"{SEED_001}, Creating a Session")
 async def _set02(run: AgentRun) -> None:
-    ids = [await run.new_session() for _ in range(3)]
+    ids = [await run.shared_id(), *await run.new_sessions([run.directory(), run.directory()])]
     run.failed(len(set(ids)) != 3, f"three session/new calls answered {ids}")
 
 
@@ -720,7 +881,7 @@ PL = "v2 prompt-lifecycle page"
     rows=("PRM-03", "PRM-06"),
 )
 async def _prm03(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
+    turn, _ = await run.turn(await run.shared_id())
     assert turn.reply is not None
     stop = turn.reply.result.get("stopReason") if isinstance(turn.reply.result, dict) else None
     run.failed(
@@ -737,7 +898,7 @@ async def _prm03(run: AgentRun) -> None:
     source=f"{PRM}, Check for Completion",
 )
 async def _prm14(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session())
+    turn, _ = await run.turn(await run.shared_id())
     late = [e.seq for e in turn.updates if e.seq > turn.end_seq]
     run.failed(bool(late), f"{len(late)} session/update after the prompt's answer", *late[:3], turn.end_seq)
 
@@ -774,7 +935,7 @@ async def _prm12(run: AgentRun) -> None:
 
 
 async def _message_ids(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     for _ in range(2):
         await run.turn(sid)
     run.state_rules(sid, "message.reused")
@@ -803,7 +964,7 @@ check(
     source=f"{PL}, 2. Prompt Accepted; the November 2026 v2 schema, PromptResponse",
 )
 async def _pl02(run: AgentRun) -> None:
-    turn, _ = await run.turn(await run.new_session(), run.options.long_prompt)
+    turn, _ = await run.turn(await run.shared_id(), run.options.long_prompt)
     assert turn.reply is not None
     extra = _raw_keys(turn.reply.result) - {"messageId"}
     run.failed(
@@ -830,7 +991,7 @@ async def _pl02(run: AgentRun) -> None:
     source=f"{PL}, 2. Prompt Accepted",
 )
 async def _pl03(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     await run.turn(sid)
     run.state_rules(sid, "turn.user-message")
 
@@ -842,7 +1003,7 @@ async def _pl03(run: AgentRun) -> None:
     source=f"{PL}, 3. Agent Reports Output",
 )
 async def _pl04(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     await run.turn(sid)
     run.state_rules(sid, "turn.running")
 
@@ -854,7 +1015,7 @@ async def _pl04(run: AgentRun) -> None:
     source=f"{PL}, 4. Report Completion",
 )
 async def _pl07(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     await run.turn(sid)
     run.state_rules(sid, "turn.idle", "turn.stop-reason")
 
@@ -867,7 +1028,7 @@ async def _pl07(run: AgentRun) -> None:
     rows=("PL-10", "TOOL-04", "EXT-07", "CNT-03"),
 )
 async def _pl10(run: AgentRun) -> None:
-    sid = await run.new_session()
+    sid = await run.shared_id()
     await run.turn(sid)
     run.state_rules(sid, "value.reserved", "update.reserved")
 
@@ -1218,7 +1379,7 @@ async def _archived_pair(run: AgentRun) -> tuple[str, str, str]:
     _archive_ready(run)
     run.needs_list()
     cwd = run.directory()
-    live, gone = await run.new_session(cwd), await run.new_session(cwd)
+    live, gone = await run.new_sessions([cwd, cwd])
     await run.ok("session/archive", {"sessionId": gone})
     return cwd, live, gone
 
@@ -1255,8 +1416,7 @@ async def _arc04(run: AgentRun) -> None:
 async def _arc24(run: AgentRun) -> None:
     _archive_ready(run)
     run.needs_list()
-    cwd = run.directory()
-    await run.new_session(cwd)
+    _sid, cwd, _reply = await run.shared()
     reply = await run.call("session/list", {"cwd": cwd, "archived": "acp-conformance-sometimes"})
     run.failed(
         reply.code != -32602,
@@ -1410,7 +1570,7 @@ def _needs_v1(run: AgentRun, method: str) -> None:
     rows=("SET-03", "SET-04"),
 )
 async def _set03(run: AgentRun) -> None:
-    reply = await run.ok("session/new", run.new_params())
+    _sid, _cwd, reply = await run.shared()
     for key, value in reply.result.items():
         run.failed(key == "availableCommands" and value is None, "availableCommands is null", reply.seq)
         if value == []:  # stated without a keyword (REQ): a warning
@@ -1439,8 +1599,7 @@ async def _resume(run: AgentRun, sid: str, cwd: str, replay: bool) -> tuple[Repl
 
 async def _session_with_turn(run: AgentRun) -> tuple[str, str, Turn]:
     _needs_v1(run, "session/resume")
-    cwd = run.directory()
-    sid = await run.new_session(cwd)
+    sid, cwd, _reply = await run.shared()
     turn, _ = await run.turn(sid)
     return sid, cwd, turn
 
@@ -1454,8 +1613,7 @@ async def _session_with_turn(run: AgentRun) -> tuple[str, str, Turn]:
     rows=("SET-07", "INI-12"),
 )
 async def _set07(run: AgentRun) -> None:
-    cwd = run.directory()
-    sid = await run.new_session(cwd)
+    sid, cwd, _reply = await run.shared()
     await run.ok("session/resume", {"sessionId": sid, "cwd": cwd, "mcpServers": []})
 
 
@@ -1602,7 +1760,7 @@ async def _set20(run: AgentRun) -> None:
 )
 async def _lst02(run: AgentRun) -> None:
     run.needs_list()
-    sid = await run.new_session()
+    sid = await run.shared_id()
     reply = await run.ok("session/list", {})
     run.failed(not isinstance(reply.result.get("sessions"), list), "no sessions array", reply.seq)
     sessions, replies = await run.list_all({})  # the first page may hold others: walk them all
@@ -1626,8 +1784,9 @@ async def _lst04(run: AgentRun) -> None:
     inside, beside = Path(b) / "sub", Path(b + "-x")
     inside.mkdir(exist_ok=True)
     beside.mkdir(exist_ok=True)
-    mine = {await run.new_session(b) for _ in range(2)}
-    others = {await run.new_session(str(inside)): str(inside), await run.new_session(str(beside)): str(beside)}
+    made = await run.new_sessions([b, b, str(inside), str(beside)])
+    mine = set(made[:2])
+    others = {made[2]: str(inside), made[3]: str(beside)}
     sessions, replies = await run.list_all({"cwd": b})
     got = _ids(sessions)
     wrong = sorted(f"{sid} (of {cwd})" for sid, cwd in others.items() if sid in got)
@@ -1638,7 +1797,7 @@ async def _lst04(run: AgentRun) -> None:
 @check("LST-10", "a cwd no session has lists an empty sessions array", source=f"{SEED_002}, listing", suite="seeds")
 async def _lst10(run: AgentRun) -> None:
     run.needs_list()
-    await run.new_session()
+    await run.shared()
     reply = await run.ok("session/list", {"cwd": run.directory()})
     run.failed(
         reply.result.get("sessions") != [],
@@ -1656,8 +1815,7 @@ async def _lst10(run: AgentRun) -> None:
 )
 async def _lst06(run: AgentRun) -> None:
     run.needs_list()
-    cwd = run.directory()
-    await run.new_session(cwd)
+    _sid, cwd, _reply = await run.shared()
     sessions, replies = await run.list_all({"cwd": cwd})
     bad = [s.get("cwd") for s in sessions if not (isinstance(s.get("cwd"), str) and os.path.isabs(s["cwd"]))]
     run.failed(bool(bad), f"cwd not absolute: {bad[:3]}", replies[-1].seq)
@@ -1673,8 +1831,7 @@ async def _lst07(run: AgentRun) -> None:
     run.needs_list()
     if run.adv.feature("session.additional_directories") or run.adv.feature("session.additionalDirectories"):
         raise Skip("the agent advertises additionalDirectories")
-    cwd = run.directory()
-    await run.new_session(cwd)
+    _sid, cwd, _reply = await run.shared()
     sessions, replies = await run.list_all({"cwd": cwd})
     bad = [s.get("sessionId") for s in sessions if "additionalDirectories" in s]
     run.failed(bool(bad), f"additionalDirectories listed without the capability: {bad[:3]}", replies[-1].seq)
@@ -1697,7 +1854,7 @@ async def _lst13(run: AgentRun) -> None:
 async def _lst15(run: AgentRun) -> None:
     run.needs_list()
     cwd = run.directory()
-    made = {await run.new_session(cwd) for _ in range(5)}
+    made = set(await run.new_sessions([cwd] * 5))
     sessions, replies = await run.list_all({"cwd": cwd})
     ids = [str(s.get("sessionId")) for s in sessions]
     run.failed(len(ids) != len(set(ids)), f"a session is listed twice over {len(replies)} pages", replies[-1].seq)
@@ -1712,11 +1869,21 @@ async def _lst15(run: AgentRun) -> None:
 )
 async def _lst18(run: AgentRun) -> None:
     run.needs_list()
-    cwd = run.directory()
-    sid = await run.new_session(cwd)
+    sid, cwd, _reply = await run.shared()
     await run.turn(sid)
     mark = run.p.mark()
     reply = await run.ok("session/list", {"cwd": cwd})
     await run.p.quiet(0.1, 0.5)
     stray = [e.seq for e in run.p.since(mark, "session/update") if session_of(e) == sid]
     run.failed(bool(stray), f"{len(stray)} session/update after a session/list", reply.seq, *stray[:3])
+
+
+# Checks that need a prompt turn (the "prompt" suite; the others are "setup": no model needed).
+PROMPTING = {
+    "INI-11", "INI-10", "PRM-03", "PRM-14", "PRM-10", "PRM-12", "PRM-04", "PL-05", "PL-02", "PL-03", "PL-04",
+    "PL-07", "PL-10", "PL-12", "PL-14", "CAN-01", "ARC-13", "ARC-15", "SET-09", "SET-10", "SET-12", "SET-13",
+    "SET-15", "SET-17", "SET-20", "LST-18",
+}  # fmt: skip
+# Of those, the ones that interrupt a running turn: they still run when no turn finishes on its own.
+INTERRUPTING = {"PRM-10", "PRM-12", "PL-12", "PL-14", "ARC-13", "SET-20", "CAN-01"}
+REGISTRY["agent"][:] = [dataclasses.replace(c, prompt=c.id in PROMPTING) for c in REGISTRY["agent"]]

@@ -57,10 +57,16 @@ class Check:
     run: Callable[[Any], Awaitable[None]] = field(compare=False, repr=False)
     rows: tuple[str, ...] = ()
     final: bool = False  # judged over the whole exchange, after every other check
+    prompt: bool = False  # needs a prompt turn (the agent's model): the "prompt" suite, else "setup"
 
     @property
     def covers(self) -> tuple[str, ...]:
         return self.rows or (self.id,)
+
+    @property
+    def tags(self) -> tuple[str, str]:
+        """The suites it belongs to: core or seeds, and prompt or setup."""
+        return (self.suite, "prompt" if self.prompt else "setup")
 
 
 @dataclass
@@ -109,22 +115,33 @@ def check(
     mode: str = "agent",
     rows: tuple[str, ...] = (),
     final: bool = False,
+    prompt: bool = False,
 ) -> Callable[[Callable[[Any], Awaitable[None]]], Callable[[Any], Awaitable[None]]]:
     """Register the decorated coroutine as a check (ids are unique per mode)."""
 
     def register(fn: Callable[[Any], Awaitable[None]]) -> Callable[[Any], Awaitable[None]]:
         if any(c.id == id for c in REGISTRY[mode]):
             raise ValueError(f"check {id} is registered twice")
-        REGISTRY[mode].append(Check(id, title, level, binds, versions, source, suite, mode, fn, rows, final))
+        REGISTRY[mode].append(Check(id, title, level, binds, versions, source, suite, mode, fn, rows, final, prompt))
         return fn
 
     return register
 
 
+SUITES = ("core", "seeds", "setup", "prompt")
+
+
 def checks(mode: str, suites: tuple[str, ...] = ("core", "seeds"), case: str | None = None) -> list[Check]:
-    """The registered checks of ``mode`` in the given suites (or the one with id ``case``)."""
-    found = [c for c in REGISTRY[mode] if (c.id == case if case else c.suite in suites)]
-    return found
+    """The registered checks of ``mode`` in the given suites (or the one with id ``case``).
+
+    ``core`` and ``seeds`` say where a rule comes from, ``setup`` and ``prompt`` whether a check needs
+    a prompt turn (an agent's model); a check is chosen when every kind of suite named has it.
+    """
+    if case:
+        return [c for c in REGISTRY[mode] if c.id == case]
+    source = [s for s in suites if s in ("core", "seeds")] or ["core", "seeds"]
+    need = [s for s in suites if s in ("setup", "prompt")] or ["setup", "prompt"]
+    return [c for c in REGISTRY[mode] if c.suite in source and c.tags[1] in need]
 
 
 def scrub(results: list[Result], root: str) -> list[Result]:

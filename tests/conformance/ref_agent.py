@@ -1,11 +1,16 @@
 """The conformance kit's reference agent: v1 and v2 over stdio, following every rule the kit checks.
 
-    python tests/conformance/ref_agent.py [--mutant CHECK-ID]
+    python tests/conformance/ref_agent.py [--mutant CHECK-ID] [--slow SECONDS] [--stuck]
 
 ``--mutant ID`` breaks the one rule that check ``ID`` tests (see MUTANTS), so
 the kit's self-tests can show that the check catches it. ``--mutant ID/NAME``
 is a near miss of that check (see NEAR_MISSES): a subtler way to break the same
-rule, each one a misjudgement the kit once made. Mutants that change
+rule, each one a misjudgement the kit once made.
+
+``--slow S`` and ``--stuck`` make it behave like a real agent without a working
+model (claude-agent-acp offline): each session/new takes S seconds, and a
+prompt turn never ends on its own (no output; only a cancel, a close or an
+archive ends it, ``cancelled``). Every verdict must still be right. Mutants that change
 what goes on the wire after the handler answered are a patch on the writer;
 the others are a branch in the handler, marked ``self.bug("ID")``.
 """
@@ -108,6 +113,8 @@ NEAR_MISSES = {
     "EXT-05/answered-no-id": "a custom notification is answered with an error and no id",
 }
 LAST_ASKED: Any = None
+SLOW = 0.0  # --slow: seconds each session/new takes
+STUCK = False  # --stuck: prompt turns never end on their own
 WRITER: Any = None  # the PatchWriter, for the mutants that write a line of their own
 
 
@@ -167,6 +174,8 @@ class RefAgent:
         return out
 
     async def session_new(self, params: Any) -> Any:
+        if SLOW:
+            await asyncio.sleep(SLOW)
         n = next(self.ids)
         sid = "s" if self.bug("SET-02") else f"ref-{n}"
         if self.bug("SET-02/pair") and len(self.sessions) % 3 == 1:
@@ -352,7 +361,11 @@ class RefAgent:
                 await self.update(s.sid, {"sessionUpdate": "state_update", "state": "running"})
         said: list[str] = []
         stop = "end_turn"
-        for word in text.split():
+        while STUCK and not s.cancelled:  # waiting for a model that never answers
+            await asyncio.sleep(0.01)
+        if STUCK:
+            stop = "cancelled"
+        for word in [] if STUCK else text.split():
             if s.cancelled:
                 stop = "cancelled"
                 break
@@ -486,4 +499,7 @@ if __name__ == "__main__":
         MUTANT = sys.argv[sys.argv.index("--mutant") + 1]
         if MUTANT not in MUTANTS and MUTANT not in NEAR_MISSES:
             sys.exit(f"no mutant {MUTANT!r}")
+    if "--slow" in sys.argv:
+        SLOW = float(sys.argv[sys.argv.index("--slow") + 1])
+    STUCK = "--stuck" in sys.argv
     asyncio.run(main())

@@ -103,6 +103,7 @@ def as_json(mode: str, command: list[str], results: list[Result], info: dict[str
     data = {
         "mode": mode,
         "command": command,
+        "partial": bool(outcome.get("partial")),
         "summary": summary(results),
         "outcome": outcome,
         "programs": info,
@@ -111,20 +112,31 @@ def as_json(mode: str, command: list[str], results: list[Result], info: dict[str
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
-def as_text(
-    mode: str, results: list[Result], info: dict[str, Any], outcome: dict[str, Any], colour: bool, quiet: bool = False
-) -> str:
-    def paint(verdict: str) -> str:
-        return f"\033[{COLOURS[verdict]}m{verdict:<7}\033[0m" if colour else f"{verdict:<7}"
+def as_result(r: Result, colour: bool) -> str:
+    """One result as text: its verdict line, its detail and its evidence (what the run prints as it ends)."""
+    verdict = f"\033[{COLOURS[r.verdict]}m{r.verdict:<7}\033[0m" if colour else f"{r.verdict:<7}"
+    out = [f"{verdict} {r.key:<14} {r.check.level:<6} {r.check.title} ({r.seconds:.2f} s)"]
+    if r.detail:
+        out.append(f"        {clean(r.detail)}")
+    out += [f"          {clean(line)}" for line in r.evidence]
+    return "\n".join(out) + "\n"
 
+
+def as_text(
+    mode: str,
+    results: list[Result],
+    info: dict[str, Any],
+    outcome: dict[str, Any],
+    colour: bool,
+    quiet: bool = False,
+    shown: bool = False,
+) -> str:
+    """The text report; ``shown``: the results were printed as they ended, only the summary follows."""
     out = []
     for r in results:
-        if quiet and r.verdict not in (FAILURE, WARNING):
+        if shown or quiet and r.verdict not in (FAILURE, WARNING):
             continue
-        out.append(f"{paint(r.verdict)} {r.key:<14} {r.check.level:<6} {r.check.title} ({r.seconds:.2f} s)")
-        if r.detail:
-            out.append(f"        {clean(r.detail)}")
-        out += [f"          {clean(line)}" for line in r.evidence]
+        out.append(as_result(r, colour).rstrip("\n"))
     out.append("")
     out += _summary_lines(results)
     for version, data in info.items():
@@ -148,13 +160,15 @@ def _summary_lines(results: list[Result]) -> list[str]:
 
 def _outcome_lines(outcome: dict[str, Any]) -> list[str]:
     lines = []
+    if outcome.get("partial"):
+        lines.append(f"PARTIAL REPORT: {outcome.get('interrupted', 'interrupted')}")
     if outcome["unexpected_failures"]:
         lines.append("MUST failures: " + ", ".join(outcome["unexpected_failures"]))
     if outcome["expected_failures"]:
         lines.append("expected (baseline): " + ", ".join(outcome["expected_failures"]))
     if outcome["stale_baseline"]:
         lines.append("stale baseline entries (they pass now): " + ", ".join(outcome["stale_baseline"]))
-    lines.append("PASS" if outcome["passed"] else "FAIL")
+    lines.append("PARTIAL" if outcome.get("partial") else "PASS" if outcome["passed"] else "FAIL")
     return lines
 
 
@@ -170,6 +184,11 @@ def as_markdown(
         "",
         "Program: `" + clean(" ".join(command)).replace("`", "'") + "`",
         "",
+        *(
+            [f"**Partial report**: {_cell(str(outcome.get('interrupted', 'interrupted')))}", ""]
+            if outcome.get("partial")
+            else []
+        ),
         "| level | " + " | ".join(VERDICTS) + " |",
         "|---|" + "---|" * len(VERDICTS),
     ]
@@ -208,7 +227,7 @@ def as_markdown(
     return "\n".join(out).rstrip() + "\n"
 
 
-def as_junit(mode: str, results: list[Result]) -> str:
+def as_junit(mode: str, results: list[Result], partial: str | None = None) -> str:
     failures = sum(r.verdict == FAILURE for r in results)
     skipped = sum(r.verdict == "SKIPPED" for r in results)
     total = sum(r.seconds for r in results)
@@ -216,6 +235,8 @@ def as_junit(mode: str, results: list[Result]) -> str:
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<testsuite name={_xml_attr("acp-conformance-" + mode)} tests="{len(results)}" failures="{failures}" skipped="{skipped}" time="{total:.3f}">',
     ]
+    if partial is not None:  # an interrupted run: what ran, said to be partial
+        out.append(f'  <properties><property name="partial" value={_xml_attr(partial)}/></properties>')
     for r in results:
         head = f'  <testcase classname={_xml_attr(f"{mode}.{r.version}.{r.check.suite}")} name={_xml_attr(f"{r.check.id} {r.check.title}")} time="{r.seconds:.3f}"'
         body = "\n".join(r.evidence)
