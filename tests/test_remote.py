@@ -365,3 +365,59 @@ def test_an_agent_request_is_answered_on_its_sessions_route(profile: str, versio
                 assert agent_text(turn) == "allowed"
 
     run(main)
+
+
+def test_a_server_streaming_an_endless_line_does_not_grow_the_client() -> None:
+    import tracemalloc
+
+    import uvicorn
+
+    async def hostile(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        if scope["method"] == "POST":  # initialize: a valid answer
+            request = json.loads((await receive())["body"])
+            if request.get("method") != "initialize":
+                await send({"type": "http.response.start", "status": 202, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+                return
+            info = {"name": "hostile", "version": "1"}
+            answer = {"protocolVersion": 2, "info": info, "capabilities": {}}
+            body = json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": answer}).encode()
+            headers = [(b"content-type", b"application/json"), (b"acp-connection-id", b"c1")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        if scope["method"] == "GET":  # the stream: one line that never ends
+            await send(
+                {"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]}
+            )
+            await send({"type": "http.response.body", "body": b"data: ", "more_body": True})
+            for _ in range(64):
+                await send({"type": "http.response.body", "body": b"x" * (1 << 20), "more_body": True})
+            await send({"type": "http.response.body", "body": b"\n\n"})
+            return
+        await send({"type": "http.response.start", "status": 202, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def main() -> None:
+        config = uvicorn.Config(hostile, host="127.0.0.1", port=0, log_level="error", lifespan="off")
+        server = uvicorn.Server(config)
+        sock = remote._bind("127.0.0.1", 0)
+        task = asyncio.ensure_future(server.serve(sockets=[sock]))
+        while not server.started:
+            await asyncio.sleep(0.01)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/acp"
+        tracemalloc.start()
+        try:
+            async with remote.connect(url, versions=("v2",), max_message_size=1 << 20) as conn:
+                await initialize(conn, "v2")
+                await asyncio.wait_for(conn.wait_closed(), 20)  # the stream broke the limit: the connection ends
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            server.should_exit = True
+            await task
+        assert peak < 16 << 20, peak  # the server sent 64 MiB on one line
+
+    run(main)

@@ -334,7 +334,7 @@ class _HttpSession:
                     ready.set_result(None)
                 data: list[str] = []
                 size = 0
-                async for text in response.aiter_lines():
+                async for text in _sse_lines(response, self.max_message_size + 16):
                     if text == "":
                         if data:
                             self._event("\n".join(data), sid)
@@ -394,6 +394,26 @@ class _HttpSession:
                 await self.client.delete(self.url, headers={HEADER_CONNECTION_ID: self.connection_id})
         self.inbox.end()
         await self.client.aclose()
+
+
+async def _sse_lines(response: Any, limit: int) -> AsyncIterator[str]:
+    """The lines of an SSE body (LF, CRLF or CR), none held past ``limit`` bytes: a server cannot make us buffer more."""
+    pending = bytearray()
+    async for chunk in response.aiter_bytes():
+        pending += chunk
+        while True:
+            cut = min((i for i in (pending.find(b"\n"), pending.find(b"\r")) if i >= 0), default=-1)
+            if cut < 0:
+                break
+            line = bytes(pending[:cut])
+            if pending[cut : cut + 2] == b"\r\n":
+                cut += 1
+            elif pending[cut : cut + 1] == b"\r" and cut + 1 == len(pending):
+                break  # a CR at the end of the chunk: its LF may come next
+            del pending[: cut + 1]
+            yield line.decode("utf-8", "replace")
+        if len(pending) > limit:
+            raise ConnectionResetError(f"a line of the event stream over {limit} bytes")
 
 
 def _key(rid: Any) -> tuple[str, Any]:
