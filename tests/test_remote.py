@@ -367,7 +367,8 @@ def test_an_agent_request_is_answered_on_its_sessions_route(profile: str, versio
     run(main)
 
 
-def test_a_server_streaming_an_endless_line_does_not_grow_the_client() -> None:
+@pytest.mark.parametrize("where", ["stream", "answer"])
+def test_a_server_sending_an_endless_message_does_not_grow_the_client(where: str) -> None:
     import tracemalloc
 
     import uvicorn
@@ -380,6 +381,12 @@ def test_a_server_streaming_an_endless_line_does_not_grow_the_client() -> None:
             if request.get("method") != "initialize":
                 await send({"type": "http.response.start", "status": 202, "headers": []})
                 await send({"type": "http.response.body", "body": b""})
+                return
+            if where == "answer":  # an initialize answer that never ends
+                await send({"type": "http.response.start", "status": 200, "headers": [(b"acp-connection-id", b"c1")]})
+                for _ in range(64):
+                    await send({"type": "http.response.body", "body": b" " * (1 << 20), "more_body": True})
+                await send({"type": "http.response.body", "body": b"{}"})
                 return
             info = {"name": "hostile", "version": "1"}
             answer = {"protocolVersion": 2, "info": info, "capabilities": {}}
@@ -411,8 +418,12 @@ def test_a_server_streaming_an_endless_line_does_not_grow_the_client() -> None:
         tracemalloc.start()
         try:
             async with remote.connect(url, versions=("v2",), max_message_size=1 << 20) as conn:
-                await initialize(conn, "v2")
-                await asyncio.wait_for(conn.wait_closed(), 20)  # the stream broke the limit: the connection ends
+                if where == "answer":
+                    with pytest.raises(remote_errors()):  # the answer broke the limit: initialize fails
+                        await asyncio.wait_for(initialize(conn, "v2"), 20)
+                else:
+                    await initialize(conn, "v2")
+                    await asyncio.wait_for(conn.wait_closed(), 20)  # the stream broke the limit: the connection ends
             peak = tracemalloc.get_traced_memory()[1]
         finally:
             tracemalloc.stop()

@@ -254,12 +254,12 @@ class _HttpSession:
         if sid is not None:
             headers[HEADER_SESSION_ID] = sid
         try:
-            response = await self.client.post(self.url, content=line, headers=headers)
+            response = await self._post(line, headers, _ERROR_BODY)
         except self._httpx.HTTPError as exc:
             self._fail(f"POST failed: {exc}")
             raise ConnectionResetError(str(exc)) from None
         if response.status_code >= 300:
-            text = response.text[:500]
+            text = response.content.decode(errors="replace")[:500]
             if response.status_code in _CONNECTION_FAILURES:
                 self._fail(f"POST failed: {response.status_code}: {text}")
                 raise ConnectionResetError(f"the server answered {response.status_code}: {text}")
@@ -273,6 +273,19 @@ class _HttpSession:
         if "method" not in message:
             self.pending_response_sessions.pop(_key(message.get("id")), None)
 
+    async def _post(self, line: bytes, headers: dict[str, str], limit: int) -> _Answer:
+        """POST one message; the answer's body read up to ``limit`` bytes (a longer one fails the POST)."""
+        async with self.client.stream("POST", self.url, content=line, headers=headers) as response:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    if response.status_code >= 300:  # an error's text: its beginning is enough
+                        del body[limit:]
+                        break
+                    raise self._httpx.HTTPError(f"an answer over {limit} bytes")
+            return _Answer(response.status_code, response.headers, bytes(body))
+
     def _session_of(self, message: dict[str, Any]) -> str | None:
         params = message.get("params")
         if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
@@ -285,12 +298,13 @@ class _HttpSession:
         if message.get("method") != "initialize":
             raise ConnectionResetError("the first message over Streamable HTTP must be initialize")
         try:
-            response = await self.client.post(self.url, content=line, headers={"Content-Type": "application/json"})
+            response = await self._post(line, {"Content-Type": "application/json"}, self.max_message_size)
         except self._httpx.HTTPError as exc:
             raise ConnectionResetError(f"cannot reach {self.url}: {exc}") from None
         if response.status_code != 200:
             raise ConnectionResetError(
-                f"{self.url} refused initialize: HTTP {response.status_code}: {response.text[:200]}"
+                f"{self.url} refused initialize: HTTP {response.status_code}: "
+                + response.content.decode(errors="replace")[:200]
             )
         cid = response.headers.get(HEADER_CONNECTION_ID)
         if not cid:
@@ -414,6 +428,20 @@ async def _sse_lines(response: Any, limit: int) -> AsyncIterator[str]:
             yield line.decode("utf-8", "replace")
         if len(pending) > limit:
             raise ConnectionResetError(f"a line of the event stream over {limit} bytes")
+
+
+_ERROR_BODY = 8 * 1024  # bytes of a refused POST's text kept (the TypeScript client keeps as many)
+
+
+class _Answer:
+    """What a POST got: its status, headers and (bounded) body."""
+
+    __slots__ = ("content", "headers", "status_code")
+
+    def __init__(self, status_code: int, headers: Any, content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
 
 
 def _key(rid: Any) -> tuple[str, Any]:
