@@ -49,6 +49,8 @@ def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 20) -> s
         (["serve", "examples/echo_agent.py:Echo", "--listen", "nowhere"], "expected HOST:PORT"),
         (["serve", "examples/echo_agent.py:Echo", "--tls-cert", "x.pem"], "go together"),
         (["serve", "examples/echo_agent.py:Echo", "--max-connections", "0"], "must be positive"),
+        (["serve", "acp_types.agent:App"], "does not implement prompt()"),
+        (["serve", "acp_types.v1:PROTOCOL_VERSION"], "an App or a connection handler factory is needed"),
     ],
 )
 def test_the_command_line_refuses_with_one_line_and_exit_2(args: list[str], says: str) -> None:

@@ -301,6 +301,9 @@ class _Remote:
             return
         message = json.loads(line)
         text = line.decode()
+        if not isinstance(message, dict):  # a batch's answers (never asked here: batches are refused)
+            self.stream.push(text)
+            return
         try:
             if "method" not in message:  # a response
                 key = _id_key(message.get("id"))
@@ -403,7 +406,13 @@ class AcpAsgiApp:
         if isinstance(target, type) and issubclass(target, App):
             target = target()
         self._app: App | None = target if isinstance(target, App) else None
-        if self._app is None and not callable(target):
+        if self._app is not None:
+            from ..agent import check
+
+            check(
+                self._app, options.get("versions", ("v1", "v2"))
+            )  # a broken promise stops the start, not a connection
+        elif not callable(target):
             raise TypeError(f"an App or a connection handler factory is needed, not {target!r}")
         self._factory = target
         self._token = token.encode() if token is not None else None

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(run())
     except (KeyboardInterrupt, Stopped):
         return 0
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:  # not an App or factory; an App whose promises break (PromiseBroken)
         print(f"error: TARGET {args.target!r}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
