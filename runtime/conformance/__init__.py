@@ -4,9 +4,12 @@
     python -m acp_types.conformance client [options] -- CLIENT COMMAND...
 
 In ``agent`` mode the kit plays a scriptable client: it spawns the agent,
-negotiates each version asked for (``--protocol v1|v2|both``), runs every check
-of the chosen suites (``core``, ``seeds``) or the one ``--case ID``, answers the
-agent's requests (permission with ``--permission``, ``fs/*`` in v1 with
+negotiates each version asked for (``--protocol v1|v2|both``), logs in when
+asked (``--auth METHOD_ID``, or ``auto``: an env_var method whose variables are
+set, else one the agent completes), runs every check of the chosen suites
+(``core``, ``seeds``: where the rule comes from; ``setup``: needs no model,
+``prompt``: needs prompt turns) or the one ``--case ID``, answers the agent's
+requests (permission with ``--permission``, ``fs/*`` in v1 with
 ``--client-fs``) and cancels turns where a check says so. In ``client`` mode
 it plays an agent for a client it spawns, and checks what the client sends.
 
@@ -16,12 +19,19 @@ Every line is judged by the generated models of the settled version; the
 inventory of the protocol's requirements), a level, who it binds, its versions
 and its source; each result a verdict (SUCCESS, FAILURE, WARNING for a broken
 SHOULD, SKIPPED with the reason, INFO), the transcript lines that show it and
-the time it took. Reports: text on stdout (colour on a terminal only), and
-``--json``, ``--junit``, ``--markdown`` files; ``--transcript DIR`` keeps the
-whole exchange. ``--expected-failures FILE`` lists known failures (``ID`` or
-``ID@vN`` a line): they do not fail the run, and one whose every result is
-SUCCESS does (a stale baseline). Exit status: 0, 1 (a MUST failed outside the baseline, or the
-baseline is stale), 2 (bad usage, or the program could not be started).
+the time it took. A prompt turn that does not finish within ``--turn-timeout``
+(an agent without a working model) is a budget, not a rule: the checks that
+need a finished turn are SKIPPED, saying so; what asks for a login the kit did
+not make (-32000) is SKIPPED too. Results are printed as each check ends (with
+a progress line on a terminal). Reports: text on stdout (colour on a terminal
+only), and ``--json``, ``--junit``, ``--markdown`` files; ``--transcript DIR``
+keeps the whole exchange. Ctrl-C or SIGTERM ends the run: the agent is stopped
+and every report is written with what ended so far, marked partial.
+``--expected-failures FILE`` lists known failures (``ID`` or ``ID@vN`` a line):
+they do not fail the run, and one whose every result is SUCCESS does (a stale
+baseline). Exit status: 0, 1 (a MUST failed outside the baseline, or the
+baseline is stale), 2 (bad usage, the program could not be started, or the run
+was interrupted).
 
 Bounded: every wait has a deadline (``--timeout`` per check), a line longer
 than 1 MiB is skipped unread, memory keeps the transcript's last lines, and
