@@ -14,6 +14,7 @@ Hand-written: the source is runtime/agent/_speaker.py, copied into the package u
 
 from __future__ import annotations
 
+import abc
 import difflib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -68,51 +69,60 @@ def _patch(edit: Edit) -> str:
     return "".join(head + [line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in body])
 
 
-class Speaker:
-    """One version's way of writing; subclasses fill in what differs. Stateless: one per version."""
+class Speaker(abc.ABC):
+    """One version's way of writing; subclasses fill in what differs (the abstract methods). Stateless: one per version."""
 
     version: str
     """The version's name (``v1``, ``v2``), kept with what only it can replay (prompts' blocks, raw updates)."""
 
     @property
+    @abc.abstractmethod
     def m(self) -> Any:
         """The version's models module."""
         raise NotImplementedError
 
     # -- the handshake and the session answers ------------------------------
 
+    @abc.abstractmethod
     def capabilities(self, *, listing: bool, archive: bool, auth: bool) -> dict[str, Any]:
         """What :meth:`App.capabilities` advertises by default, as wire JSON."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def initialize_json(self, caps: Mapping[str, Any], name: str, version: str) -> dict[str, Any]:
         """An ``initialize`` answer's wire JSON (what :func:`check` validates the capabilities in)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def initialize(
         self, caps: Mapping[str, Any], auth_methods: Sequence[AuthMethod], name: str, version: str, title: str | None
     ) -> Any:
         """The ``initialize`` answer."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def config(self, setup: Setup) -> list[Any]:
         """The session's config options (in v2 its modes among them)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def setup_fields(self, setup: Setup | None) -> dict[str, Any]:
         """The fields a ``session/new``, ``load`` or ``resume`` answer has for ``setup``."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def commands_update(self, setup: Setup) -> Any | None:
         """The update telling the commands when the answers cannot (``None``: they are in the answer)."""
         raise NotImplementedError
 
     # -- the turn -------------------------------------------------------------
 
+    @abc.abstractmethod
     async def prompt(self, run: Callable[[], Awaitable[StopReason]], queue: Callable[[], None], user_id: str) -> Any:
         """The ``session/prompt`` answer: ``run`` the turn inside it (v1), or ``queue`` it behind it (v2)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def user_shown(self, user_id: str, prompt: Sequence[Any]) -> Any | None:
         """The prompt as shown back live (``None``: it is not)."""
         raise NotImplementedError
@@ -129,6 +139,7 @@ class Speaker:
         """The update saying the turn waits on the user."""
         return None
 
+    @abc.abstractmethod
     async def ask_permission(
         self, conn: AgentConnection, session_id: str, tool_id: str, title: str, options: Sequence[PermissionOption]
     ) -> str | None:
@@ -155,6 +166,7 @@ class Speaker:
         """Whether ``update`` is one of this version's models."""
         return type(update).__module__.startswith(f"acp_types.{self.version}.")
 
+    @abc.abstractmethod
     def notification(self, session_id: str, update: Any) -> Any:
         """The ``session/update`` params carrying ``update``."""
         raise NotImplementedError
@@ -190,6 +202,7 @@ class Speaker:
                     out.append(m.TextContent(text=block["text"]))
         return out
 
+    @abc.abstractmethod
     def tool_content(self, text: str | None, edits: Sequence[Edit]) -> list[Any]:
         """A tool call's content: its text, then its edits."""
         raise NotImplementedError
@@ -228,32 +241,40 @@ class Speaker:
         log.warning("an event of unknown kind %r is not shown", kind)
         return None
 
+    @abc.abstractmethod
     def _user(self, mid: str | None, data: Mapping[str, Any]) -> Any | None:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def _tool(self, tool_id: str, new: bool, fields: dict[str, Any]) -> Any:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def _plan(self, entries: list[Any]) -> Any:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def _mode(self, setup: Mapping[str, Any]) -> Any:
         raise NotImplementedError
 
+    @abc.abstractmethod
     def _raw(self, wire: Any) -> Any:
         """An update kept as wire JSON (:meth:`Session.send`), as this version's model."""
         raise NotImplementedError
 
     # -- replay ----------------------------------------------------------------
 
+    @abc.abstractmethod
     def piece(self, kind: str, mid: str, text: str, first: bool, last: bool) -> list[Any]:
         """The updates of one piece of a replayed message (``first``: its first on the wire; ``last``: of a stretch)."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def message(self, role: str, text: str, mid: str, pieces: Sequence[str]) -> list[Any]:
         """The updates of one message an app replays itself (:meth:`Replay.message`), cut in ``pieces``."""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def user_replay(self, mid: str, blocks: Sequence[Any]) -> list[Any]:
         """The updates of a replayed prompt."""
         raise NotImplementedError
