@@ -28,6 +28,10 @@ from typing import Any
 import pytest
 
 from acp_types import bridge, conformance
+from acp_types.bridge import _mode as bridge_mode
+from acp_types.bridge._down import DownV1
+from acp_types.bridge._messages import Lines
+from acp_types.bridge._up import UpV2
 from acp_types.conformance import _agent
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -671,12 +675,12 @@ def _line(msg: dict[str, Any]) -> bytes:
 
 def _down(init: dict[str, Any]) -> tuple[Any, Wires]:
     wires = Wires()
-    return bridge._DownV1(wires, init), wires  # type: ignore[arg-type]
+    return DownV1(wires, init), wires  # type: ignore[arg-type]
 
 
 def _up(init: dict[str, Any]) -> tuple[Any, Wires]:
     wires = Wires()
-    return bridge._UpV2(wires, init), wires  # type: ignore[arg-type]
+    return UpV2(wires, init), wires  # type: ignore[arg-type]
 
 
 MODE = {
@@ -762,8 +766,8 @@ def test_a_v1_clients_prompt_is_answered_by_the_idle_state_and_tool_calls_are_cr
 
 
 def test_what_the_bridge_keeps_per_connection_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bridge, "MAX_RECORD_BYTES", 10_000)
-    monkeypatch.setattr(bridge, "MAX_PENDING", 50)
+    monkeypatch.setattr(bridge_mode, "MAX_RECORD_BYTES", 10_000)
+    monkeypatch.setattr(bridge_mode, "MAX_PENDING", 50)
     mode, wires = _up({"protocolVersion": 1, "agentCapabilities": {"sessionCapabilities": {"resume": {}}}})
 
     async def go() -> None:
@@ -790,7 +794,7 @@ def test_what_the_bridge_keeps_per_connection_is_bounded(monkeypatch: pytest.Mon
 
 
 def test_an_overlong_line_is_reported_and_the_next_one_read() -> None:
-    lines = bridge._Lines(10)
+    lines = Lines(10)
     assert lines.feed(b"short\n0123456789") == [b"short"]
     assert lines.feed(b"ABCDEF") == [None]  # over the limit: reported once, not kept
     assert lines.feed(b"still the long one\nnext\n") == [b"next"]
