@@ -2,6 +2,10 @@
 
 TARGET is ``path/to/file.py:Name`` or ``module:Name``, naming an ``App`` (class or instance) or a
 connection handler factory. Bad arguments get one line on stderr and exit 2.
+
+``python -m acp_types.remote connect URL [--token-env VAR] [--header K:V]...``: a stdio agent that
+relays each line to the remote agent at URL and each of its messages back (see ``_relay.py``);
+exit 0 when stdin ends or a signal stops it, 1 (one line on stderr) when the server goes, 2 on bad usage.
 """
 
 from __future__ import annotations
@@ -13,13 +17,20 @@ import importlib.util
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import Limits, Refused, Stopped, check_exposure, start_server
 
 
 class _Refused(Exception):
     pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """Bad usage is one line on stderr (``error: ...``) and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (--help says more)\n")
 
 
 def load_target(spec: str) -> Any:
@@ -71,9 +82,58 @@ def _positive(kind: type) -> Any:
     return parse
 
 
+def _header(value: str) -> tuple[str, str]:
+    name, sep, text = value.partition(":")
+    if not sep or not name.strip() or any(c in value for c in "\r\n"):
+        raise argparse.ArgumentTypeError(f"{value!r} is not NAME:VALUE")
+    return name.strip(), text.strip()
+
+
+def _connect(args: argparse.Namespace) -> int:
+    import logging
+
+    from ._client import _url
+    from ._relay import RelayError, install_signals, relay
+
+    try:
+        _url(args.url)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    token = None
+    if args.token_env is not None:
+        token = os.environ.get(args.token_env)
+        if not token:
+            print(f"error: --token-env {args.token_env}: the variable is unset or empty", file=sys.stderr)
+            return 2
+    quiet = logging.getLogger("acp_types.remote")  # the relay says why it ends, once, itself
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+    try:
+        asyncio.run(
+            relay(
+                args.url,
+                token=token,
+                headers=dict(args.header),
+                max_message_size=args.max_message_size,
+                open_timeout=args.open_timeout,
+                on_ready=install_signals,
+            )
+        )
+    except RelayError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except OSError as exc:  # stdin or stdout unusable
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     defaults = Limits()
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m acp_types.remote",
         description="Serve an ACP agent over Streamable HTTP and WebSocket on one /acp endpoint.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -99,7 +159,21 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--idle-timeout", type=_positive(float), default=defaults.idle_timeout, metavar="SECONDS")
     s.add_argument("--request-timeout", type=_positive(float), default=defaults.request_timeout, metavar="SECONDS")
     s.add_argument("--max-sockets", type=_positive(int), default=defaults.max_sockets)
+    c = commands.add_parser(
+        "connect",
+        help="relay stdin/stdout to the remote agent at URL (a stdio agent for editors, the tap, the kit)",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    c.add_argument("url", metavar="URL", help="ws://, wss://, http:// or https://HOST[:PORT][/PATH] (/acp by default)")
+    c.add_argument("--token-env", metavar="VAR", help="send this environment variable's value as a bearer token")
+    c.add_argument(
+        "--header", action="append", default=[], type=_header, metavar="K:V", help="a header to send (repeatable)"
+    )
+    c.add_argument("--max-message-size", type=_positive(int), default=defaults.max_message_size, metavar="BYTES")
+    c.add_argument("--open-timeout", type=_positive(float), default=10.0, metavar="SECONDS")
     args = parser.parse_args(argv)
+    if args.command == "connect":
+        return _connect(args)
     host, port = args.listen
     token = None
     if args.token_env is not None:

@@ -17,7 +17,6 @@ from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH
 
 log = logging.getLogger("acp_types.remote")
 
-_REATTACH = frozenset({"session/load", "session/resume"})
 _CONNECTION_FAILURES = frozenset({401, 403, 404, 410})
 _READ_AHEAD = 256  # messages read from the streams before the connection takes them
 
@@ -39,6 +38,7 @@ class _Inbox:
     def __init__(self) -> None:
         self.lines: deque[bytes] = deque()
         self.eof = False
+        self.reason: str | None = None  # why the input ended, when it was not a close asked for
         self.ready = asyncio.Event()
         self.room = asyncio.Event()
         self.room.set()
@@ -52,7 +52,9 @@ class _Inbox:
             self.room.clear()
         self.ready.set()
 
-    def end(self) -> None:
+    def end(self, reason: str | None = None) -> None:
+        if not self.eof:
+            self.reason = reason
         self.eof = True
         self.ready.set()
 
@@ -118,7 +120,7 @@ class _Outbox:
         except Exception as exc:  # the server is gone: the connection sees the end of its input
             log.warning("%s", exc)
             self.error = exc
-            self._inbox.end()
+            self._inbox.end(str(exc))
             self._lines.clear()
             self.queued = 0
             self._sent.set()
@@ -181,7 +183,12 @@ async def _websocket(
             pass
         finally:
             if state["ws"] is ws:  # not a socket replaced by a second initialize
-                inbox.end()
+                code, why = ws.close_code, ws.close_reason
+                inbox.end(
+                    f"the server closed the WebSocket ({code}{': ' + why if why else ''})"
+                    if code
+                    else "the WebSocket was lost"
+                )
 
     async def send(line: bytes) -> None:
         if b'"initialize"' in line and json.loads(line).get("method") == "initialize":
@@ -245,10 +252,8 @@ class _HttpSession:
             return
         sid = self._session_of(message)
         if sid is not None:
-            if message.get("method") in _REATTACH:
-                stream = self.streams.get(sid)
-                if stream is not None and stream.done():
-                    del self.streams[sid]
+            # a session/load or session/resume of a session whose stream is open keeps that stream: the
+            # server serves one receiver per stream (a second GET is 409); an ended stream was dropped
             await self._open_session(sid)
         headers = {"Content-Type": "application/json", HEADER_CONNECTION_ID: self.connection_id}
         if sid is not None:
@@ -395,7 +400,7 @@ class _HttpSession:
     def _fail(self, reason: str) -> None:
         if not self.closed:
             log.warning("ACP connection %s: %s", self.connection_id, reason)
-        self.inbox.end()
+        self.inbox.end(reason)
 
     async def close(self) -> None:
         if self.closed:
