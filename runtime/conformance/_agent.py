@@ -59,6 +59,7 @@ SPARES = 4
 PROBE = "_acp_conformance/probe"  # a request sent right behind an interruption (see AgentRun.turn)
 
 SEED_000 = "seed 000 (session archive)"
+RESOURCE_NOT_FOUND = -32002
 SEED_001 = "seed 001 (v2 session setup)"
 SEED_002 = "seed 002 (v1 session list)"
 JSONRPC = "JSON-RPC 2.0"
@@ -1485,6 +1486,62 @@ async def _arc11(run: AgentRun) -> None:
     run.failed(gone not in _ids(sessions), f"after unarchive, {gone} is not listed", replies[-1].seq)
 
 
+# -- across a restart of the program under test (issue 30) -------------------------------------
+
+
+async def _restart(run: AgentRun) -> None:
+    """End the agent's process (stdin closed, then its group) and start the same command again."""
+    run._drop_spares()
+    await run.p.stop()
+    await run.connect()
+    if run.options.auth is not None:
+        run.login_error = await run.login()
+
+
+_NOT_KEPT = "the agent keeps no session across a restart of its process"
+
+
+@check(
+    "ARC-12",
+    "archive state persists across a restart of the agent",
+    source=f"{SEED_000}, Semantics: Preservation",
+    suite="seeds",
+)
+async def _arc12(run: AgentRun) -> None:
+    _archive_ready(run)
+    run.needs_list()
+    cwd = run.directory()
+    sid = await run.new_session(cwd)
+    await run.ok("session/archive", {"sessionId": sid})
+    await _restart(run)
+    sessions, replies = await run.list_all({"cwd": cwd, "archived": "include"})
+    found = [s for s in sessions if s.get("sessionId") == sid]
+    if not found:
+        raise Note(f"{_NOT_KEPT}: {sid} is not listed after it")
+    run.failed(
+        found[0].get("archived") is not True,
+        f"archived before a restart, {sid} is listed after it with archived={found[0].get('archived')!r}",
+        replies[-1].seq,
+    )
+
+
+@check(
+    "ARC-19",
+    "archive and unarchive reach a session made before a restart, not open on this connection",
+    source=f"{SEED_000}, Semantics: Idempotency",
+    suite="seeds",
+)
+async def _arc19(run: AgentRun) -> None:
+    _archive_ready(run)
+    sid = await run.new_session()
+    await _restart(run)
+    for method in ("session/archive", "session/unarchive"):
+        reply = await run.call(method, {"sessionId": sid})
+        if reply.code == RESOURCE_NOT_FOUND and method == "session/archive":
+            raise Note(f"{_NOT_KEPT}: {method} answered -32002")
+        run.failed(not reply.ok, f"{method} after a restart answered {reply.raw.get('error')!r}", reply.seq)
+
+
 @check(
     "ARC-13",
     "archiving a session mid-turn cancels the turn",
@@ -1684,6 +1741,22 @@ async def _set13(run: AgentRun) -> None:
     run.failed(
         not live <= replayed,
         f"the live user message {sorted(map(str, live))} was replayed as {sorted(map(str, replayed))}",
+    )
+    # "including after reconnecting or restarting the Agent": the same, from a fresh process
+    await _restart(run)
+    mark = run.p.mark()
+    params = {"sessionId": sid, "cwd": cwd, "mcpServers": [], "replayFrom": {"type": "start"}}
+    reply = await run.call("session/resume", params)
+    if not reply.ok:
+        return  # the agent keeps no session across a restart (or cannot resume it): nothing more to judge
+    await run.p.quiet(0.1, 0.5)
+    updates = [e for e in run.p.since(mark, "session/update") if session_of(e) == sid and e.seq < reply.seq]
+    replayed = {update_of(e).get("messageId") for e in updates if kind(e).startswith("user_message")}
+    run.failed(  # a user message need not be retained; one that is keeps its id
+        bool(replayed) and not live <= replayed,
+        f"after a restart, the live user message {sorted(map(str, live))} was replayed as "
+        f"{sorted(map(str, replayed)) or 'nothing'}",
+        reply.seq,
     )
 
 

@@ -7,6 +7,12 @@ the kit's self-tests can show that the check catches it. ``--mutant ID/NAME``
 is a near miss of that check (see NEAR_MISSES): a subtler way to break the same
 rule, each one a misjudgement the kit once made.
 
+Sessions outlive the process when ``$ACP_TYPES_STORE`` names a file (the tests
+give each test one): the reference agent keeps its sessions (cwd, archive
+state, history) in ``<that file>.ref.json``, rewritten whole after each change,
+so the kit's checks across a restart (ARC-12, ARC-19, SET-13) can pass.
+Without it, sessions live as long as the process.
+
 ``--slow S`` and ``--stuck`` make it behave like a real agent without a working
 model (claude-agent-acp offline): each session/new takes S seconds, and a
 prompt turn never ends on its own (no output; only a cancel, a close or an
@@ -18,7 +24,6 @@ the others are a branch in the handler, marked ``self.bug("ID")``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import sys
@@ -96,6 +101,8 @@ MUTANTS = {
     "LST-18": "session/list sends a session_info_update",
     "STATE-01": "a session_info_update carries the session's cwd",
     "ARC-24": "an archived filter it does not know is read as exclude",
+    "ARC-12": "a restart forgets which sessions were archived",
+    "ARC-19": "archive refuses (-32603) a session made before a restart",
 }
 
 # near misses: "ID/name" -> what it breaks; the check ID must catch each
@@ -111,6 +118,7 @@ NEAR_MISSES = {
     "RPC-02/internal": "params that do not fit are answered -32603",
     "EXT-05/answered": "a custom notification is answered with -32601 (id null)",
     "EXT-05/answered-no-id": "a custom notification is answered with an error and no id",
+    "SET-13/restart": "after a restart, replayed user messages get new ids",
 }
 LAST_ASKED: Any = None
 SLOW = 0.0  # --slow: seconds each session/new takes
@@ -128,11 +136,61 @@ class Session:
         self.cancelled = False
 
 
+def _state_file() -> Path | None:
+    store = os.environ.get("ACP_TYPES_STORE")
+    return Path(store + ".ref.json") if store else None
+
+
+SESSIONS: dict[str, Session] = {}  # every connection of this process sees the same sessions
+BEFORE: set[str] = set()  # the sessions read back at start: made before a restart
+NEXT = [1]  # the next number for a session or a turn
+# with a state file, several processes make sessions in it (restarts, and kit runs side by side): their ids
+# carry the process's pid so they never collide
+PREFIX = f"ref-{os.getpid()}-" if os.environ.get("ACP_TYPES_STORE") else "ref-"
+
+
+def new_id() -> int:
+    n = NEXT[0]
+    NEXT[0] += 1
+    return n
+
+
+def load() -> None:
+    """Read back the sessions of the processes before this one (see the module's docstring)."""
+    path = _state_file()
+    if path is None or not path.exists():
+        return
+    for item in json.loads(path.read_text("utf-8")):
+        s = Session(item["sid"], item["cwd"])
+        s.archived = item["archived"] and MUTANT != "ARC-12"
+        s.history = [tuple(h) for h in item["history"]]
+        if MUTANT == "SET-13/restart":
+            s.history = [(r, f"{m}-restarted" if r == "user" else m, t) for r, m, t in s.history]
+        SESSIONS[s.sid] = s
+        BEFORE.add(s.sid)
+
+
+def save(*changed: Session) -> None:
+    """Write ``changed`` into the file, under a lock, keeping what other processes wrote there."""
+    path = _state_file()
+    if path is None:
+        return
+    import fcntl
+
+    with open(str(path) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        items = {i["sid"]: i for i in json.loads(path.read_text("utf-8"))} if path.exists() else {}
+        for s in changed:
+            items[s.sid] = {"sid": s.sid, "cwd": s.cwd, "archived": s.archived, "history": s.history}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(list(items.values())), "utf-8")
+        tmp.replace(path)
+
+
 class RefAgent:
     def __init__(self, conn: connection.AgentConnection) -> None:
         self.conn = conn
-        self.sessions: dict[str, Session] = {}
-        self.ids = itertools.count(1)
+        self.sessions = SESSIONS
 
     def bug(self, name: str) -> bool:
         return MUTANT == name
@@ -176,11 +234,12 @@ class RefAgent:
     async def session_new(self, params: Any) -> Any:
         if SLOW:
             await asyncio.sleep(SLOW)
-        n = next(self.ids)
-        sid = "s" if self.bug("SET-02") else f"ref-{n}"
+        n = new_id()
+        sid = "s" if self.bug("SET-02") else f"{PREFIX}{n}"
         if self.bug("SET-02/pair") and len(self.sessions) % 3 == 1:
-            sid = f"ref-{n - 1}"  # the second of each three repeats the first's id
+            sid = f"{PREFIX}{n - 1}"  # the second of each three repeats the first's id
         self.sessions[sid] = Session(sid, params.cwd)
+        save(self.sessions[sid])
         return {"sessionId": sid}
 
     async def session_list(self, params: Any) -> Any:
@@ -240,6 +299,8 @@ class RefAgent:
         if self.bug("ARC-02"):
             raise connection.MethodNotImplemented("session/archive")
         s = self.known(params.session_id)
+        if self.bug("ARC-19") and s.sid in BEFORE:
+            raise connection.RequestError(-32603, "the session is not open in this process")
         if s.archived and self.bug("ARC-18"):
             raise connection.RequestError(-32602, "already archived")
         if not s.archived and not self.bug("ARC-09"):
@@ -248,6 +309,7 @@ class RefAgent:
                 info["cwd"] = s.cwd
             await self.update(s.sid, info)
         s.archived = True
+        save(s)
         if self.bug("ARC-13/late"):
             self.stop_later(s)
         elif not self.bug("ARC-13"):
@@ -259,6 +321,7 @@ class RefAgent:
             raise connection.MethodNotImplemented("session/unarchive")
         s = self.known(params.session_id)
         s.archived = False
+        save(s)
         if self.bug("ARC-15"):
             await self.replay(s)
         if self.bug("ARC-11"):
@@ -315,7 +378,7 @@ class RefAgent:
             raise connection.RequestError(-32602, "resource_link is not supported")
         text = " ".join(b.get("text", "") for b in blocks if b.get("type") == "text")
         s.cancelled = False
-        n = next(self.ids)
+        n = new_id()
         if self.v2:  # answer at once; the turn goes on and ends with an idle state
             s.turn = asyncio.ensure_future(self.run_turn(s, text, n))
             if self.bug("PL-02/late"):
@@ -373,6 +436,7 @@ class RefAgent:
             await self.chunk(s, word + " ", agent_id)
             await asyncio.sleep(0.001)
         s.history.append(("agent", agent_id, " ".join(said)))
+        save(s)
         if self.v2 and not self.bug("PL-07"):
             await self.update(
                 s.sid,
@@ -502,4 +566,5 @@ if __name__ == "__main__":
     if "--slow" in sys.argv:
         SLOW = float(sys.argv[sys.argv.index("--slow") + 1])
     STUCK = "--stuck" in sys.argv
+    load()
     asyncio.run(main())

@@ -21,6 +21,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,6 +94,9 @@ def main() -> int:
     rows = []
     for name, mode, command in found:
         base = OUT / name
+        # each program keeps its sessions (acp_types.agent's store, the reference agent's file) apart,
+        # and never in the user's state folder
+        env["ACP_TYPES_STORE"] = str(Path(tempfile.mkdtemp(prefix="acp-conformance-")) / "sessions.sqlite3")
         extra = ["--client-input", "hello\\n"] if "example-client" in name and "python-sdk" in name else []
         done = subprocess.run(
             [
