@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,10 @@ SLOW_TESTS = frozenset(
         "test_every_field_description_reaches_help_and_the_attribute_docstring",  # test_plan.py: help() of every model
     }
 )
+
+# Agents on acp_types.agent keep sessions in $ACP_TYPES_STORE (else under ~/.local/state): a store for
+# this test process, for whatever starts before a test's own (below) takes over, e.g. a module's server.
+os.environ.setdefault("ACP_TYPES_STORE", os.path.join(tempfile.mkdtemp(prefix="acp-types-tests-"), "sessions.sqlite3"))
 
 QUICK = os.environ.get("ACP_TYPES_QUICK") == "1"
 """Set by `make test-quick`: the property tests draw fewer examples (see :func:`examples`)."""
