@@ -432,3 +432,21 @@ def test_a_server_sending_an_endless_message_does_not_grow_the_client(where: str
         assert peak < 16 << 20, peak  # the server sent 64 MiB on one line
 
     run(main)
+
+
+def test_the_servers_queues_keep_order_across_interleaved_appends_and_takes() -> None:
+    from acp_types.remote._server import _Fifo
+
+    fifo: _Fifo[int] = _Fifo()
+    taken, n = [], 0
+    for burst in (1, 3, 0, 5, 2, 64, 1):
+        for _ in range(burst):
+            fifo.append(n)
+            n += 1
+        for _ in range(min(len(fifo), 2)):
+            taken.append(fifo.popleft())
+    while fifo:
+        taken.append(fifo.popleft())
+    assert taken == list(range(n))
+    with pytest.raises(IndexError):
+        fifo.popleft()

@@ -23,9 +23,8 @@ import hmac
 import json
 import logging
 import uuid
-from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from .. import _wire
@@ -86,7 +85,35 @@ def _principal(token: str) -> str:
     return "token:" + hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
+_T = TypeVar("_T")
+
+
 # -- one connection ----------------------------------------------------------------------------
+
+
+class _Fifo(Generic[_T]):
+    """A first-in first-out queue on two lists: empty it costs two empty lists, where a ``deque`` holds
+    a 64-slot block (about 760 bytes) from the start; a connection holds three, mostly empty."""
+
+    __slots__ = ("_in", "_out")
+
+    def __init__(self) -> None:
+        self._in: list[_T] = []
+        self._out: list[_T] = []  # reversed: its last item is the oldest
+
+    def __len__(self) -> int:
+        return len(self._in) + len(self._out)
+
+    def append(self, item: _T) -> None:
+        self._in.append(item)
+
+    def popleft(self) -> _T:
+        if not self._out:
+            if not self._in:
+                raise IndexError("pop from an empty _Fifo")
+            self._in.reverse()
+            self._in, self._out = [], self._in
+        return self._out.pop()
 
 
 class _Flag:
@@ -111,13 +138,21 @@ class _Flag:
     def clear(self) -> None:
         self._set = False
 
-    async def wait(self) -> None:
-        if self._set:
-            return
+    def future(self) -> asyncio.Future[None]:
+        """A future done once the flag is set (a waiter for ``asyncio.wait`` that costs no task)."""
         waiter = asyncio.get_running_loop().create_future()
+        if self._set:
+            waiter.set_result(None)
+            return waiter
         if self._waiters is None:
             self._waiters = []
         self._waiters.append(waiter)
+        return waiter
+
+    async def wait(self) -> None:
+        if self._set:
+            return
+        waiter = self.future()
         try:
             await waiter
         finally:
@@ -132,7 +167,7 @@ class _Mailbox:
 
     def __init__(self, owner: _Remote) -> None:
         self._owner = owner
-        self.queue: deque[str] = deque()
+        self.queue: _Fifo[str] = _Fifo()
         self.receiver = False
         self.finished = False
         self.wake = _Flag()
@@ -165,7 +200,7 @@ class _Reader:
 
     def __init__(self, owner: _Remote) -> None:
         self._owner = owner
-        self.lines: deque[bytes] = deque()
+        self.lines: _Fifo[bytes] = _Fifo()
         self.size = 0
         self.eof = False
         self.ready = _Flag()
@@ -463,7 +498,9 @@ class AcpAsgiApp:
         headers = _Headers(scope)
         refusal = self._refuse(scope, headers)
         if kind == "websocket":
-            await _WebSocket(self, scope, receive, send, headers).run(refusal)
+            del headers  # not kept while the connection lasts
+            socket = _WebSocket(self, scope, receive, send)
+            await socket.run(refusal)
             return
         if refusal is not None:
             await _text(send, *refusal)
@@ -821,14 +858,13 @@ async def _empty(send: Send, status: int) -> None:
 class _WebSocket:
     """One WebSocket connection: the first text frame must be ``initialize``; then frames both ways."""
 
-    def __init__(self, app: AcpAsgiApp, scope: Scope, receive: Receive, send: Send, headers: _Headers) -> None:
+    def __init__(self, app: AcpAsgiApp, scope: Scope, receive: Receive, send: Send) -> None:
         self.app = app
         self.scope = scope
         self.receive = receive
         self.send = send
-        self.headers = headers
-        self.out: deque[str] = deque()
-        self.wake = _Flag()
+        self.out: list[str] = []
+        self.pumping: asyncio.Task[None] | None = None  # sending self.out; none while there is nothing to send
         self.closing = False
 
     async def refuse(self, status: int, text: str, headers: Sequence[tuple[bytes, bytes]] = ()) -> None:
@@ -861,10 +897,10 @@ class _WebSocket:
             text = line.decode()
             self.out.append(text)
             remote.buffered += len(text)
-            self.wake.set()
+            if self.pumping is None and not self.closing:
+                self.pumping = asyncio.ensure_future(self.pump(remote))
 
         remote.on_line = queue
-        pump = asyncio.ensure_future(self.pump(remote))
         code, reason = 1000, ""
         try:
             code, reason = await self.read(remote, queue)
@@ -872,37 +908,38 @@ class _WebSocket:
             flush = code == 1000 and remote.ended.is_set()
             remote.close()
             self.closing = True
-            self.wake.set()
-            if flush:  # the agent ended the connection: its last messages go out first
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(pump), self.app.limits.output_stall)
-            pump.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pump
+            pump = self.pumping
+            if pump is not None:
+                if flush:  # the agent ended the connection: its last messages go out first
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(asyncio.shield(pump), self.app.limits.output_stall)
+                pump.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await pump
             with contextlib.suppress(Exception):
                 await self.send({"type": "websocket.close", "code": code, "reason": reason})
 
     async def pump(self, remote: _Remote) -> None:
-        while True:
+        """Send what is queued, in order, then end: an idle connection holds no task for its output."""
+        try:
             while self.out:
-                text = self.out.popleft()
-                await self.send({"type": "websocket.send", "text": text})
-                remote.buffered -= len(text)
-                remote.progress()
-            if remote.ended.is_set() or self.closing:
-                return
-            self.wake.clear()
-            await self.wake.wait()
+                batch, self.out = self.out, []
+                for text in batch:
+                    await self.send({"type": "websocket.send", "text": text})
+                    remote.buffered -= len(text)
+                    remote.progress()
+        finally:
+            self.pumping = None
 
     async def read(self, remote: _Remote, queue: Callable[[bytes], None]) -> tuple[int, str]:
         """Take the peer's frames until it closes; the close code and reason to answer with."""
         initialized = False
         limits = self.app.limits
-        stop = asyncio.ensure_future(remote.stopped.wait())
+        stop = remote.stopped.future()
         try:
             while True:
-                receiving = asyncio.ensure_future(self.receive())
-                await asyncio.wait({receiving, stop}, return_when=asyncio.FIRST_COMPLETED)
+                receiving: asyncio.Future[Any] = asyncio.ensure_future(self.receive())
+                await asyncio.wait((receiving, stop), return_when=asyncio.FIRST_COMPLETED)
                 if not receiving.done():
                     receiving.cancel()
                     if self.app.stopping:
@@ -961,5 +998,6 @@ class _WebSocket:
                     return 1008, remote.close_reason[:120]
                 await remote.reader.room.wait()
                 remote.reader.feed(text)
+                del receiving, message, text, value  # while it waits, an idle connection keeps no old message
         finally:
             stop.cancel()
