@@ -214,7 +214,8 @@ def figures(quick: bool) -> list[tuple[Any, ...]]:
                 "MiB",
                 "reported",
                 None,
-                "",
+                f"{ours_mem * 1024 / idle:.1f} KiB per connection against {ts_mem * 1024 / idle:.1f} KiB; "
+                "where ours goes (tracemalloc, by traceback): docs/remote.md, section Memory",
             )
         )
     return rows
