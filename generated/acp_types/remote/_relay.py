@@ -171,7 +171,9 @@ async def relay(
                 elif up.done() and up.result():  # stdin ended: what is in flight gets close_timeout to be answered
                     if pump.in_flight:
                         answered = asyncio.ensure_future(pump.answered.wait())
-                        await asyncio.wait({answered, down, stopped}, timeout=close_timeout)
+                        await asyncio.wait(
+                            {answered, down, stopped}, timeout=close_timeout, return_when=asyncio.FIRST_COMPLETED
+                        )
                         answered.cancel()
                         gone = down.done() and bool(pump.in_flight) and not stopped.done()
                 else:  # the server's side ended, or sending to it failed
@@ -179,7 +181,7 @@ async def relay(
                 if gone:
                     reason = inbox.reason or "the server closed the connection"
                     pump.fail_in_flight(reason)
-                    raise RelayError(f"{url}: {reason}")
+                    raise RelayError(reason if url in reason else f"{url}: {reason}")
             finally:
                 for task in (up, down, stopped):
                     task.cancel()
