@@ -278,3 +278,11 @@ def test_an_unreachable_server_is_exit_1_and_one_line() -> None:
     for url in ("ws://127.0.0.1:1/acp", "http://127.0.0.1:1/acp"):
         out = subprocess.run([*RELAY, url], input=line, capture_output=True, text=True, timeout=30, env=ENV)
         assert out.returncode == 1 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+
+
+def test_stdin_from_dev_null_is_an_empty_input() -> None:
+    with server() as (base, _):
+        out = subprocess.run(
+            [*RELAY, base], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, env=ENV
+        )
+    assert out.returncode == 0 and out.stdout == "" and out.stderr == "", out.stderr

@@ -19,8 +19,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import ssl as _ssl
+import stat
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -151,7 +154,14 @@ async def relay(
     extra = dict(headers or {})
     if token is not None:
         extra["Authorization"] = f"Bearer {token}"
-    reader, writer = streams if streams is not None else await _connection.stdio_streams()
+    if streams is None:
+        stdin: Any = sys.stdin.buffer
+        if _is_null(stdin):  # /dev/null: the event loop cannot watch it; an ended pipe reads the same
+            read_end, write_end = os.pipe()
+            os.close(write_end)
+            stdin = os.fdopen(read_end, "rb")
+        streams = await _connection.pipe_streams(stdin, sys.stdout.buffer)
+    reader, writer = streams
     local = _connection.StdioTransport(reader, writer, max_message_size)
     stop = asyncio.Event()
     if on_ready is not None:
@@ -193,6 +203,15 @@ async def relay(
     finally:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(local.close(), close_timeout)
+
+
+def _is_null(stream: Any) -> bool:
+    """Whether ``stream`` is a character device that is no terminal (``/dev/null``)."""
+    try:
+        fd = stream.fileno()
+        return stat.S_ISCHR(os.fstat(fd).st_mode) and not os.isatty(fd)
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def install_signals(stop: asyncio.Event) -> None:
