@@ -221,10 +221,90 @@ def figures(quick: bool) -> list[tuple[Any, ...]]:
     return rows
 
 
+def _group(filename: str) -> str:
+    if "/acp_types/remote/" in filename:
+        return "the remote server (acp_types/remote)"
+    if "/acp_types/" in filename:
+        return "the agent's connection (acp_types, outside remote)"
+    if "/uvicorn/" in filename or "/websockets/" in filename or "/h11/" in filename:
+        return "uvicorn, websockets, h11"
+    return "other (asyncio and the standard library, called from none of these)"
+
+
+async def _where_server() -> None:
+    """Serve; on each line of stdin take a tracemalloc snapshot; after the second, print the growth by group."""
+    import gc
+    import tracemalloc
+
+    sys.path[:0] = [str(ROOT / "generated"), str(ROOT)]
+    from acp_types import remote
+    from acp_types.remote.__main__ import load_target
+
+    target = load_target("tests/interop/remote_agents.py:Streamer")
+    async with remote.start_server(target, limits=remote.Limits(max_connections=IDLE * 10)) as server:
+        print(server.port, flush=True)
+        loop = asyncio.get_running_loop()
+        stdin = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stdin), sys.stdin)
+        await stdin.readline()
+        gc.collect()
+        tracemalloc.start(25)
+        before = tracemalloc.take_snapshot()
+        print("ready", flush=True)
+        count = int(await stdin.readline())
+        await asyncio.sleep(1.0)
+        gc.collect()
+        after = tracemalloc.take_snapshot()
+        tracemalloc.stop()
+        groups: dict[str, int] = {}
+        for stat in after.compare_to(before, "traceback"):
+            # the innermost frame of ours or of the servers' libraries says whose the allocation is
+            named = [f.filename for f in stat.traceback if _group(f.filename) != _group("")]
+            key = _group(named[-1] if named else "")
+            groups[key] = groups.get(key, 0) + stat.size_diff
+        for key, size in sorted(groups.items(), key=lambda kv: -kv[1]):
+            print(f"{size / count / 1000:8.1f} KB  {key}")
+        print(f"{sum(groups.values()) / count / 1000:8.1f} KB  per idle WebSocket connection in all ({count:,})")
+
+
+async def _where(count: int) -> None:
+    """Where an idle WebSocket connection's memory goes: tracemalloc in our server around ``count`` of them."""
+    from websockets.asyncio.client import connect
+
+    proc = await asyncio.create_subprocess_exec(
+        str(DEV_PY), str(Path(__file__)), "--where-server", stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    port = int(await proc.stdout.readline())
+    init = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"b","version":"1"}}}'
+
+    async def one() -> Any:
+        ws = await connect(f"ws://127.0.0.1:{port}/acp", compression=None, ping_interval=None)
+        await ws.send(init)
+        await ws.recv()
+        return ws
+
+    sockets = [await one() for _ in range(20)]  # the first connections warm caches: not counted
+    proc.stdin.write(b"\n")
+    await proc.stdin.drain()
+    await proc.stdout.readline()
+    for _ in range(count // 100):
+        sockets += await asyncio.gather(*(one() for _ in range(100)))
+    proc.stdin.write(f"{count // 100 * 100}\n".encode())
+    await proc.stdin.drain()
+    print((await proc.stdout.read()).decode(), end="")
+    await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+    await proc.wait()
+
+
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--idle"]:
         port, pid, count = map(int, sys.argv[2:5])
         print(asyncio.run(_idle_connections(port, pid, count)))
+    elif sys.argv[1:2] == ["--where"]:
+        asyncio.run(_where(int(sys.argv[2]) if len(sys.argv) > 2 else IDLE))
+    elif sys.argv[1:2] == ["--where-server"]:
+        asyncio.run(_where_server())
     else:
         for row in figures("--quick" in sys.argv):
             print(row)
