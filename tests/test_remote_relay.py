@@ -286,3 +286,31 @@ def test_stdin_from_dev_null_is_an_empty_input() -> None:
             [*RELAY, base], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30, env=ENV
         )
     assert out.returncode == 0 and out.stdout == "" and out.stderr == "", out.stderr
+
+
+def test_the_kit_checks_a_remote_agent_by_its_url(tmp_path: Path) -> None:
+    """``conformance agent --url URL`` runs the kit through the relay; options after -- go to the relay."""
+    report = tmp_path / "report.json"
+    with server() as (base, _):
+        done = subprocess.run(
+            [PY, "-m", "acp_types.conformance", "agent", "--url", url_of(base, "ws"), "--suite", "setup"]
+            + ["--json", str(report), "--", "--open-timeout", "5"],
+            cwd=ROOT,
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads(report.read_text("utf-8"))
+    assert data["command"][-4:] == ["connect", url_of(base, "ws"), "--open-timeout", "5"]
+    assert data["summary"]["MUST"]["SUCCESS"] > 10 and data["summary"]["MUST"]["FAILURE"] == 0
+    refused = subprocess.run(
+        [PY, "-m", "acp_types.conformance", "client", "--url", "ws://127.0.0.1:1/acp", "--", "x"],
+        cwd=ROOT,
+        env=ENV,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "agent mode" in refused.stderr

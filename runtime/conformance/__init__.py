@@ -129,6 +129,12 @@ def _parser() -> argparse.ArgumentParser:
         help="client mode with {agent}: text written to the client's stdin (\\n for a newline)",
     )
     parser.add_argument("--quiet", action="store_true", help="print only failures, warnings and the summary")
+    parser.add_argument(
+        "--url",
+        metavar="URL",
+        help="agent mode: check the remote agent at URL (ws://, wss://, http://, https://) instead of a command, "
+        "through `python -m acp_types.remote connect URL` (the remote extra); give its options after --",
+    )
     return parser
 
 
@@ -240,8 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.case and not selected:
         parser.error(f"no {args.mode} check has id {args.case!r} (see --list)")
+    if args.url is not None:
+        if args.mode != "agent":
+            parser.error("--url checks a remote agent: it goes with agent mode")
+        command = [sys.executable, "-m", "acp_types.remote", "connect", args.url, *command]
     if not command:
-        parser.error("give the program to check after --")
+        parser.error("give the program to check after -- (or, in agent mode, --url URL)")
     try:
         baseline = read_baseline(args.expected_failures) if args.expected_failures else set()
     except BaselineError as exc:
