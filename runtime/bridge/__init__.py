@@ -36,6 +36,8 @@ The package reads in the order of its layers, each module importing only those b
 ``_mode`` (a translating bridge's routing), ``_up`` (v2 client, v1 agent), ``_down`` (v1 client,
 v2 agent), ``_router`` (initialize, then bytes or a mode), ``_process`` (the agent's process),
 ``_cli`` (the command line).
+
+Hand-written: the source is runtime/bridge/__init__.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The command line: ``python -m acp_types.bridge -- AGENT_CMD...`` (or ``--agent``, ``--table``)."""
+"""The command line: ``python -m acp_types.bridge -- AGENT_CMD...`` (or ``--agent``, ``--table``).
+
+Hand-written: the source is runtime/bridge/_cli.py, which the generator copies into the package unchanged.
+"""
 
 from __future__ import annotations
 

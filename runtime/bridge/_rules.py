@@ -3,6 +3,8 @@
 Each rule says what the bridge does with one thing the two versions do differently; the modules
 after this one carry them out. ``python -m acp_types.bridge --table schema/crossversion.json``
 prints :func:`render_table`'s text, and tests/test_bridge.py holds docs/bridge.md equal to it.
+
+Hand-written: the source is runtime/bridge/_rules.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 A v1 agent's messages have no ids; the bridge gives the ``n``-th user (agent, thought)
 message of session ``S`` the id ``uuid5(NAMESPACE, "S/user/n")`` (:func:`message_id`), so a
 live turn and a later replay of the same history agree, also across restarts of the bridge.
+
+Hand-written: the source is runtime/bridge/_session.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ against DNS rebinding). Limits, with what a peer sees at each: :class:`Limits` a
 
 This package needs the ``remote`` extra: ``pip install 'acp-types[remote]'`` (uvicorn serves,
 websockets and httpx connect).
+
+Hand-written: the source is runtime/remote/__init__.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

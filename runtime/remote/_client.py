@@ -1,4 +1,7 @@
-"""The client: a ``ClientConnection`` to a remote agent over WebSocket or Streamable HTTP."""
+"""The client: a ``ClientConnection`` to a remote agent over WebSocket or Streamable HTTP.
+
+Hand-written: the source is runtime/remote/_client.py, which the generator copies into the package unchanged.
+"""
 
 from __future__ import annotations
 

@@ -18,6 +18,6 @@ Along a message's path, each module importing only those before it:
   and ``serve`` / ``serve_transport`` / ``serve_stdio``;
 - ``process``: ``spawn_agent``, the agent's process group and signals.
 
-Hand-written: the source is runtime/_connection/, which the generator copies
+Hand-written: the source is runtime/_connection/__init__.py, which the generator copies
 into the package unchanged.
 """

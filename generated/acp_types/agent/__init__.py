@@ -88,7 +88,7 @@ version-neutral values), ``_speaker`` (what a speaker is, and what both versions
 place a version picks its speaker), ``_app`` (:class:`App`), ``_surface`` (the handler of one
 connection: the lifecycle once), ``_serve`` (:func:`check`, :func:`serve`, :func:`serve_stdio`).
 
-Hand-written: the source is runtime/agent/, copied into the package unchanged.
+Hand-written: the source is runtime/agent/__init__.py, copied into the package unchanged.
 """
 
 from __future__ import annotations

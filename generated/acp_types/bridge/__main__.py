@@ -1,4 +1,7 @@
-"""``python -m acp_types.bridge``: see :mod:`acp_types.bridge`."""
+"""``python -m acp_types.bridge``: see :mod:`acp_types.bridge`.
+
+Hand-written: the source is runtime/bridge/__main__.py, which the generator copies into the package unchanged.
+"""
 
 import sys
 

@@ -1,4 +1,7 @@
-"""A v1 client in front of a v2 agent: the v1 conversation made from the v2 one."""
+"""A v1 client in front of a v2 agent: the v1 conversation made from the v2 one.
+
+Hand-written: the source is runtime/bridge/_down.py, which the generator copies into the package unchanged.
+"""
 
 from __future__ import annotations
 

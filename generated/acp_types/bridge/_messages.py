@@ -3,6 +3,8 @@
 A line is split off a byte stream by :class:`Lines` (bounded in size), parsed by :func:`parse`
 (which never raises) and written back by :func:`dumps`; an answer the bridge makes up is an
 :func:`error`, or an :func:`unmappable` one for what one version cannot say in the other.
+
+Hand-written: the source is runtime/bridge/_messages.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 :class:`Mode` forwards everything unchanged; :class:`~._up.UpV2` and :class:`~._down.DownV1`
 override the hooks (``client_request``, ``agent_notification``...) for what they translate.
+
+Hand-written: the source is runtime/bridge/_mode.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The agent's process: spawned in a process group of its own, stopped with the group when either side leaves."""
+"""The agent's process: spawned in a process group of its own, stopped with the group when either side leaves.
+
+Hand-written: the source is runtime/bridge/_process.py, which the generator copies into the package unchanged.
+"""
 
 from __future__ import annotations
 

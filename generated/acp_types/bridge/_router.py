@@ -4,6 +4,8 @@ Until the agent answers ``initialize`` the router reads lines (and holds back wh
 sends meanwhile); the answer's version picks the rest: bytes forwarded unchanged when the
 versions agree, else every line through a translating mode (:class:`~._up.UpV2`,
 :class:`~._down.DownV1`).
+
+Hand-written: the source is runtime/bridge/_router.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

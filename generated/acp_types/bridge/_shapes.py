@@ -3,6 +3,8 @@
 Pure functions on JSON values: authentication methods, capabilities, config options, modes as
 a config option, commands, tool call content and MCP servers. What is not the expected shape
 is returned as it came.
+
+Hand-written: the source is runtime/bridge/_shapes.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

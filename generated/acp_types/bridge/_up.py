@@ -1,4 +1,7 @@
-"""A v2 client in front of a v1 agent: the v2 conversation made from the v1 one."""
+"""A v2 client in front of a v1 agent: the v2 conversation made from the v1 one.
+
+Hand-written: the source is runtime/bridge/_up.py, which the generator copies into the package unchanged.
+"""
 
 from __future__ import annotations
 

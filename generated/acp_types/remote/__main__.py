@@ -6,6 +6,8 @@ connection handler factory. Bad arguments get one line on stderr and exit 2.
 ``python -m acp_types.remote connect URL [--token-env VAR] [--header K:V]...``: a stdio agent that
 relays each line to the remote agent at URL and each of its messages back (see ``_relay.py``);
 exit 0 when stdin ends or a signal stops it, 1 (one line on stderr) when the server goes, 2 on bad usage.
+
+Hand-written: the source is runtime/remote/__main__.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

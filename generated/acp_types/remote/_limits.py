@@ -1,4 +1,7 @@
-"""The remote transport's limits and the address rules it is secure by default with."""
+"""The remote transport's limits and the address rules it is secure by default with.
+
+Hand-written: the source is runtime/remote/_limits.py, which the generator copies into the package unchanged.
+"""
 
 from __future__ import annotations
 

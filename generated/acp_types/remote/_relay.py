@@ -12,6 +12,8 @@ It ends when stdin ends (the server's connection is closed: a DELETE, or the soc
 once the requests in flight are answered or ``close_timeout`` passed), on SIGTERM, SIGHUP or
 SIGINT (the same, at once; exit 0), or when the server goes: then each request in flight is
 answered with an error on stdout, one line says why on stderr, and the exit code is 1.
+
+Hand-written: the source is runtime/remote/_relay.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations

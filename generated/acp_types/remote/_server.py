@@ -12,6 +12,8 @@ SDK 2.4.0's ``AcpServer``: the answer to a request goes where the request came f
 stream when the POST named a session, except ``session/load``, answered on the connection's
 stream); an agent request or notification whose params name a ``sessionId`` goes to that session's
 stream (kept, buffered, until its GET comes), anything else to the connection's stream.
+
+Hand-written: the source is runtime/remote/_server.py, which the generator copies into the package unchanged.
 """
 
 from __future__ import annotations
