@@ -445,3 +445,58 @@ def test_a_message_of_off_loop_above_bytes_is_parsed_on_the_loop_and_one_byte_mo
             assert threads == [True, False]
 
     run(main)
+
+
+# -- agent.serve on a transport ------------------------------------------------------------
+
+
+def test_agent_serve_runs_an_app_on_a_transport_and_detaches_its_sessions_at_the_end() -> None:
+    from acp_types import agent
+
+    class Echo(agent.App):
+        async def prompt(self, turn: agent.Turn) -> agent.StopReason:
+            await turn.text(turn.prompt_text)
+            return "end_turn"
+
+    async def main() -> None:
+        app = Echo()
+        ours, theirs = memory_pair()
+        served = asyncio.ensure_future(agent.serve(app, transport=ours, versions=("v2",), principal="token:x"))
+
+        async def call(rid: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            theirs.send(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode())
+            while True:
+                frame = await theirs.receive()
+                assert isinstance(frame, bytes), "the agent closed"
+                message: dict[str, Any] = json.loads(frame)
+                if message.get("id") == rid and "method" not in message:
+                    return message
+
+        init = await call(1, "initialize", {"protocolVersion": 2, "info": {"name": "t", "version": "1"}})
+        assert init["result"]["protocolVersion"] == 2
+        sid = (await call(2, "session/new", {"cwd": "/tmp", "mcpServers": []}))["result"]["sessionId"]
+        session = app.sessions[sid]
+        assert session._conn is not None
+        await theirs.close()  # end of input: serve returns
+        await served
+        assert session._conn is None
+
+    run(main)
+
+
+def test_agent_serve_takes_a_reader_and_writer_or_a_transport_not_both() -> None:
+    from acp_types import agent
+
+    class Quiet(agent.App):
+        async def prompt(self, turn: agent.Turn) -> agent.StopReason:
+            return "end_turn"
+
+    async def main() -> None:
+        ours, _ = memory_pair()
+        reader = asyncio.StreamReader()
+        with pytest.raises(TypeError, match="not both"):
+            await agent.serve(Quiet(), reader, _MemoryWriter(reader), transport=ours)
+        with pytest.raises(TypeError, match="or a transport"):
+            await agent.serve(Quiet(), reader)
+
+    run(main)

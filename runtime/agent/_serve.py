@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
-from ..connection import AgentConnection, Reader, Writer, pipe_streams
+from ..connection import AgentConnection, Reader, Transport, Writer, pipe_streams
 from ..store import StoreError
 from ._app import App
 from ._session import speaker_for
@@ -83,15 +83,20 @@ def _stdout_to_stderr() -> Iterator[int]:
 
 async def serve(
     app: App,
-    reader: Reader,
-    writer: Writer,
+    reader: Reader | None = None,
+    writer: Writer | None = None,
     *,
+    transport: Transport | None = None,
     versions: Sequence[str] = ("v1", "v2"),
     strict_capabilities: bool = False,
     principal: str | None = None,
     **options: Any,
 ) -> None:
-    """Run ``app`` on a reader/writer pair until the client goes away (``options`` go to the connection).
+    """Run ``app`` on a reader/writer pair, or on ``transport``, until the client goes away.
+
+    Give exactly one of ``reader`` and ``writer`` (both) or ``transport`` (any
+    :class:`acp_types.connection.Transport`: a WebSocket, an HTTP stream...);
+    ``options`` go to the connection.
 
     ``strict_capabilities=True`` refuses, before sending, a client method the
     client did not advertise (``connection.CapabilityNotAdvertised`` in the app).
@@ -100,13 +105,24 @@ async def serve(
     ``None``, the default, makes the connection a principal of its own (until
     :meth:`App.authenticate` returns one).
     """
+    if transport is None:
+        if reader is None or writer is None:
+            raise TypeError("serve() needs a reader and a writer, or a transport")
+    elif reader is not None or writer is not None:
+        raise TypeError("serve() takes a reader and a writer, or a transport, not both")
     check(app, versions)
     await app._store()  # a store that cannot be used fails here, before the client is answered
     app._users += 1
     try:
-        conn = AgentConnection(
-            reader, writer, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
-        )
+        if transport is not None:
+            conn = AgentConnection.on_transport(
+                transport, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
+            )
+        else:
+            assert reader is not None and writer is not None
+            conn = AgentConnection(
+                reader, writer, app.handler, versions=versions, strict_capabilities=strict_capabilities, **options
+            )
         surface = cast(_Surface, conn.handler)
         if principal is not None:
             surface.principal = principal
