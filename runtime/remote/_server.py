@@ -31,6 +31,7 @@ from urllib.parse import urlsplit
 
 from .. import _wire
 from .. import connection as _connection
+from .._connection.transport import HEAD_SIZE, TAIL_SIZE
 from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH, Limits, host_of, is_loopback
 
 log = logging.getLogger("acp_types.remote")
@@ -197,25 +198,31 @@ class _Mailbox:
         self.finish()
 
 
-class _Reader:
-    """The connection's reader: each message a peer sent becomes one line."""
+class _ServerTransport:
+    """The agent's side of one remote connection (a ``connection.Transport``): what the peer sent comes
+    in through :meth:`feed` (one whole message each, from a POST body or a text frame), what the
+    agent sends goes out by the profile's :meth:`send`; backpressure is the connection's bound on
+    unread output (``Limits.max_buffered_bytes``)."""
 
     def __init__(self, owner: _Remote) -> None:
         self._owner = owner
-        self.lines: _Fifo[bytes] = _Fifo()
+        self.max_line_size = owner.limits.max_message_size
+        self.messages: _Fifo[bytes | _connection.Oversized] = _Fifo()
         self.size = 0
         self.eof = False
         self.ready = _Flag()
         self.room = _Flag()
         self.room.set()
 
-    def feed(self, text: str) -> None:
-        if "\n" in text or "\r" in text:
-            # JSON allows them only as whitespace: the line framing below takes the message re-encoded
-            text = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
-        line = text.encode() + b"\n"
-        self.lines.append(line)
-        self.size += len(line)
+    def feed(self, data: bytes) -> None:
+        """One whole message from the peer (the profile checked its size; a longer one is an ``Oversized``)."""
+        limit = self.max_line_size
+        item: bytes | _connection.Oversized = data
+        if len(data) > limit:
+            item = _connection.Oversized(data[:HEAD_SIZE], data[-TAIL_SIZE:], limit)
+            data = item.head + item.tail
+        self.messages.append(item)
+        self.size += len(data)
         if self.size > self._owner.limits.max_buffered_bytes:
             self.room.clear()
         self.ready.set()
@@ -225,56 +232,52 @@ class _Reader:
         self.ready.set()
         self.room.set()
 
-    async def read(self, n: int = -1) -> bytes:
-        while not self.lines:
+    async def receive(self) -> bytes | _connection.Oversized | None:
+        while not self.messages:
             if self.eof:
-                return b""
+                return None
             self.ready.clear()
             await self.ready.wait()
-        line = self.lines.popleft()
-        self.size -= len(line)
+        item = self.messages.popleft()
+        self.size -= len(item) if isinstance(item, bytes) else len(item.head) + len(item.tail)
         if self.size <= self._owner.limits.max_buffered_bytes:
             self.room.set()
-        return line
+        return item
 
+    def send(self, message: bytes) -> None:
+        raise NotImplementedError
 
-class _Writer:
-    """The connection's writer: each line it writes is one outgoing message, routed by its owner."""
-
-    def __init__(self, owner: _Remote) -> None:
-        self._owner = owner
-        self._partial = bytearray()
-        self.transport = self  # the connection asks get_write_buffer_size here
-
-    def get_write_buffer_size(self) -> int:
+    def buffered(self) -> int:
         # the connection waits in drain() while this is above its high-water mark: nothing below our own
         # bound, all of it at the bound (drain then waits until the peer reads below it)
         buffered = self._owner.buffered
         return buffered if buffered >= self._owner.limits.max_buffered_bytes else 0
-
-    def write(self, data: bytes) -> None:
-        if self._owner.closed:
-            return
-        if not self._partial and data.endswith(b"\n") and data.count(b"\n") == 1:
-            self._owner.outbound(data[:-1])
-            return
-        self._partial += data
-        end = self._partial.rfind(b"\n")
-        if end < 0:
-            return
-        complete = bytes(self._partial[:end])
-        del self._partial[: end + 1]
-        for line in complete.split(b"\n"):
-            if line:
-                self._owner.outbound(line)
 
     async def drain(self) -> None:
         await self._owner.wait_for_room()
         if self._owner.closed:
             raise ConnectionResetError(self._owner.close_reason)
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._owner.agent_done()
+
+
+class _HttpTransport(_ServerTransport):
+    """Streamable HTTP: messages from POST bodies in; out to the connection's stream or a session's (routed)."""
+
+    def send(self, message: bytes) -> None:
+        if not self._owner.closed:
+            self._owner.outbound(message)
+
+
+class _WebSocketTransport(_ServerTransport):
+    """WebSocket: one message per text frame each way; out through the socket's queue (``on_message``)."""
+
+    on_message: Callable[[bytes], None] | None = None
+
+    def send(self, message: bytes) -> None:
+        if not self._owner.closed and self.on_message is not None:
+            self.on_message(message)
 
 
 class _Remote:
@@ -285,8 +288,7 @@ class _Remote:
         self.limits = server.limits
         self.profile = profile
         self.id = str(uuid.uuid4())
-        self.reader = _Reader(self)
-        self.writer = _Writer(self)
+        self.transport: _ServerTransport = _HttpTransport(self) if profile == "http" else _WebSocketTransport(self)
         self.buffered = 0
         self._progress = _Flag()
         self.closed = False
@@ -301,8 +303,6 @@ class _Remote:
         self.client_routes: dict[tuple[str, Any], str] = {}
         self.initial: asyncio.Future[tuple[bytes, Any]] | None = None
         self.last_active = asyncio.get_running_loop().time()
-        # WebSocket
-        self.on_line: Callable[[bytes], None] | None = None
         self.task: asyncio.Task[None] | None = None
 
     # the agent side
@@ -312,7 +312,7 @@ class _Remote:
 
     async def _run(self, principal: str | None) -> None:
         try:
-            await self.server.run_agent(self.reader, self.writer, principal)
+            await self.server.run_agent(self.transport, principal)
         except Exception:
             log.exception("ACP connection %s: the agent failed", self.id)
         finally:
@@ -332,9 +332,6 @@ class _Remote:
     def outbound(self, line: bytes) -> None:
         if self.initial is not None and not self.initial.done():
             self.initial.set_result((line, json.loads(line)))
-            return
-        if self.on_line is not None:
-            self.on_line(line)
             return
         message = json.loads(line)
         text = line.decode()
@@ -401,7 +398,7 @@ class _Remote:
             self.close_reason = reason
         self.closed = True
         self.stopped.set()
-        self.reader.end()
+        self.transport.end()
         self.stream.drop()
         for box in self.sessions.values():
             box.drop()
@@ -440,6 +437,10 @@ class AcpAsgiApp:
     ) -> None:
         from ..agent import App
 
+        if "max_line_size" in options:
+            raise TypeError(
+                "max_line_size is the stdio transport's: a remote message is bounded by Limits.max_message_size"
+            )
         if isinstance(target, type) and issubclass(target, App):
             target = target()
         self._app: App | None = target if isinstance(target, App) else None
@@ -468,13 +469,13 @@ class AcpAsgiApp:
         """The connections open now, of both profiles."""
         return len(self._connections)
 
-    async def run_agent(self, reader: _Reader, writer: _Writer, principal: str | None) -> None:
+    async def run_agent(self, transport: _ServerTransport, principal: str | None) -> None:
         if self._app is not None:
             from ..agent import serve as serve_app
 
-            await serve_app(self._app, reader, writer, principal=principal, **self._options)
+            await serve_app(self._app, transport=transport, principal=principal, **self._options)
         else:
-            await _connection.serve(reader, writer, self._factory, **self._options)
+            await _connection.serve_transport(transport, self._factory, **self._options)
 
     def forget(self, remote: _Remote) -> None:
         if self._connections.get(remote.id) is remote:
@@ -679,9 +680,9 @@ class AcpAsgiApp:
         return None
 
     async def _feed(self, remote: _Remote, body: bytes) -> None:
-        await remote.reader.room.wait()
+        await remote.transport.room.wait()
         if not remote.closed:
-            remote.reader.feed(body.decode())
+            remote.transport.feed(body)
 
     async def _initialize(self, body: bytes, message: dict[str, Any], send: Send) -> None:
         if message.get("id") is None:
@@ -693,7 +694,7 @@ class AcpAsgiApp:
             return
         remote.initial = asyncio.get_running_loop().create_future()
         remote.start(self._principal)
-        remote.reader.feed(body.decode())
+        remote.transport.feed(body)
         try:
             line, answer = await remote.initial
         except ConnectionResetError as exc:
@@ -902,7 +903,8 @@ class _WebSocket:
             if self.pumping is None and not self.closing:
                 self.pumping = asyncio.ensure_future(self.pump(remote))
 
-        remote.on_line = queue
+        assert isinstance(remote.transport, _WebSocketTransport)
+        remote.transport.on_message = queue
         code, reason = 1000, ""
         try:
             code, reason = await self.read(remote, queue)
@@ -956,7 +958,8 @@ class _WebSocket:
                 if text is None:
                     log.warning("ACP connection %s: ignored a binary frame", remote.id)
                     continue
-                if len(text) > limits.max_message_size:
+                data = text.encode()
+                if len(data) > limits.max_message_size:  # the connection is dropped, as the RFD says
                     return 1009, "Message too big"
                 try:
                     value = _wire.decode(text)
@@ -998,8 +1001,8 @@ class _WebSocket:
                     return 1008, str(exc)[:120]
                 if remote.closed:
                     return 1008, remote.close_reason[:120]
-                await remote.reader.room.wait()
-                remote.reader.feed(text)
-                del receiving, message, text, value  # while it waits, an idle connection keeps no old message
+                await remote.transport.room.wait()
+                remote.transport.feed(data)
+                del receiving, message, text, data, value  # while it waits, an idle connection keeps no old message
         finally:
             stop.cancel()
