@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import ssl as _ssl
@@ -31,7 +32,9 @@ from typing import Any
 
 from .. import connection as _connection
 from .._connection.limits import sniff_oversized
-from ._client import _http, _Inbox, _key, _Outbox, _url, _websocket
+from ._client import _ClientTransport, _http, _key, _url, _websocket
+
+log = logging.getLogger("acp_types.remote")
 
 INTERNAL_ERROR = -32603
 INVALID_REQUEST = -32600
@@ -48,10 +51,9 @@ def _error(rid: Any, code: int, message: str) -> bytes:
 
 
 class _Relay:
-    def __init__(self, local: _connection.StdioTransport, inbox: _Inbox, outbox: _Outbox, url: str) -> None:
+    def __init__(self, local: _connection.StdioTransport, remote: _ClientTransport, url: str) -> None:
         self.local = local
-        self.inbox = inbox
-        self.outbox = outbox
+        self.remote = remote
         self.url = url
         self.in_flight: dict[tuple[str, Any], Any] = {}  # requests from stdin not answered yet
         self.answered = asyncio.Event()  # set whenever in_flight becomes empty
@@ -99,20 +101,28 @@ class _Relay:
                 line = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode()
             self._send(line)
             try:
-                await self.outbox.drain()
+                await self.remote.drain()
             except ConnectionError:
                 return False
 
     def _send(self, message: bytes) -> None:
-        self.outbox.write(message + b"\n")
+        self.remote.send(message)
 
     async def down(self) -> None:
         """The server to stdout, until the server's side ends."""
         while True:
-            line = await self.inbox.read()
-            if not line:
+            line = await self.remote.receive()
+            if line is None:
                 return
-            line = line.rstrip(b"\n")
+            if isinstance(line, _connection.Oversized):  # the profiles refuse these before: never relayed
+                log.warning("skipped a message from the server over %d bytes", line.limit)
+                continue
+            if b"\n" in line or b"\r" in line:  # one line on stdout: JSON allows them only as whitespace
+                try:
+                    line = json.dumps(json.loads(line), ensure_ascii=False, separators=(",", ":")).encode()
+                except ValueError:
+                    log.warning("skipped a message from the server that is not JSON (%d bytes)", len(line))
+                    continue
             if self.in_flight and (b'"method"' not in line or b'"result"' in line or b'"error"' in line):
                 self._settle(line)
             self._to_stdout(line)
@@ -170,8 +180,8 @@ async def relay(
         on_ready(stop)
     remote: Any = (_websocket if profile == "ws" else _http)(url, extra, ssl, max_message_size, open_timeout)
     try:
-        async with remote as (inbox, outbox, _):
-            pump = _Relay(local, inbox, outbox, url)
+        async with remote as (transport, _):
+            pump = _Relay(local, transport, url)
             up = asyncio.ensure_future(pump.up())
             down = asyncio.ensure_future(pump.down())
             stopped = asyncio.ensure_future(stop.wait())
@@ -191,15 +201,14 @@ async def relay(
                 else:  # the server's side ended, or sending to it failed
                     gone = True
                 if gone:
-                    reason = inbox.reason or "the server closed the connection"
+                    reason = transport.reason or "the server closed the connection"
                     pump.fail_in_flight(reason)
                     raise RelayError(reason if url in reason else f"{url}: {reason}")
             finally:
                 for task in (up, down, stopped):
                     task.cancel()
-                outbox.close()
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(outbox.wait_closed(), close_timeout)
+                    await asyncio.wait_for(transport.close(), close_timeout)
     except _connection.ConnectionClosed as exc:  # the WebSocket could not be opened
         raise RelayError(str(exc)) from None
     finally:

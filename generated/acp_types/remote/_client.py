@@ -11,11 +11,12 @@ import json
 import logging
 import ssl as _ssl
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .. import connection as _connection
+from .._connection.transport import HEAD_SIZE, TAIL_SIZE
 from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH
 
 log = logging.getLogger("acp_types.remote")
@@ -35,23 +36,43 @@ def _url(url: str) -> tuple[str, str]:
     )
 
 
-class _Inbox:
-    """The connection's reader: messages from the server, one line each."""
+_SEND_HIGH_WATER = 1024 * 1024  # bytes queued for the server past which drain() waits
 
-    def __init__(self) -> None:
-        self.lines: deque[bytes] = deque()
+
+class _ClientTransport:
+    """The client's side of a remote connection (a ``connection.Transport``), either profile.
+
+    The profile's readers :meth:`put` each message from the server (a text frame, an SSE event, a
+    POST's answer); what the connection sends is queued and goes out in order through the profile's
+    :meth:`_deliver`, from one task. ``max_line_size`` bounds a message (a longer one comes as an
+    ``Oversized``); ``reason`` says why the input ended when it was not a close asked for.
+    """
+
+    def __init__(self, max_message_size: int) -> None:
+        self.max_line_size = max_message_size
+        self.messages: deque[bytes | _connection.Oversized] = deque()
         self.eof = False
-        self.reason: str | None = None  # why the input ended, when it was not a close asked for
+        self.reason: str | None = None
         self.ready = asyncio.Event()
         self.room = asyncio.Event()
         self.room.set()
+        self._out: deque[bytes] = deque()
+        self.queued = 0
+        self._wake = asyncio.Event()
+        self._sent = asyncio.Event()
+        self._closing = False
+        self.error: BaseException | None = None
+        self._pump = asyncio.ensure_future(self._run())
+
+    # in: messages from the server
 
     def put(self, text: str | bytes) -> None:
         data = text.encode() if isinstance(text, str) else text
-        if b"\n" in data or b"\r" in data:
-            data = json.dumps(json.loads(data), ensure_ascii=False, separators=(",", ":")).encode()
-        self.lines.append(data + b"\n")
-        if len(self.lines) >= _READ_AHEAD:
+        limit = self.max_line_size
+        self.messages.append(
+            data if len(data) <= limit else _connection.Oversized(data[:HEAD_SIZE], data[-TAIL_SIZE:], limit)
+        )
+        if len(self.messages) >= _READ_AHEAD:
             self.room.clear()
         self.ready.set()
 
@@ -61,60 +82,39 @@ class _Inbox:
         self.eof = True
         self.ready.set()
 
-    async def read(self, n: int = -1) -> bytes:
-        while not self.lines:
+    async def receive(self) -> bytes | _connection.Oversized | None:
+        while not self.messages:
             if self.eof:
-                return b""
+                return None
             self.ready.clear()
             await self.ready.wait()
-        line = self.lines.popleft()
-        if len(self.lines) < _READ_AHEAD:
+        message = self.messages.popleft()
+        if len(self.messages) < _READ_AHEAD:
             self.room.set()
-        return line
+        return message
 
+    # out: messages to the server
 
-class _Outbox:
-    """The connection's writer: each line is one message, sent in order by ``send``."""
+    async def _deliver(self, message: bytes) -> None:
+        raise NotImplementedError
 
-    def __init__(self, send: Any, limit: int, inbox: _Inbox) -> None:
-        self._send = send
-        self._inbox = inbox
-        self._limit = limit
-        self._partial = bytearray()
-        self._lines: deque[bytes] = deque()
-        self.queued = 0
-        self._wake = asyncio.Event()
-        self._sent = asyncio.Event()
-        self._closing = False
-        self.error: BaseException | None = None
-        self._pump = asyncio.ensure_future(self._run())
-        self.transport = self
-
-    def get_write_buffer_size(self) -> int:
-        return self.queued if self.queued > self._limit else 0  # drain() waits until it is back under the limit
-
-    def write(self, data: bytes) -> None:
+    def send(self, message: bytes) -> None:
         if self._closing or self.error is not None:
             return
-        self._partial += data
-        end = self._partial.rfind(b"\n")
-        if end < 0:
-            return
-        complete = bytes(self._partial[:end])
-        del self._partial[: end + 1]
-        for line in complete.split(b"\n"):
-            if line:
-                self._lines.append(line)
-                self.queued += len(line)
+        self._out.append(message)
+        self.queued += len(message)
         self._wake.set()
+
+    def buffered(self) -> int:
+        return self.queued if self.queued > _SEND_HIGH_WATER else 0  # drain() waits until it is back under
 
     async def _run(self) -> None:
         try:
             while True:
-                while self._lines:
-                    line = self._lines.popleft()
-                    await self._send(line)
-                    self.queued -= len(line)
+                while self._out:
+                    message = self._out.popleft()
+                    await self._deliver(message)
+                    self.queued -= len(message)
                     self._sent.set()
                 if self._closing:
                     return
@@ -123,23 +123,22 @@ class _Outbox:
         except Exception as exc:  # the server is gone: the connection sees the end of its input
             log.warning("%s", exc)
             self.error = exc
-            self._inbox.end(str(exc))
-            self._lines.clear()
+            self.end(str(exc))
+            self._out.clear()
             self.queued = 0
             self._sent.set()
 
     async def drain(self) -> None:
-        while self.queued > self._limit and self.error is None:
+        while self.queued > _SEND_HIGH_WATER and self.error is None:
             self._sent.clear()
             await self._sent.wait()
         if self.error is not None:
             raise ConnectionResetError(f"the remote agent is gone: {self.error}")
 
-    def close(self) -> None:
+    async def close(self) -> None:
+        """What is queued still goes; then the sending task ends."""
         self._closing = True
         self._wake.set()
-
-    async def wait_closed(self) -> None:
         with contextlib.suppress(Exception):
             await self._pump
 
@@ -150,9 +149,9 @@ class _Outbox:
 @contextlib.asynccontextmanager
 async def _websocket(
     url: str, headers: dict[str, str], ssl: _ssl.SSLContext | None, max_message_size: int, open_timeout: float
-) -> AsyncIterator[tuple[_Inbox, _Outbox, str | None]]:
+) -> AsyncIterator[tuple[_WebSocketTransport, str | None]]:
     from websockets.asyncio.client import connect as ws_connect
-    from websockets.exceptions import ConnectionClosed, InvalidStatus
+    from websockets.exceptions import InvalidStatus
 
     async def open_socket() -> Any:
         try:
@@ -173,62 +172,74 @@ async def _websocket(
         except Exception as exc:  # OSError, a timeout, a handshake that is not one
             raise _connection.ConnectionClosed(f"cannot connect to {url}: {exc}") from None
 
-    inbox = _Inbox()
-    state: dict[str, Any] = {"ws": await open_socket(), "initialized": False}
+    transport = _WebSocketTransport(await open_socket(), open_socket, max_message_size)
+    response = transport.ws.response
+    cid = response.headers.get(HEADER_CONNECTION_ID) if response is not None else None
+    try:
+        yield transport, cid
+    finally:
+        await transport.ws.close()
+        transport.reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await transport.reading
 
-    async def receive(ws: Any) -> None:
+
+class _WebSocketTransport(_ClientTransport):
+    """WebSocket: one message per text frame each way."""
+
+    def __init__(self, ws: Any, open_socket: Callable[[], Awaitable[Any]], max_message_size: int) -> None:
+        super().__init__(max_message_size)
+        self.ws = ws
+        self._open_socket = open_socket
+        self._initialized = False
+        self.reading = asyncio.ensure_future(self._read(ws))
+
+    async def _read(self, ws: Any) -> None:
+        from websockets.exceptions import ConnectionClosed
+
         try:
             async for message in ws:
                 if isinstance(message, str):
-                    await inbox.room.wait()
-                    inbox.put(message)
+                    await self.room.wait()
+                    self.put(message)
         except ConnectionClosed:
             pass
         finally:
-            if state["ws"] is ws:  # not a socket replaced by a second initialize
+            if self.ws is ws:  # not a socket replaced by a second initialize
                 code, why = ws.close_code, ws.close_reason
-                inbox.end(
+                self.end(
                     f"the server closed the WebSocket ({code}{': ' + why if why else ''})"
                     if code
                     else "the WebSocket was lost"
                 )
 
-    async def send(line: bytes) -> None:
-        if b'"initialize"' in line and json.loads(line).get("method") == "initialize":
-            if state["initialized"]:
+    async def _deliver(self, message: bytes) -> None:
+        if b'"initialize"' in message and json.loads(message).get("method") == "initialize":
+            if self._initialized:
                 # a v2 client falling back to a v1 agent asks again: the RFD allows one initialize per
                 # connection, so the second one goes on a new socket and the first is closed
-                old, reader = state["ws"], state["reading"]
-                state["ws"] = await open_socket()
-                state["reading"] = asyncio.ensure_future(receive(state["ws"]))
+                old, reader = self.ws, self.reading
+                self.ws = await self._open_socket()
+                self.reading = asyncio.ensure_future(self._read(self.ws))
                 reader.cancel()
                 await old.close()
-            state["initialized"] = True
-        await state["ws"].send(line.decode())
-
-    outbox = _Outbox(send, 1024 * 1024, inbox)
-    state["reading"] = asyncio.ensure_future(receive(state["ws"]))
-    response = state["ws"].response
-    cid = response.headers.get(HEADER_CONNECTION_ID) if response is not None else None
-    try:
-        yield inbox, outbox, cid
-    finally:
-        await state["ws"].close()
-        state["reading"].cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await state["reading"]
+            self._initialized = True
+        await self.ws.send(message.decode())
 
 
 # -- Streamable HTTP ---------------------------------------------------------------------------
 
 
-class _HttpSession:
-    """The client side of Streamable HTTP, as the TypeScript SDK's ``http-client`` does it."""
+class _HttpTransport(_ClientTransport):
+    """Streamable HTTP, as the TypeScript SDK's ``http-client`` does it: each message out is a POST,
+    messages in come from its answers and from the connection's and the sessions' SSE streams."""
 
     def __init__(
         self, url: str, headers: dict[str, str], ssl: _ssl.SSLContext | None, max_message_size: int, timeout: float
     ) -> None:
         import httpx
+
+        super().__init__(max_message_size)
 
         self._httpx = httpx
         self.url = url
@@ -237,14 +248,13 @@ class _HttpSession:
         self.client = httpx.AsyncClient(
             headers=headers, verify=verify, timeout=httpx.Timeout(timeout, read=None), follow_redirects=False
         )
-        self.inbox = _Inbox()
         self.connection_id: str | None = None
         self.streams: dict[str, asyncio.Future[None]] = {}  # session id -> its GET is open
         self.tasks: set[asyncio.Task[None]] = set()
         self.pending_response_sessions: dict[Any, str] = {}  # the agent's requests on a session's stream
         self.closed = False
 
-    async def send(self, line: bytes) -> None:
+    async def _deliver(self, line: bytes) -> None:
         message = json.loads(line)
         if self.connection_id is not None and message.get("method") == "initialize":
             # a v2 client falling back to a v1 agent asks again: Streamable HTTP allows one initialize
@@ -277,7 +287,7 @@ class _HttpSession:
                     "message": f"ACP POST failed: {response.status_code}: {text}",
                     "data": {"status": response.status_code, "body": text},
                 }
-                self.inbox.put(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
+                self.put(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": error}))
         if "method" not in message:
             self.pending_response_sessions.pop(_key(message.get("id")), None)
 
@@ -319,7 +329,7 @@ class _HttpSession:
             raise ConnectionResetError(f"{self.url} answered initialize without {HEADER_CONNECTION_ID}")
         self.connection_id = cid
         self._spawn(self._read_stream(None, None))
-        self.inbox.put(response.content)
+        self.put(response.content)
 
     async def _restart(self) -> None:
         for task in list(self.tasks):
@@ -361,7 +371,7 @@ class _HttpSession:
                         if data:
                             self._event("\n".join(data), sid)
                             data, size = [], 0
-                        await self.inbox.room.wait()
+                        await self.room.wait()
                     elif text.startswith("data:"):
                         value = text[6:] if text.startswith("data: ") else text[5:]
                         size += len(value)
@@ -398,14 +408,15 @@ class _HttpSession:
                 self._spawn(self._read_stream(new, self.streams[new]))
         if sid is not None and "method" in message and "id" in message:
             self.pending_response_sessions[_key(message["id"])] = sid
-        self.inbox.put(text)
+        self.put(text)
 
     def _fail(self, reason: str) -> None:
         if not self.closed:
             log.warning("ACP connection %s: %s", self.connection_id, reason)
-        self.inbox.end(reason)
+        self.end(reason)
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
+        """End the connection on the server (DELETE) and its streams here."""
         if self.closed:
             return
         self.closed = True
@@ -414,7 +425,7 @@ class _HttpSession:
         if self.connection_id is not None:
             with contextlib.suppress(Exception):
                 await self.client.delete(self.url, headers={HEADER_CONNECTION_ID: self.connection_id})
-        self.inbox.end()
+        self.end()
         await self.client.aclose()
 
 
@@ -459,13 +470,12 @@ def _key(rid: Any) -> tuple[str, Any]:
 @contextlib.asynccontextmanager
 async def _http(
     url: str, headers: dict[str, str], ssl: _ssl.SSLContext | None, max_message_size: int, open_timeout: float
-) -> AsyncIterator[tuple[_Inbox, _Outbox, _HttpSession]]:
-    session = _HttpSession(url, headers, ssl, max_message_size, open_timeout)
-    outbox = _Outbox(session.send, 1024 * 1024, session.inbox)
+) -> AsyncIterator[tuple[_HttpTransport, None]]:
+    transport = _HttpTransport(url, headers, ssl, max_message_size, open_timeout)
     try:
-        yield session.inbox, outbox, session
+        yield transport, None
     finally:
-        await session.close()
+        await transport.shutdown()
 
 
 async def _connect(
@@ -483,14 +493,9 @@ async def _connect(
     extra = dict(headers or {})
     if token is not None:
         extra["Authorization"] = f"Bearer {token}"
-    options.setdefault("max_line_size", max_message_size)
-    if profile == "ws":
-        async with _websocket(url, extra, ssl, max_message_size, open_timeout) as (inbox, outbox, _cid):
-            conn = _connection.ClientConnection(inbox, outbox, handler, **options)
-            async with conn:
-                yield conn
-    else:
-        async with _http(url, extra, ssl, max_message_size, open_timeout) as (inbox, outbox, session):
-            conn = _connection.ClientConnection(inbox, outbox, handler, **options)
-            async with conn:
-                yield conn
+    max_message_size = options.pop("max_line_size", max_message_size)  # the stdio option's name, kept
+    remote: Any = (_websocket if profile == "ws" else _http)(url, extra, ssl, max_message_size, open_timeout)
+    async with remote as (transport, _):
+        conn = _connection.ClientConnection.on_transport(transport, handler, **options)
+        async with conn:
+            yield conn
