@@ -209,10 +209,104 @@ async def over_memory(
         await conn.close()
 
 
+class _Socket:
+    """A stand-in for a ``websockets`` client socket: text frames in and out through queues."""
+
+    close_code: int | None = None
+    close_reason = ""
+    response = None
+
+    def __init__(self) -> None:
+        self.incoming: asyncio.Queue[str | None] = asyncio.Queue()
+        self.outgoing: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def __aiter__(self) -> _Socket:
+        return self
+
+    async def __anext__(self) -> str:
+        text = await self.incoming.get()
+        if text is None:
+            raise StopAsyncIteration
+        return text
+
+    async def send(self, text: str) -> None:
+        self.outgoing.put_nowait(text.encode())
+
+    async def close(self) -> None:
+        self.incoming.put_nowait(None)
+
+
+class _QueuePeer:
+    def __init__(self, conn: Any, put: Callable[[bytes], Awaitable[None]], out: asyncio.Queue[bytes]) -> None:
+        self.conn = conn
+        self._put = put
+        self._out = out
+
+    async def send(self, frame: bytes) -> None:
+        await self._put(frame)
+
+    async def receive(self) -> bytes:
+        return await self._out.get()
+
+
+@contextlib.asynccontextmanager
+async def over_websocket(
+    side: str, handler: Any, max_message_size: int = connection.DEFAULT_MAX_LINE_SIZE, **options: Any
+) -> AsyncIterator[RawPeer]:
+    """The remote profile's WebSocket transports: the server's for an agent, the client's for a client.
+
+    The server's takes the frames its socket handler reads (``feed``, after waiting for room) and
+    gives what the agent sends to the socket's queue; the client's reads a socket object (here one
+    on queues, with no size limit of its own, so the transport's limit is the one at work).
+    """
+    from acp_types.remote import Limits
+    from acp_types.remote._client import _WebSocketTransport as ClientSide
+    from acp_types.remote._server import AcpAsgiApp
+    from acp_types.remote._server import _WebSocketTransport as ServerSide
+
+    out: asyncio.Queue[bytes] = asyncio.Queue()
+    if side == "agent":
+        remote = AcpAsgiApp(handler, limits=Limits(max_message_size=max_message_size))._new("websocket")
+        assert remote is not None and isinstance(remote.transport, ServerSide)
+        server = remote.transport
+        server.on_message = out.put_nowait
+
+        async def feed(frame: bytes) -> None:
+            await server.room.wait()
+            server.feed(frame)
+
+        conn = _connect(side, server, handler, options)
+        try:
+            yield _QueuePeer(conn, feed, out)
+        finally:
+            server.end()
+            await conn.close()
+            remote.close()
+        return
+    socket = _Socket()
+
+    async def reopen() -> Any:
+        raise AssertionError("no second initialize here")
+
+    client = ClientSide(socket, reopen, max_message_size)
+
+    async def deliver(frame: bytes) -> None:
+        socket.incoming.put_nowait(frame.decode())
+
+    conn = _connect(side, client, handler, options)
+    try:
+        yield _QueuePeer(conn, deliver, socket.outgoing)
+    finally:
+        await socket.close()
+        await conn.close()
+        client.reading.cancel()
+
+
 TRANSPORTS = [
     pytest.param(over_pipes, id="stdio-pipes"),
     pytest.param(over_streams, id="stdio-streams"),
     pytest.param(over_memory, id="memory"),
+    pytest.param(over_websocket, id="websocket"),
 ]
 transports = pytest.mark.parametrize("factory", TRANSPORTS)
 
