@@ -237,16 +237,69 @@ class _Socket:
 
 
 class _QueuePeer:
-    def __init__(self, conn: Any, put: Callable[[bytes], Awaitable[None]], out: asyncio.Queue[bytes]) -> None:
+    def __init__(
+        self, conn: Any, put: Callable[[bytes], Awaitable[None]], take: Callable[[], Awaitable[bytes]]
+    ) -> None:
         self.conn = conn
         self._put = put
-        self._out = out
+        self._take = take
 
     async def send(self, frame: bytes) -> None:
         await self._put(frame)
 
     async def receive(self) -> bytes:
-        return await self._out.get()
+        return await self._take()
+
+
+@contextlib.asynccontextmanager
+async def _server_side(profile: Any, handler: Any, max_message_size: int, options: Any) -> AsyncIterator[RawPeer]:
+    """An agent on the remote server's transport of ``profile``, fed as the server's ASGI handlers feed it."""
+    from acp_types.remote import Limits
+    from acp_types.remote._server import AcpAsgiApp, _HttpTransport, _WebSocketTransport
+
+    remote = AcpAsgiApp(handler, limits=Limits(max_message_size=max_message_size))._new(profile)
+    assert remote is not None
+    server = remote.transport
+    out: asyncio.Queue[bytes] = asyncio.Queue()
+    if profile == "websocket":
+        assert isinstance(server, _WebSocketTransport)
+        server.on_message = out.put_nowait
+        take = out.get
+    else:
+        assert isinstance(server, _HttpTransport)
+        stream = remote.stream  # the connection's SSE stream: every answer here names no session
+
+        async def take() -> bytes:
+            while not stream.queue:
+                stream.wake.clear()
+                await stream.wake.wait()
+            return stream.take().encode()
+
+    async def feed(frame: bytes) -> None:
+        await server.room.wait()
+        server.feed(frame)
+
+    conn = _connect("agent", server, handler, options)
+    try:
+        yield _QueuePeer(conn, feed, take)
+    finally:
+        server.end()
+        await conn.close()
+        remote.close()
+
+
+@contextlib.asynccontextmanager
+async def over_http(
+    side: str, handler: Any, max_message_size: int = connection.DEFAULT_MAX_LINE_SIZE, **options: Any
+) -> AsyncIterator[RawPeer]:
+    """The remote server's Streamable HTTP transport: messages as POST bodies in, SSE events out.
+
+    Agent side only: the client's HTTP transport posts to a real server (tests/test_remote.py).
+    """
+    if side != "agent":
+        pytest.skip("the Streamable HTTP client transport is tested against a server in tests/test_remote.py")
+    async with _server_side("http", handler, max_message_size, options) as peer:
+        yield peer
 
 
 @contextlib.asynccontextmanager
@@ -259,29 +312,11 @@ async def over_websocket(
     gives what the agent sends to the socket's queue; the client's reads a socket object (here one
     on queues, with no size limit of its own, so the transport's limit is the one at work).
     """
-    from acp_types.remote import Limits
     from acp_types.remote._client import _WebSocketTransport as ClientSide
-    from acp_types.remote._server import AcpAsgiApp
-    from acp_types.remote._server import _WebSocketTransport as ServerSide
 
-    out: asyncio.Queue[bytes] = asyncio.Queue()
     if side == "agent":
-        remote = AcpAsgiApp(handler, limits=Limits(max_message_size=max_message_size))._new("websocket")
-        assert remote is not None and isinstance(remote.transport, ServerSide)
-        server = remote.transport
-        server.on_message = out.put_nowait
-
-        async def feed(frame: bytes) -> None:
-            await server.room.wait()
-            server.feed(frame)
-
-        conn = _connect(side, server, handler, options)
-        try:
-            yield _QueuePeer(conn, feed, out)
-        finally:
-            server.end()
-            await conn.close()
-            remote.close()
+        async with _server_side("websocket", handler, max_message_size, options) as peer:
+            yield peer
         return
     socket = _Socket()
 
@@ -295,7 +330,7 @@ async def over_websocket(
 
     conn = _connect(side, client, handler, options)
     try:
-        yield _QueuePeer(conn, deliver, socket.outgoing)
+        yield _QueuePeer(conn, deliver, socket.outgoing.get)
     finally:
         await socket.close()
         await conn.close()
@@ -307,6 +342,7 @@ TRANSPORTS = [
     pytest.param(over_streams, id="stdio-streams"),
     pytest.param(over_memory, id="memory"),
     pytest.param(over_websocket, id="websocket"),
+    pytest.param(over_http, id="http"),
 ]
 transports = pytest.mark.parametrize("factory", TRANSPORTS)
 
