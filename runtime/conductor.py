@@ -54,7 +54,8 @@ from typing import Any
 
 from acp_types.connection import DEFAULT_MAX_LINE_SIZE, Reader, stdio_streams
 
-from .proxy import DEFAULT_MAX_PENDING, EXIT_TIMEOUT, _Pipe, _raw, _run_main, log_to_stderr, stop_group
+from ._connection.process import stop_process_group
+from .proxy import DEFAULT_MAX_PENDING, EXIT_TIMEOUT, _Pipe, _raw, _run_main, log_to_stderr
 from .proxy._raw import Envelope, Oversized, RawError, id_key
 
 __all__ = ["Conductor", "main"]
@@ -187,15 +188,7 @@ class Conductor:
         process = end.process
         if process is None:
             return
-        if process.stdin is not None:
-            with contextlib.suppress(Exception):
-                process.stdin.close()
-        if process.returncode is None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 0.5)
-        await stop_group(process.pid, EXIT_TIMEOUT)
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), EXIT_TIMEOUT)
+        await stop_process_group(process, 0.5, EXIT_TIMEOUT)
 
     def _end(self, why: str, index: int) -> None:
         if self._done is not None and not self._done.done():

@@ -52,7 +52,6 @@ import base64
 import binascii
 import contextlib
 import json
-import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -551,16 +550,9 @@ async def mock_client(records: Sequence[Record], path: str, options: argparse.Na
         if not received:
             raise
     finally:
-        with contextlib.suppress(Exception):
-            process.stdin.close()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(process.wait(), 1.0)
-        for sig_ in (signal.SIGTERM, signal.SIGKILL):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, sig_)
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), 1.0)
-                break
+        from ._connection.process import stop_process_group
+
+        await stop_process_group(process, 1.0, 1.0)
         for sig in installed:
             loop.remove_signal_handler(sig)
     return 128 + received[0] if received else code

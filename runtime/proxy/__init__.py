@@ -72,7 +72,6 @@ import asyncio
 import contextlib
 import importlib
 import logging
-import os
 import signal
 import sys
 from collections import deque
@@ -91,6 +90,7 @@ from acp_types.connection import (
     stdio_streams,
 )
 
+from .._connection.process import stop_process_group
 from .._wire import decode
 from . import _raw
 from ._raw import Envelope, Oversized, RawError, id_key
@@ -734,29 +734,4 @@ class _Engine:
 
 async def _stop(process: asyncio.subprocess.Process) -> None:
     """Close the agent's stdin, give it a moment, then stop its whole process group (TERM, then KILL)."""
-    if process.stdin is not None:
-        with contextlib.suppress(Exception):
-            process.stdin.close()
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(process.wait(), EXIT_TIMEOUT)
-    await stop_group(process.pid, EXIT_TIMEOUT)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-async def stop_group(pgid: int, timeout: float) -> None:
-    """SIGTERM to the process group ``pgid``; SIGKILL to what is left of it ``timeout`` seconds later."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while _group_alive(pgid) and loop.time() < deadline:
-        await asyncio.sleep(0.02)  # polling a process group: no event tells when its last member is gone
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
+    await stop_process_group(process, EXIT_TIMEOUT, EXIT_TIMEOUT)

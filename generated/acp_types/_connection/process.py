@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from .sides import _SpawnOptions
 
-__all__ = ["AgentProcess", "spawn_agent"]
+__all__ = ["AgentProcess", "spawn_agent", "stop_process_group"]
 
 _H = TypeVar("_H")
 
@@ -279,3 +279,38 @@ async def _stop(process: AgentProcess, protocol: _AgentProtocol, timeout: float)
         process.kill()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(gone), timeout)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+async def stop_process_group(process: asyncio.subprocess.Process, grace: float, timeout: float) -> None:
+    """Close the process's stdin, give it ``grace`` seconds to exit, then stop its whole process group.
+
+    For a child started with ``start_new_session=True`` (the leader of its group): SIGTERM to the
+    group, whether the leader exited or not, so what it started does not outlive it; SIGKILL to what
+    is left of the group ``timeout`` seconds later. The tools that run an agent (proxy, conductor,
+    bridge, replay) stop it this way.
+    """
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+    if process.returncode is None:
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(process.wait(), grace)
+    pgid = process.pid
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _group_alive(pgid) and loop.time() < deadline:
+        await asyncio.sleep(0.02)  # polling a process group: no event tells when its last member is gone
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(asyncio.TimeoutError):
+        await asyncio.wait_for(process.wait(), timeout)

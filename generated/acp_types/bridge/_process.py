@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
 import sys
 from collections.abc import Sequence
 
 from .. import connection
+from .._connection.process import stop_process_group
 from ._router import Router
 
 
@@ -73,18 +72,4 @@ async def run(
 
 
 async def _stop(process: asyncio.subprocess.Process, timeout: float) -> None:
-    with contextlib.suppress(Exception):
-        if process.stdin is not None:
-            process.stdin.close()
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if process.returncode is None:
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(process.wait(), timeout)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, sig)  # what the agent started goes too
-        if process.returncode is not None and sig == signal.SIGTERM:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            return
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(process.wait(), timeout)
+    await stop_process_group(process, timeout, timeout)  # what the agent started goes too
