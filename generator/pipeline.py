@@ -204,6 +204,7 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
         ),
     )
     out.update(support_files())
+    out[f"{PACKAGE}/_connection/sides.pyi"] = render_sides_stub(list(inputs.protocols.values()))
     out[f"{PACKAGE}/py.typed"] = ""
     for proto in chosen:
         ctx = templated.version_context(proto)
@@ -215,6 +216,28 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
         out[f"{base}/schema.json"] = json.dumps(proto.bundle, indent=2, ensure_ascii=False) + "\n"
         out[f"{base}/schema.stable.json"] = json.dumps(proto.stable_bundle, indent=2, ensure_ascii=False) + "\n"
     return out
+
+
+def render_sides_stub(protocols: list[Protocol]) -> str:
+    """``_connection/sides.pyi``: the connection classes typed by version, one overload per version in ``protocols``.
+
+    The hand-written ``runtime/_connection/sides.py`` names no version; this stub, which a type
+    checker reads instead of it, gives each version its overloads, so a new version folder types
+    its connections (``versions=("v3",)``) with no hand edit.
+    """
+    path = f"{PACKAGE}/_connection/sides.pyi"
+    versions = [
+        {
+            "name": p.version,
+            "ClientPeer": f"{p.version}.ClientPeer",
+            "AgentPeer": f"{p.version}.AgentPeer",
+            "request": f"{p.version}.{p.init_request}",
+            "response": f"{p.version}.{p.init_response}",
+        }
+        for p in protocols
+    ]
+    hdr = header("the version folders of schema/ (the types of runtime/_connection/sides.py)")
+    return format_python(path, templated.render("package/_connection/sides.pyi.jinja2", header=hdr, versions=versions))
 
 
 _JSON_TO_PYTHON = {"integer": "int", "string": "str", "null": "None", "number": "float", "boolean": "bool"}

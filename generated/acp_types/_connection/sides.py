@@ -1,8 +1,16 @@
 """The two sides of a connection, typed by version: :class:`AgentConnection` and :class:`ClientConnection`.
 
 Also :func:`serve`, :func:`serve_transport` and :func:`serve_stdio`, which run
-an agent. The per-version overloads here only narrow types; what a
-connection does is in :mod:`.core`.
+an agent. What a connection does is in :mod:`.core`; this module adds the
+side's defaults and ``initialize``, and names no protocol version.
+
+What a type checker sees of this module is the stub beside it in the package,
+``sides.pyi``, generated from templates/package/_connection/sides.pyi.jinja2
+for the versions in schema/: one overload per version of the constructor,
+:meth:`~AgentConnection.on_transport` and :meth:`~AgentConnection.as_version`
+(``versions=("v1",)`` gives v1's peer), so a new version types its connections
+with no edit here. Checked in place (``mypy runtime``), the module is read as
+written, with the version-neutral types below.
 
 Hand-written: the source is runtime/_connection/sides.py, which the generator
 copies into the package unchanged.
@@ -10,10 +18,10 @@ copies into the package unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast, overload
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from typing_extensions import TypeVar
+from typing_extensions import Self, TypeVar
 
 from .._errors import RequestError
 from .core import Connection, Handler
@@ -25,10 +33,6 @@ from .transport import Transport
 
 if TYPE_CHECKING:
     from typing import TypedDict
-
-    from typing_extensions import Unpack
-
-    from acp_types import v1, v2
 
     from .process import AgentProcess
 
@@ -55,19 +59,18 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentConnection", "ClientConnection", "serve", "serve_stdio", "serve_transport"]
 
-# The types a connection's members have once the version is settled. A
-# connection made for one version (``versions=("v1",)``) has that version's;
-# one that speaks both has the union, which a checker makes you narrow
-# (``isinstance``, or ``conn.as_version("v1")`` once ``initialize`` settled it).
+# The types a connection's members have once the version is settled: the
+# peer, the peer's side of ``initialize``, the handler. The stub gives each
+# its versions' union as the default (and one version's types to a connection
+# made for one); read in place they default to Any, as no version is named here.
 # Covariant: a v1-only connection is one of "either version", so a handler
 # written for ``AgentConnection`` takes it.
-_ClientPeerT = TypeVar("_ClientPeerT", covariant=True, default="v1.ClientPeer | v2.ClientPeer")
-_InitRequestT = TypeVar("_InitRequestT", covariant=True, default="v1.InitializeRequest | v2.InitializeRequest")
-_AgentPeerT = TypeVar("_AgentPeerT", covariant=True, default="v1.AgentPeer | v2.AgentPeer")
-_InitResponseT = TypeVar("_InitResponseT", covariant=True, default="v1.InitializeResponse | v2.InitializeResponse")
+_ClientPeerT = TypeVar("_ClientPeerT", covariant=True, default=Any)
+_InitRequestT = TypeVar("_InitRequestT", covariant=True, default=Any)
+_AgentPeerT = TypeVar("_AgentPeerT", covariant=True, default=Any)
+_InitResponseT = TypeVar("_InitResponseT", covariant=True, default=Any)
 _AgentHandlerT = TypeVar("_AgentHandlerT", covariant=True, default=object)
 _ClientHandlerT = TypeVar("_ClientHandlerT", covariant=True, default=object)
-_H = TypeVar("_H")
 
 
 class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
@@ -89,122 +92,17 @@ class AgentConnection(Connection[_ClientPeerT, _InitRequestT, _AgentHandlerT]):
     side = "agent"
     default_versions = VERSIONS
 
-    if TYPE_CHECKING:  # the version and the handler's type, from the arguments
+    @classmethod
+    def on_transport(cls, transport: Transport, handler: Handler = None, **options: Any) -> Self:
+        """A connection over ``transport`` (see :class:`~acp_types.connection.Transport`), typed as the constructor.
 
-        @overload
-        def __init__(
-            self: AgentConnection[v1.ClientPeer, v1.InitializeRequest, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v1"]],
-            **options: Unpack[_Options],
-        ) -> None: ...
+        ``options`` are the constructor's but ``max_line_size``, which is the stdio transport's.
+        """
+        return cast(Self, cls._on_transport(transport, handler, **options))
 
-        @overload
-        def __init__(
-            self: AgentConnection[v2.ClientPeer, v2.InitializeRequest, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v2"]],
-            **options: Unpack[_Options],
-        ) -> None: ...
-
-        @overload
-        def __init__(
-            self: AgentConnection[v1.ClientPeer | v2.ClientPeer, v1.InitializeRequest | v2.InitializeRequest, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: Callable[[Any], _H],
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_Options],
-        ) -> None: ...
-
-        @overload
-        def __init__(
-            self: AgentConnection[v1.ClientPeer | v2.ClientPeer, v1.InitializeRequest | v2.InitializeRequest, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: _H = ...,
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_Options],
-        ) -> None: ...
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v1"]],
-            **options: Unpack[_TransportOptions],
-        ) -> AgentConnection[v1.ClientPeer, v1.InitializeRequest, _H]: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v2"]],
-            **options: Unpack[_TransportOptions],
-        ) -> AgentConnection[v2.ClientPeer, v2.InitializeRequest, _H]: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: Callable[[Any], _H],
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_TransportOptions],
-        ) -> AgentConnection[v1.ClientPeer | v2.ClientPeer, v1.InitializeRequest | v2.InitializeRequest, _H]: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: _H = ...,
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_TransportOptions],
-        ) -> AgentConnection[v1.ClientPeer | v2.ClientPeer, v1.InitializeRequest | v2.InitializeRequest, _H]: ...
-
-        @classmethod
-        def on_transport(cls, *args: Any, **kwargs: Any) -> Any: ...
-
-    else:
-
-        @classmethod
-        def on_transport(cls, transport: Transport, handler: Handler = None, **options: Any) -> Any:
-            """A connection over ``transport`` (see :class:`~acp_types.connection.Transport`), typed as the constructor.
-
-            ``options`` are the constructor's but ``max_line_size``, which is the stdio transport's.
-            """
-            return cls._on_transport(transport, handler, **options)
-
-    @overload
-    def as_version(
-        self: AgentConnection[Any, Any, _H], version: Literal["v1"]
-    ) -> AgentConnection[v1.ClientPeer, v1.InitializeRequest, _H]: ...
-    @overload
-    def as_version(
-        self: AgentConnection[Any, Any, _H], version: Literal["v2"]
-    ) -> AgentConnection[v2.ClientPeer, v2.InitializeRequest, _H]: ...
-    def as_version(self, version: str) -> Any:
+    def as_version(self, version: str) -> Self:
         """This connection, typed for ``version``; ``ValueError`` unless it is the settled one."""
-        return self._as_version(version)
+        return cast(Self, self._as_version(version))
 
 
 class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT]):
@@ -225,128 +123,23 @@ class ClientConnection(Connection[_AgentPeerT, _InitResponseT, _ClientHandlerT])
     process: AgentProcess | None = None
     """The agent's process, for a connection made by :func:`spawn_agent`."""
 
-    if TYPE_CHECKING:  # the version and the handler's type, from the arguments
+    @classmethod
+    def on_transport(cls, transport: Transport, handler: Handler = None, **options: Any) -> Self:
+        """A connection over ``transport`` (see :class:`~acp_types.connection.Transport`), typed as the constructor.
 
-        @overload
-        def __init__(
-            self: ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v1"]],
-            **options: Unpack[_Options],
-        ) -> None: ...
+        ``options`` are the constructor's but ``max_line_size``, which is the stdio transport's.
+        """
+        return cast(Self, cls._on_transport(transport, handler, **options))
 
-        @overload
-        def __init__(
-            self: ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v2"]],
-            **options: Unpack[_Options],
-        ) -> None: ...
-
-        @overload
-        def __init__(
-            self: ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: Callable[[Any], _H],
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_Options],
-        ) -> None: ...
-
-        @overload
-        def __init__(
-            self: ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H],
-            reader: Reader,
-            writer: Writer,
-            handler: _H = ...,
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_Options],
-        ) -> None: ...
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v1"]],
-            **options: Unpack[_TransportOptions],
-        ) -> ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: Callable[[Any], _H],
-            *,
-            versions: tuple[Literal["v2"]],
-            **options: Unpack[_TransportOptions],
-        ) -> ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: Callable[[Any], _H],
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_TransportOptions],
-        ) -> ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]: ...
-
-        @overload
-        @classmethod
-        def on_transport(
-            cls,
-            transport: Transport,
-            handler: _H = ...,
-            *,
-            versions: Sequence[str] | None = ...,
-            **options: Unpack[_TransportOptions],
-        ) -> ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]: ...
-
-        @classmethod
-        def on_transport(cls, *args: Any, **kwargs: Any) -> Any: ...
-
-    else:
-
-        @classmethod
-        def on_transport(cls, transport: Transport, handler: Handler = None, **options: Any) -> Any:
-            """A connection over ``transport`` (see :class:`~acp_types.connection.Transport`), typed as the constructor.
-
-            ``options`` are the constructor's but ``max_line_size``, which is the stdio transport's.
-            """
-            return cls._on_transport(transport, handler, **options)
-
-    @overload
-    def as_version(
-        self: ClientConnection[Any, Any, _H], version: Literal["v1"]
-    ) -> ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]: ...
-    @overload
-    def as_version(
-        self: ClientConnection[Any, Any, _H], version: Literal["v2"]
-    ) -> ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]: ...
-    def as_version(self, version: str) -> Any:
+    def as_version(self, version: str) -> Self:
         """This connection, typed for ``version``; ``ValueError`` unless it is the settled one."""
-        return self._as_version(version)
+        return cast(Self, self._as_version(version))
 
     async def initialize(
         self,
-        params: v1.InitializeRequest | v2.InitializeRequest,
+        params: Any,
         *,
-        fallback: v1.InitializeRequest | v2.InitializeRequest | None = None,
+        fallback: Any = None,
     ) -> _InitResponseT:
         """Send ``initialize`` and return the agent's answer, in whichever listed version it came.
 
