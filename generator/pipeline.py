@@ -204,7 +204,7 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
         ),
     )
     out.update(support_files())
-    out[f"{PACKAGE}/_connection/sides.pyi"] = render_sides_stub(list(inputs.protocols.values()))
+    out.update(typed_stubs(list(inputs.protocols.values())))
     out[f"{PACKAGE}/py.typed"] = ""
     for proto in chosen:
         ctx = templated.version_context(proto)
@@ -218,14 +218,35 @@ def _render_package(inputs: Inputs, chosen: list[Protocol]) -> dict[str, str]:
     return out
 
 
-def render_sides_stub(protocols: list[Protocol]) -> str:
-    """``_connection/sides.pyi``: the connection classes typed by version, one overload per version in ``protocols``.
+# The functions that open a typed ClientConnection, each given its overloads by a stub-only module
+# beside it (``_typed.pyi``, imported under TYPE_CHECKING): its module, first parameter and options.
+OPENERS = {
+    f"{PACKAGE}/_connection/_typed.pyi": {
+        "name": "spawn_agent",
+        "module": f"{PACKAGE}._connection.process",
+        "target": "command: Sequence[str]",
+        "options": "_SpawnOptions",
+        "options_module": f"{PACKAGE}._connection.sides",
+    },
+    f"{PACKAGE}/remote/_typed.pyi": {
+        "name": "connect",
+        "module": f"{PACKAGE}.remote",
+        "target": "url: str",
+        "options": "_ConnectOptions",
+        "options_module": f"{PACKAGE}.remote",
+    },
+}
 
-    The hand-written ``runtime/_connection/sides.py`` names no version; this stub, which a type
-    checker reads instead of it, gives each version its overloads, so a new version folder types
-    its connections (``versions=("v3",)``) with no hand edit.
+
+def typed_stubs(protocols: list[Protocol]) -> dict[str, str]:
+    """The per-version overloads of the connections, one per version in ``protocols``: ``{path: text}``.
+
+    The hand-written runtime names no version where it types a connection. ``_connection/sides.pyi``
+    is what a type checker reads instead of ``sides.py``: each side's constructor, ``on_transport``
+    and ``as_version`` overloaded per version. Each of :data:`OPENERS` gets the same overloads from
+    a stub-only module. So a new version folder types its connections (``versions=("v3",)``) with
+    no hand edit.
     """
-    path = f"{PACKAGE}/_connection/sides.pyi"
     versions = [
         {
             "name": p.version,
@@ -236,8 +257,15 @@ def render_sides_stub(protocols: list[Protocol]) -> str:
         }
         for p in protocols
     ]
-    hdr = header("the version folders of schema/ (the types of runtime/_connection/sides.py)")
-    return format_python(path, templated.render("package/_connection/sides.pyi.jinja2", header=hdr, versions=versions))
+    hdr = header("the version folders of schema/ (the typing of the runtime's connections)")
+    out = {
+        f"{PACKAGE}/_connection/sides.pyi": templated.render(
+            "package/_connection/sides.pyi.jinja2", header=hdr, versions=versions
+        )
+    }
+    for path, opener in OPENERS.items():
+        out[path] = templated.render("package/opener.pyi.jinja2", header=hdr, versions=versions, **opener)
+    return {path: format_python(path, text) for path, text in out.items()}
 
 
 _JSON_TO_PYTHON = {"integer": "int", "string": "str", "null": "None", "number": "float", "boolean": "bool"}
