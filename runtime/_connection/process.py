@@ -11,27 +11,14 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
-
-from typing_extensions import TypeVar
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .core import Handler
 from .pipes import PipeReader, PipeWriter
 from .sides import ClientConnection
 
-if TYPE_CHECKING:
-    from contextlib import AbstractAsyncContextManager
-
-    from typing_extensions import Unpack
-
-    from acp_types import v1, v2
-
-    from .sides import _SpawnOptions
-
 __all__ = ["AgentProcess", "spawn_agent", "stop_process_group"]
-
-_H = TypeVar("_H")
 
 
 class AgentProcess:
@@ -218,49 +205,8 @@ class _StopOnSignal:
 _SIGNALS = _StopOnSignal()
 
 
-if TYPE_CHECKING:  # the version and the handler's type, from the arguments
-
-    @overload
-    def spawn_agent(
-        command: Sequence[str],
-        handler: Callable[[Any], _H],
-        *,
-        versions: tuple[Literal["v1"]],
-        **options: Unpack[_SpawnOptions],
-    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]]: ...
-
-    @overload
-    def spawn_agent(
-        command: Sequence[str],
-        handler: Callable[[Any], _H],
-        *,
-        versions: tuple[Literal["v2"]],
-        **options: Unpack[_SpawnOptions],
-    ) -> AbstractAsyncContextManager[ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]]: ...
-
-    @overload
-    def spawn_agent(
-        command: Sequence[str],
-        handler: Callable[[Any], _H],
-        *,
-        versions: Sequence[str] | None = ...,
-        **options: Unpack[_SpawnOptions],
-    ) -> AbstractAsyncContextManager[
-        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
-    ]: ...
-
-    @overload
-    def spawn_agent(
-        command: Sequence[str],
-        handler: _H = ...,
-        *,
-        versions: Sequence[str] | None = ...,
-        **options: Unpack[_SpawnOptions],
-    ) -> AbstractAsyncContextManager[
-        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
-    ]: ...
-
-    def spawn_agent(*args: Any, **kwargs: Any) -> Any: ...
+if TYPE_CHECKING:  # one overload per version in schema/, generated: acp_types/_connection/_typed.pyi
+    from acp_types._connection._typed import spawn_agent as spawn_agent
 else:
     spawn_agent = _spawn_agent
     spawn_agent.__name__ = spawn_agent.__qualname__ = "spawn_agent"
