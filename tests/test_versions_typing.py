@@ -24,29 +24,30 @@ from pathlib import Path
 import pytest
 from conftest import GENERATED, ROOT
 
-from generator.pipeline import load_inputs, render_sides_stub
+from generator.pipeline import OPENERS, load_inputs, typed_stubs
 
-STUB = GENERATED / "acp_types" / "_connection" / "sides.pyi"
+SIDES = "acp_types/_connection/sides.pyi"
+STUB = GENERATED / SIDES
 
 
 def _overloads(stub: str) -> dict[tuple[str, str], list[str]]:
-    """``(class, method) -> [the version literal of each overload that has one]``, read from the stub's syntax tree."""
+    """``(class or "", function) -> [the version literal of each overload, "any" where none]``, from the syntax tree."""
     found: dict[tuple[str, str], list[str]] = {}
-    for cls in ast.parse(stub).body:
-        if not isinstance(cls, ast.ClassDef):
-            continue
-        for fn in cls.body:
+    tree = ast.parse(stub)
+    scopes = [("", tree.body)] + [(c.name, c.body) for c in tree.body if isinstance(c, ast.ClassDef)]
+    for scope, body in scopes:
+        for fn in body:
             if isinstance(fn, ast.FunctionDef) and any(ast.unparse(d) == "overload" for d in fn.decorator_list):
-                text = ast.unparse(fn.args)
-                literal = re.search(r"Literal\['(v\d+)'\]", text)
-                found.setdefault((cls.name, fn.name), []).append(literal.group(1) if literal else "any")
+                literal = re.search(r"Literal\['(v\d+)'\]", ast.unparse(fn.args))
+                found.setdefault((scope, fn.name), []).append(literal.group(1) if literal else "any")
     return found
 
 
-def test_the_stub_has_one_overload_per_version_for_each_version_list() -> None:
+def test_the_stubs_have_one_overload_per_version_for_each_version_list() -> None:
     v1, v2 = load_inputs().protocols.values()
-    three = render_sides_stub([v1, v2, replace(v2, version="v3")])
-    one = render_sides_stub([v1])
+    stubs_three = typed_stubs([v1, v2, replace(v2, version="v3")])
+    stubs_one = typed_stubs([v1])
+    three, one = stubs_three[SIDES], stubs_one[SIDES]
     for cls in ("AgentConnection", "ClientConnection"):
         assert _overloads(three)[cls, "__init__"] == ["v1", "v2", "v3", "any", "any"]
         assert _overloads(three)[cls, "on_transport"] == ["v1", "v2", "v3", "any", "any"]
@@ -57,6 +58,10 @@ def test_the_stub_has_one_overload_per_version_for_each_version_list() -> None:
     assert "default=v1.ClientPeer | v2.ClientPeer | v3.ClientPeer" in three
     assert "from acp_types import v1, v2, v3" in three
     assert "v2" not in one and "v3" not in one
+    # spawn_agent and remote.connect: the same overloads, from stub-only modules beside them
+    for path, opener in OPENERS.items():
+        assert _overloads(stubs_three[path])["", opener["name"]] == ["v1", "v2", "v3", "any", "any"]
+        assert _overloads(stubs_one[path])["", opener["name"]] == ["v1", "any", "any"]
 
 
 def test_the_hand_written_module_names_no_version() -> None:
@@ -127,7 +132,7 @@ from typing import Any
 
 from typing_extensions import reveal_type
 
-from acp_types import connection
+from acp_types import connection, remote
 
 
 class Handler:
@@ -146,6 +151,15 @@ def check(reader: connection.Reader, writer: connection.Writer, transport: conne
     reveal_type(both.as_version("v3").peer)  # N: acp_types.v3.peer.AgentPeer
     both.as_version("v4")  # E: call-overload
     connection.AgentConnection(reader, writer, Handler, versions=("v3",), max_line_sise=1)  # E: call-overload
+
+
+async def opened() -> None:
+    async with connection.spawn_agent(["agent"], Handler, versions=("v3",)) as spawned:
+        reveal_type(spawned.peer)  # N: acp_types.v3.peer.AgentPeer
+    async with remote.connect("ws://127.0.0.1:1/acp", Handler, versions=("v3",), token="t") as far:
+        reveal_type(far.peer)  # N: acp_types.v3.peer.AgentPeer
+    async with remote.connect("ws://127.0.0.1:1/acp", Handler) as either:
+        reveal_type(either.peer)  # N: acp_types.v1.peer.AgentPeer | acp_types.v2.peer.AgentPeer | acp_types.v3.peer.AgentPeer
 """
 
 

@@ -35,9 +35,8 @@ import asyncio
 import contextlib
 import socket
 import ssl as _ssl
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -46,11 +45,7 @@ from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH, Limits, is_l
 from ._server import AcpAsgiApp
 
 if TYPE_CHECKING:
-    from typing_extensions import Unpack
-
-    from acp_types import v1, v2
-
-    from ..connection import ClientConnection, _Options
+    from ..connection import _Options
 
 __all__ = [
     "HEADER_CONNECTION_ID",
@@ -66,8 +61,6 @@ __all__ = [
     "serve",
     "start_server",
 ]
-
-_H = TypeVar("_H")
 
 
 class Stopped(Exception):
@@ -212,7 +205,7 @@ async def serve(target: Any, host: str = "127.0.0.1", port: int = 8765, **kwargs
         await server.wait()
 
 
-if TYPE_CHECKING:  # typed like connection.spawn_agent: the version and the handler's type from the arguments
+if TYPE_CHECKING:  # typed like spawn_agent: one overload per version, generated (acp_types/remote/_typed.pyi)
 
     class _ConnectOptions(_Options, total=False):
         token: str | None
@@ -221,47 +214,7 @@ if TYPE_CHECKING:  # typed like connection.spawn_agent: the version and the hand
         max_message_size: int
         open_timeout: float
 
-    @overload
-    def connect(
-        url: str,
-        handler: Callable[[Any], _H],
-        *,
-        versions: tuple[Literal["v1"]],
-        **options: Unpack[_ConnectOptions],
-    ) -> AbstractAsyncContextManager[ClientConnection[v1.AgentPeer, v1.InitializeResponse, _H]]: ...
-
-    @overload
-    def connect(
-        url: str,
-        handler: Callable[[Any], _H],
-        *,
-        versions: tuple[Literal["v2"]],
-        **options: Unpack[_ConnectOptions],
-    ) -> AbstractAsyncContextManager[ClientConnection[v2.AgentPeer, v2.InitializeResponse, _H]]: ...
-
-    @overload
-    def connect(
-        url: str,
-        handler: Callable[[Any], _H],
-        *,
-        versions: Sequence[str] | None = ...,
-        **options: Unpack[_ConnectOptions],
-    ) -> AbstractAsyncContextManager[
-        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
-    ]: ...
-
-    @overload
-    def connect(
-        url: str,
-        handler: _H = ...,
-        *,
-        versions: Sequence[str] | None = ...,
-        **options: Unpack[_ConnectOptions],
-    ) -> AbstractAsyncContextManager[
-        ClientConnection[v1.AgentPeer | v2.AgentPeer, v1.InitializeResponse | v2.InitializeResponse, _H]
-    ]: ...
-
-    def connect(*args: Any, **kwargs: Any) -> Any: ...
+    from acp_types.remote._typed import connect as connect
 else:
     connect = contextlib.asynccontextmanager(_connect)
     connect.__name__ = connect.__qualname__ = "connect"
