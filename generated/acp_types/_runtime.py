@@ -397,9 +397,9 @@ class AcpModel(BaseModel):
             names = _NAMES[cls] = frozenset(cls.__pydantic_fields__) | {
                 f.alias for f in cls.__pydantic_fields__.values() if f.alias
             }
-        extra = data.pop("extra", None) if "extra" not in names else None
-        unknown = sorted(key for key in data if key not in names)
-        if unknown and not issubclass(cls, UnknownVariant):
+        extra = data.pop("extra") if "extra" in data and "extra" not in names else None
+        if not names.issuperset(data) and not issubclass(cls, UnknownVariant):
+            unknown = sorted(key for key in data if key not in names)
             raise TypeError(
                 f"{type_name(cls)} has no field {', '.join(map(repr, unknown))}; "
                 f"pass keys the schema does not define as extra={{...}}"
@@ -412,7 +412,8 @@ class AcpModel(BaseModel):
             if clash:
                 raise TypeError(f"extra= holds fields of {type_name(cls)}: {', '.join(map(repr, clash))}")
             data.update(extra)
-        super().__init__(**data)
+        # what BaseModel.__init__ does, without a second call and its keywords packed again
+        self.__pydantic_validator__.validate_python(data, self_instance=self)
 
     # pydantic calls a model's own __init__ from model_validate too unless it
     # is marked as the base one; this one only adds to construction in code.
