@@ -94,7 +94,7 @@ def _dumps(value: Any) -> bytes:
 
 @functools.lru_cache(maxsize=256)
 def _method_json(method: str) -> bytes:
-    """``,"method":<method>,"params":`` as it goes between a request's id and its params."""
+    """``,"method":<method>,"params":`` as it goes before the params of a request or a notification."""
     return b',"method":' + _dumps(method) + b',"params":'
 
 
@@ -457,7 +457,7 @@ class Connection(Generic[_PeerT, _InitT, _HandlerT]):
     async def notify(self, method: str, params: Any) -> None:
         """Send a notification; ``params`` is checked first (see the module documentation)."""
         body = self._params_body(self._spec(method, "notification"), method, params)
-        await self._send(b'{"jsonrpc":"2.0","method":' + _dumps(method) + b',"params":' + body + b"}")
+        await self._send(b'{"jsonrpc":"2.0"' + _method_json(method) + body + b"}")
 
     async def request(self, method: str, params: Any) -> Any:
         """Send a request and return its result model; an error answer raises :class:`RequestError`.
