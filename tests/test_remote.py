@@ -450,3 +450,57 @@ def test_the_servers_queues_keep_order_across_interleaved_appends_and_takes() ->
     assert taken == list(range(n))
     with pytest.raises(IndexError):
         fifo.popleft()
+
+
+@pytest.mark.parametrize("profile", ["ws", "http"])
+def test_the_peer_reads_while_an_agent_streams_without_yielding(profile: str) -> None:
+    """A stream's pump is a task of its own, and an agent whose sends never block never yields to it: the
+    server must count what the pump has yet to send as unread output, so the agent waits at
+    ``WRITE_HIGH_WATER`` for the pump and the client reads while the agent writes. Otherwise the whole turn
+    (here 1 MiB) is queued before the first byte leaves: no pipelining, and memory up to max_buffered_bytes."""
+    from acp_types.connection import WRITE_HIGH_WATER
+
+    chunks, size = 1024, 1024
+    sent: list[int] = []  # what the agent had written when the client saw the first chunk
+
+    class Streamer:
+        def __init__(self, conn: Any) -> None:
+            self.conn = conn
+            self.count = 0
+
+        async def initialize(self, params: v1.InitializeRequest) -> v1.InitializeResponse:
+            return v1.InitializeResponse(protocol_version=1)
+
+        async def session_new(self, params: v1.NewSessionRequest) -> v1.NewSessionResponse:
+            return v1.NewSessionResponse(session_id="s-1")
+
+        async def session_prompt(self, params: v1.PromptRequest) -> v1.PromptResponse:
+            piece = v1.TextContent(text="x" * size)
+            for _ in range(chunks):
+                update = v1.AgentMessageChunk(content=piece)
+                await self.conn.peer.session_update(v1.SessionNotification(session_id="s-1", update=update))
+                self.count += 1
+            return v1.PromptResponse(stop_reason="end_turn")
+
+    async def main() -> None:
+        made: list[Streamer] = []
+
+        def factory(conn: Any) -> Streamer:
+            made.append(Streamer(conn))
+            return made[-1]
+
+        def seen(state: Any, params: Any) -> None:
+            if not sent:
+                sent.append(made[0].count)
+
+        async with remote.start_server(factory, versions=("v1",)) as server:
+            url = server.ws_url if profile == "ws" else server.url
+            async with remote.connect(url, client.SessionClient, versions=("v1",)) as conn:
+                await initialize(conn, "v1")
+                conn.handler.on_update = seen
+                sid = await conn.handler.new_session("/tmp")
+                turn = await conn.handler.prompt(sid, "go")
+                assert len(agent_text(turn)) == chunks * size
+
+    run(main)
+    assert sent and sent[0] * size <= 4 * WRITE_HIGH_WATER, (sent, chunks)

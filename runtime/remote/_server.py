@@ -166,12 +166,13 @@ class _Flag:
 class _Mailbox:
     """One stream's queue of JSON texts, held until its one receiver takes them."""
 
-    __slots__ = ("_owner", "finished", "queue", "receiver", "wake")
+    __slots__ = ("_owner", "finished", "queue", "receiver", "size", "wake")
 
     def __init__(self, owner: _Remote) -> None:
         self._owner = owner
         self.queue: _Fifo[str] = _Fifo()
-        self.receiver = False
+        self.size = 0
+        self.receiver = False  # a GET is sending this stream: what it holds is unsent, not unclaimed
         self.finished = False
         self.wake = _Flag()
 
@@ -179,14 +180,30 @@ class _Mailbox:
         if self.finished:
             return
         self.queue.append(text)
+        self.size += len(text)
         self._owner.buffered += len(text)
+        if self.receiver:
+            self._owner.unsent += len(text)
         self.wake.set()
 
     def take(self) -> str:
         text = self.queue.popleft()
+        self.size -= len(text)
         self._owner.buffered -= len(text)
+        if self.receiver:
+            self._owner.unsent -= len(text)
         self._owner.progress()
         return text
+
+    def attach(self) -> None:
+        """A GET starts sending this stream."""
+        self.receiver = True
+        self._owner.unsent += self.size
+
+    def detach(self) -> None:
+        """The GET sending this stream ended; what it did not send waits for the next one."""
+        self.receiver = False
+        self._owner.unsent -= self.size
 
     def finish(self) -> None:
         self.finished = True
@@ -194,7 +211,7 @@ class _Mailbox:
 
     def drop(self) -> None:
         while self.queue:
-            self._owner.buffered -= len(self.queue.popleft())
+            self.take()
         self.finish()
 
 
@@ -248,10 +265,13 @@ class _ServerTransport:
         raise NotImplementedError
 
     def buffered(self) -> int:
-        # the connection waits in drain() while this is above its high-water mark: nothing below our own
-        # bound, all of it at the bound (drain then waits until the peer reads below it)
-        buffered = self._owner.buffered
-        return buffered if buffered >= self._owner.limits.max_buffered_bytes else 0
+        # The connection waits in drain() while this is above WRITE_HIGH_WATER. A stream's pump (the
+        # WebSocket's, an SSE GET's) is a task of its own, which runs only when the agent yields, and an
+        # agent that streams need never yield: it would queue its whole turn before the first byte left.
+        # So what the pumps have yet to send counts, as a pipe's buffer does on stdio, and the peer reads
+        # while the agent writes. What waits for a GET that has not come counts only at our bound.
+        owner = self._owner
+        return max(owner.unsent, owner.buffered if owner.buffered >= owner.limits.max_buffered_bytes else 0)
 
     async def drain(self) -> None:
         await self._owner.wait_for_room()
@@ -289,7 +309,8 @@ class _Remote:
         self.profile = profile
         self.id = str(uuid.uuid4())
         self.transport: _ServerTransport = _HttpTransport(self) if profile == "http" else _WebSocketTransport(self)
-        self.buffered = 0
+        self.buffered = 0  # bytes of the agent's output queued here, sent or not (bounded by max_buffered_bytes)
+        self.unsent = 0  # of those, what a running pump (the WebSocket's, an SSE GET's) has yet to send
         self._progress = _Flag()
         self.closed = False
         self.close_reason = "the connection is closed"
@@ -380,9 +401,13 @@ class _Remote:
     def progress(self) -> None:
         self._progress.set()
 
+    def full(self) -> bool:
+        """The agent waits: its pumps have more than ``WRITE_HIGH_WATER`` to send, or ``max_buffered_bytes`` wait."""
+        return self.unsent > _connection.WRITE_HIGH_WATER or self.buffered >= self.limits.max_buffered_bytes
+
     async def wait_for_room(self) -> None:
-        """Wait while the peer leaves ``max_buffered_bytes`` unread; close the connection if it stalls."""
-        while not self.closed and self.buffered >= self.limits.max_buffered_bytes:
+        """Wait while :meth:`full`; close the connection if the peer reads none of it for ``output_stall``."""
+        while not self.closed and self.full():
             self._progress.clear()
             try:
                 await asyncio.wait_for(self._progress.wait(), self.limits.output_stall)
@@ -744,11 +769,11 @@ class AcpAsgiApp:
         if box.receiver:
             await _text(send, 409, "Outbound stream already has an active receiver")
             return
-        box.receiver = True
+        box.attach()
         try:
             await _stream(box, receive, send)
         finally:
-            box.receiver = False
+            box.detach()
             remote.last_active = asyncio.get_running_loop().time()
             if sid and not remote.closed and remote.sessions.get(sid) is box:
                 if box.queue:
@@ -900,6 +925,7 @@ class _WebSocket:
             text = line.decode()
             self.out.append(text)
             remote.buffered += len(text)
+            remote.unsent += len(text)
             if self.pumping is None and not self.closing:
                 self.pumping = asyncio.ensure_future(self.pump(remote))
 
@@ -931,6 +957,7 @@ class _WebSocket:
                 for text in batch:
                     await self.send({"type": "websocket.send", "text": text})
                     remote.buffered -= len(text)
+                    remote.unsent -= len(text)
                     remote.progress()
         finally:
             self.pumping = None
