@@ -504,3 +504,33 @@ def test_the_peer_reads_while_an_agent_streams_without_yielding(profile: str) ->
 
     run(main)
     assert sent and sent[0] * size <= 4 * WRITE_HIGH_WATER, (sent, chunks)
+
+
+def test_streamable_http_routes_what_the_agent_writes_by_its_session() -> None:
+    """A session's notification is routed by the start of its text (the agent's connection writes the
+    sessionId first); anything else, or a session id with an escape, by the whole message read again."""
+    from acp_types.remote._server import AcpAsgiApp
+
+    async def main() -> None:
+        app = AcpAsgiApp(Echo)
+        remote = app._new("http")
+        assert remote is not None
+        notification = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{}}}'
+        escaped = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\\"2","update":{}}}'
+        later = b'{"jsonrpc":"2.0","method":"session/update","params":{"update":{},"sessionId":"s-3"}}'
+        request = b'{"jsonrpc":"2.0","id":7,"method":"session/request_permission","params":{"sessionId":"s-1"}}'
+        plain = b'{"jsonrpc":"2.0","method":"_vendor/ping","params":{}}'
+        for line in (notification, escaped, later, request, plain):
+            remote.outbound(line)
+        taken = {route: [box.take() for _ in range(len(box.queue))] for route, box in remote.sessions.items()}
+        assert taken == {
+            "s-1": [notification.decode(), request.decode()],
+            's"2': [escaped.decode()],
+            "s-3": [later.decode()],
+        }
+        assert [remote.stream.take() for _ in range(len(remote.stream.queue))] == [plain.decode()]
+        assert remote.client_routes == {("n", 7): "s-1"}  # the answer to the request goes back by it
+        remote.close()
+        await app.close()
+
+    run(main)

@@ -24,6 +24,7 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping, Sequence
 from typing import Any, Generic, Literal, TypeVar
@@ -73,6 +74,12 @@ def _id_key(rid: Any) -> tuple[str, Any] | None:
     if rid is None:
         return ("null", None)
     return None
+
+
+# The start of a session's notification as the agent's connection writes one (core.Connection.notify:
+# no "id" before "method", the params' model first writes its sessionId). The routing of such a
+# message reads only this, not the whole message again: the most a turn sends is notifications.
+_SESSION_NOTIFICATION = re.compile(rb'\{"jsonrpc":"2\.0","method":"[^"\\]*","params":\{"sessionId":"([^"\\]*)"')
 
 
 def _session_in(params: Any) -> str | None:
@@ -354,8 +361,15 @@ class _Remote:
         if self.initial is not None and not self.initial.done():
             self.initial.set_result((line, json.loads(line)))
             return
-        message = json.loads(line)
         text = line.decode()
+        fast = _SESSION_NOTIFICATION.match(line)
+        if fast is not None:
+            try:
+                self.deliver(fast.group(1).decode(), text)
+            except _LimitBroken as exc:
+                self.close(str(exc))
+            return
+        message = json.loads(line)
         if not isinstance(message, dict):  # a batch's answers (never asked here: batches are refused)
             self.stream.push(text)
             return
