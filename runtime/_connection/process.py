@@ -1,5 +1,9 @@
 """An agent in a child process: :func:`spawn_agent`, its process group, and stopping it on a signal.
 
+The tools that talk to a child over its raw stdio instead of a connection
+(proxy, conductor, bridge, replay, the conformance kit) start it with
+:func:`start_process_group` and stop it with :func:`stop_process_group`.
+
 Hand-written: the source is runtime/_connection/process.py, which the
 generator copies into the package unchanged.
 """
@@ -18,7 +22,7 @@ from .core import Handler
 from .pipes import PipeReader, PipeWriter
 from .sides import ClientConnection
 
-__all__ = ["AgentProcess", "spawn_agent", "stop_process_group"]
+__all__ = ["AgentProcess", "spawn_agent", "start_process_group", "stop_process_group"]
 
 
 class AgentProcess:
@@ -225,6 +229,37 @@ async def _stop(process: AgentProcess, protocol: _AgentProtocol, timeout: float)
         process.kill()
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(asyncio.shield(gone), timeout)
+
+
+async def start_process_group(
+    command: Sequence[str],
+    *,
+    stderr: int | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    limit: int = 1 << 16,
+) -> asyncio.subprocess.Process:
+    """Start ``command`` with pipes to its stdin and stdout, the leader of a process group of its own.
+
+    A new session, so that :func:`stop_process_group` reaches whatever it
+    starts, and a Ctrl-C in the terminal reaches only this process. ``stderr``
+    is passed as is (``None``: this process's stderr; ``PIPE``: the caller
+    must read it), ``env`` replaces the environment when given, ``limit`` is
+    the stdout reader's buffer limit. Raises ``OSError`` (the command cannot
+    be run) or ``ValueError`` (an empty command, a NUL in an argument).
+    """
+    if not command:
+        raise ValueError("no command to start")
+    return await asyncio.create_subprocess_exec(
+        *command,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=stderr,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,
+        limit=limit,
+    )
 
 
 def _group_alive(pgid: int) -> bool:

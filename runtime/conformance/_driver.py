@@ -8,6 +8,11 @@ from the program is parsed against its method. Everything is bounded: a line
 longer than ``max_line`` bytes is skipped unread, the transcript keeps the last
 lines in memory, stderr keeps its tail, and every wait has a deadline.
 
+The program is started and stopped with the runtime's ``_connection.process``
+(``start_process_group``; ``stop_process_group``: stdin closed, a grace, TERM
+to the group, KILL to what is left), as the proxy, the conductor, the bridge
+and replay stop theirs.
+
 Hand-written: the source is runtime/conformance/_driver.py, which the generator
 copies into the package unchanged.
 """
@@ -17,8 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
-import signal
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
@@ -28,6 +31,8 @@ from types import ModuleType
 from typing import Any
 
 from acp_types import v1, v2
+
+from .._connection.process import start_process_group, stop_process_group
 
 MODULES: dict[str, ModuleType] = {"v1": v1, "v2": v2}
 NUMBERS = {"v1": 1, "v2": 2}
@@ -212,14 +217,8 @@ class Program:
         if self.relay is not None:
             self._server = await asyncio.start_unix_server(self._accept, self.relay, limit=1 << 16)
         try:
-            self.process = await asyncio.create_subprocess_exec(
-                *self.command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=self.cwd,
-                start_new_session=True,  # its own process group: every child is ended with it
-            )
+            # its own process group: every child is ended with it
+            self.process = await start_process_group(self.command, stderr=asyncio.subprocess.PIPE, cwd=self.cwd)
         except (OSError, ValueError) as exc:
             raise StartError(f"cannot start {self.command[0]!r}: {exc}") from None
         assert self.process.stdout is not None and self.process.stderr is not None
@@ -263,21 +262,10 @@ class Program:
         proc = self.process
         if proc is None:
             return
-        for pipe in (proc.stdin, self._writer):
-            if pipe is not None:
-                with contextlib.suppress(Exception):
-                    pipe.close()
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(proc.pid, sig)
-            try:
-                await asyncio.wait_for(proc.wait(), grace)
-                break
-            except asyncio.TimeoutError:
-                continue
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)  # children left in its group
+        if self._writer is not None:  # the program's stdin, or a relayed agent's connection
+            with contextlib.suppress(Exception):
+                self._writer.close()
+        await stop_process_group(proc, grace, grace)
         tasks = [*self._tasks, *self._serving]
         for task in tasks:
             task.cancel()
