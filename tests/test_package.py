@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -16,6 +17,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """The wheel, and everything the build printed (verbose: the backend's warnings included)."""
     out = tmp_path_factory.mktemp("wheel")
     build = tmp_path_factory.mktemp("build")
+    # built from a clean copy of what the wheel is made of: an in-tree build (`pip install .`, as `make
+    # bench` does) leaves build/lib behind, and setuptools would ship its modules removed since
+    source = tmp_path_factory.mktemp("source")
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy2(ROOT / name, source / name)
+    shutil.copytree(
+        ROOT / "generated", source / "generated", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info")
+    )
     done = subprocess.run(
         [
             sys.executable,
@@ -28,7 +37,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
             "--disable-pip-version-check",
             "-w",
             str(out),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
