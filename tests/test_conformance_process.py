@@ -1,7 +1,10 @@
-"""The conformance kit's program under test, on the runtime's process helpers.
+"""The conformance kit's program under test, on the runtime's process and framing helpers.
 
 ``_driver.Program`` starts the program with ``_connection.process.start_process_group``
-(its own process group) and stops it with ``stop_process_group``.
+(its own process group), stops it with ``stop_process_group``, and reads its
+stdout with the runtime's ``StdioTransport``: a line of exactly ``max_line``
+bytes is judged, one byte more is a framing problem and skipped, the next line
+is read as usual, and every line is in the transcript.
 """
 
 from __future__ import annotations
@@ -40,6 +43,46 @@ def _notification(size: int) -> bytes:
     line = json.dumps(base, separators=(",", ":")).encode()
     assert len(line) == size
     return line
+
+
+def test_a_line_of_exactly_max_line_is_judged_one_byte_more_is_a_framing_problem_and_reading_goes_on() -> None:
+    lines = [_notification(LIMIT), _notification(LIMIT + 1), _notification(300)]
+    out = b"".join(line + b"\n" for line in lines)
+    script = f"import sys\nsys.stdout.buffer.write({out!r})\nsys.stdout.flush()\nsys.stdin.read()\n"
+
+    async def go() -> _driver.Program:
+        program = _driver.Program(_program(script), _driver.Transcript(), _answer, version="v1", max_line=LIMIT)
+        await program.start()
+        try:
+            assert await program.wait_for(lambda: len(program.events) == 2, 20)
+        finally:
+            await program.stop()
+        return program
+
+    program = asyncio.run(go())
+    assert [e.size for e in program.events] == [LIMIT, 300]
+    assert [(p.kind, p.detail) for p in program.problems] == [("framing", f"a line longer than {LIMIT} bytes")]
+    texts = [line.text for line in program.transcript.lines]
+    assert len(texts) == 3 and texts[1].endswith("...") and len(texts[1]) == 203  # its first 200 bytes
+    assert program.problems[0].seq == program.transcript.lines[1].seq
+
+
+def test_a_line_that_never_ends_is_in_the_transcript_while_the_program_runs() -> None:
+    script = "import sys, time\nsys.stdout.write('x' * 50000)\nsys.stdout.flush()\ntime.sleep(60)\n"
+
+    async def go() -> tuple[bool, list[str], bool]:
+        program = _driver.Program(_program(script), _driver.Transcript(), _answer, version="v1", max_line=LIMIT)
+        await program.start()
+        try:
+            seen = await program.wait_for(lambda: bool(program.problems), 20)
+            running = program.alive and program.process is not None and program.process.returncode is None
+            return seen, [line.text for line in program.transcript.lines], running
+        finally:
+            await program.stop(grace=0.2)
+
+    seen, texts, running = asyncio.run(go())
+    assert seen and running
+    assert texts == ["x" * 200 + "..."]
 
 
 def test_what_the_kit_writes_reaches_the_program_one_line_each() -> None:

@@ -46,13 +46,21 @@ class Writer(Protocol):
 
 
 class Lines:
-    """Splits chunks into lines; a line over ``limit`` bytes becomes an :class:`Oversized`, never joined."""
+    """Splits chunks into lines; a line over ``limit`` bytes becomes an :class:`Oversized`, never joined.
 
-    def __init__(self, limit: int) -> None:
+    The :class:`Oversized` comes where the line ends (its tail then holds the
+    line's last bytes), or with ``at_limit`` as soon as the line passes the
+    limit (its tail is what had come by then), so a reader hears of a line
+    that may never end; the rest of the line is skipped either way.
+    """
+
+    def __init__(self, limit: int, *, at_limit: bool = False) -> None:
         self.limit = limit
+        self.at_limit = at_limit
         self.parts: list[bytes] = []
         self.size = 0
         self.skip: Oversized | None = None
+        self.told = False  # the skipped line's Oversized was returned already (``at_limit``)
 
     def feed(self, chunk: bytes) -> list[bytes | Oversized]:
         out: list[bytes | Oversized] = []
@@ -69,6 +77,9 @@ class Lines:
                     self.parts.append(piece)
                     if self.size > self.limit:
                         self.skip = self._cut()
+                        if self.at_limit:
+                            out.append(self.skip)
+                            self.told = True
             else:
                 line = piece
                 if self.parts:
@@ -83,8 +94,10 @@ class Lines:
             if end < 0:
                 return out
             if skip is not None:
-                out.append(skip)
+                if not self.told:
+                    out.append(skip)
                 self.skip = None
+                self.told = False
             start = end + 1
 
     def _cut(self) -> Oversized:
@@ -101,7 +114,9 @@ class Lines:
     def end(self) -> list[bytes | Oversized]:
         """What is left at end of input: an unfinished last line, if any."""
         if self.skip is not None:
-            return [self.skip]
+            skip, told = self.skip, self.told
+            self.skip, self.told = None, False
+            return [] if told else [skip]
         line = b"".join(self.parts)
         self.parts.clear()
         return [line] if line else []
@@ -111,20 +126,29 @@ class StdioTransport:
     """Newline-delimited JSON messages over ``reader`` and ``writer`` (a :class:`Transport`).
 
     ``max_line_size`` bounds a line (without its newline); a longer one is
-    returned as an :class:`Oversized`. An unfinished last line at end of
+    returned as an :class:`Oversized`, where it ends, or with
+    ``oversized_at_limit`` as soon as it passes the limit (see :class:`Lines`);
+    either way reading goes on with the next line. An unfinished last line at end of
     input is returned as a message. The writer's buffer size is read from
     ``writer.transport`` when it has one; otherwise the bytes written since
     the last ``drain`` count as buffered.
     """
 
-    def __init__(self, reader: Reader, writer: Writer, max_line_size: int = DEFAULT_MAX_LINE_SIZE) -> None:
+    def __init__(
+        self,
+        reader: Reader,
+        writer: Writer,
+        max_line_size: int = DEFAULT_MAX_LINE_SIZE,
+        *,
+        oversized_at_limit: bool = False,
+    ) -> None:
         if max_line_size < 1:
             raise ValueError("max_line_size must be positive")
         self.reader = reader
         self.writer = writer
         self.max_line_size = max_line_size
         self._read = reader.read
-        self._lines = Lines(max_line_size)
+        self._lines = Lines(max_line_size, at_limit=oversized_at_limit)
         self._ready: deque[bytes | Oversized] = deque()
         self._eof = False
         self._unflushed = 0

@@ -8,10 +8,16 @@ from the program is parsed against its method. Everything is bounded: a line
 longer than ``max_line`` bytes is skipped unread, the transcript keeps the last
 lines in memory, stderr keeps its tail, and every wait has a deadline.
 
-The program is started and stopped with the runtime's ``_connection.process``
-(``start_process_group``; ``stop_process_group``: stdin closed, a grace, TERM
-to the group, KILL to what is left), as the proxy, the conductor, the bridge
-and replay stop theirs.
+The process and the framing are the runtime's: the program is started and
+stopped with ``_connection.process`` (``start_process_group``,
+``stop_process_group``: stdin closed, a grace, TERM to the group, KILL), and
+its lines are read and written with ``_connection.stdio.StdioTransport``, the
+connection's own newline framing, told to hand over an oversized line as soon
+as it passes the limit (``oversized_at_limit``), so a line that never ends is
+in the transcript and the run goes on with the next line. Kept of the kit's
+own: the stderr tail, the transcript, and judging each line. One edge moved
+with the framing: an unfinished last line of only spaces, which the kit used
+to drop, is now judged as the connection would judge it (an empty line).
 
 Hand-written: the source is runtime/conformance/_driver.py, which the generator
 copies into the package unchanged.
@@ -33,6 +39,8 @@ from typing import Any
 from acp_types import v1, v2
 
 from .._connection.process import start_process_group, stop_process_group
+from .._connection.stdio import READ_CHUNK, StdioTransport
+from .._connection.transport import Oversized
 
 MODULES: dict[str, ModuleType] = {"v1": v1, "v2": v2}
 NUMBERS = {"v1": 1, "v2": 2}
@@ -205,8 +213,8 @@ class Program:
         self.relay = relay  # a Unix socket the program's agent connects to (see _relay), instead of its stdio
         self._server: asyncio.AbstractServer | None = None
         self._connected = asyncio.Event()
-        self._reader: asyncio.StreamReader | None = None
-        self._writer: Any = None
+        self._writer: asyncio.StreamWriter | None = None  # the program's stdin, or its relayed agent's socket
+        self._wire: StdioTransport | None = None  # newline framing on the program's stdout (or the socket)
         self.stdout: deque[bytes] = deque(maxlen=64)
 
     @property
@@ -224,9 +232,8 @@ class Program:
         assert self.process.stdout is not None and self.process.stderr is not None
         self._tasks = [asyncio.create_task(self._drain(self.process.stderr, self.stderr))]
         if self.relay is None:
-            self._reader, self._writer = self.process.stdout, self.process.stdin
-            self._connected.set()
-            self._tasks.append(asyncio.create_task(self._read()))
+            assert self.process.stdin is not None
+            self._attach(self.process.stdout, self.process.stdin)
         else:
             self._tasks.append(asyncio.create_task(self._drain(self.process.stdout, self.stdout)))
             self._tasks.append(asyncio.create_task(self._watch()))
@@ -237,7 +244,12 @@ class Program:
         if self._connected.is_set():  # one agent per run: a second one is refused
             writer.close()
             return
-        self._reader, self._writer = reader, writer
+        self._attach(reader, writer)
+
+    def _attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Talk to the program (or its relayed agent) on ``reader`` and ``writer``, one message a line."""
+        self._writer = writer
+        self._wire = StdioTransport(reader, writer, self.max_line, oversized_at_limit=True)
         self._connected.set()
         self._tasks.append(asyncio.create_task(self._read()))
 
@@ -283,11 +295,11 @@ class Program:
     def send_raw(self, data: bytes) -> int:
         """Write ``data`` (a line, without its newline) as is; returns its transcript number."""
         seq = self.transcript.add(True, data.decode("utf-8", "replace"))
-        writer = self._writer
-        if writer is None or writer.is_closing():
+        wire = self._wire
+        if wire is None or self._writer is None or self._writer.is_closing():
             return seq
         with contextlib.suppress(Exception):
-            writer.write(data + b"\n")
+            wire.send(data)
         return seq
 
     def send(self, message: dict[str, Any]) -> int:
@@ -352,31 +364,22 @@ class Program:
             tail.append(chunk)
 
     async def _read(self) -> None:
-        assert self._reader is not None
-        stdout = self._reader
-        buffer = bytearray()
-        skipping = False
+        wire = self._wire
+        assert wire is not None
+        unyielded = 0
         try:
-            while chunk := await stdout.read(1 << 16):
-                start = 0
-                while (end := chunk.find(b"\n", start)) >= 0:
-                    if skipping:
-                        skipping = False
-                    else:
-                        buffer += chunk[start:end]
-                        self._line(bytes(buffer))
-                    buffer.clear()
-                    start = end + 1
-                if not skipping:
-                    buffer += chunk[start:]
-                    if len(buffer) > self.max_line:
-                        seq = self.transcript.add(False, buffer[:200].decode("utf-8", "replace") + "...")
-                        self.problems.append(Problem(seq, "framing", f"a line longer than {self.max_line} bytes"))
-                        buffer.clear()
-                        skipping = True
-                await asyncio.sleep(0)  # a flooding program does not starve the checks
-            if buffer.strip():
-                self._line(bytes(buffer))
+            while (line := await wire.receive()) is not None:
+                if isinstance(line, Oversized):  # skipped as it came in: a framing problem, and on with the next
+                    seq = self.transcript.add(False, line.head[:200].decode("utf-8", "replace") + "...")
+                    self.problems.append(Problem(seq, "framing", f"a line longer than {self.max_line} bytes"))
+                    self._changed.set()
+                    unyielded += READ_CHUNK
+                else:
+                    self._line(line)
+                    unyielded += len(line) + 1
+                if unyielded >= READ_CHUNK:  # a flooding program does not starve the checks
+                    unyielded = 0
+                    await asyncio.sleep(0)
         finally:
             self._end(await self._exit_reason())
 
