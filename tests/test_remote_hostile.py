@@ -410,3 +410,74 @@ def test_a_body_that_trickles_in_gets_408(server: Server) -> None:
         sock.sendall(head.encode() + b'{"jsonrpc":')  # and nothing more
         answer = sock.recv(4096)
     assert answer.startswith(b"HTTP/1.1 408"), answer[:100]
+
+
+HEADER_TIMEOUT = 0.5  # --header-timeout of the server below
+
+
+@pytest.fixture(scope="module")
+def head_server() -> Iterator[Server]:
+    yield from _start("--header-timeout", str(HEADER_TIMEOUT))
+
+
+def _closed_by_server(sock: socket.socket, dribble: bytes = b"") -> bool:
+    """Send ``dribble`` a byte every 0.05 s (nothing if empty) and wait: whether the server closes first."""
+    sock.settimeout(0.05)
+    for byte in [dribble[i : i + 1] for i in range(len(dribble))] or [b""] * 200:
+        try:
+            if byte:
+                sock.sendall(byte)
+            data = sock.recv(4096)
+        except TimeoutError:
+            continue
+        except (ConnectionError, OSError):
+            return True
+        if not data:
+            return True
+    return False
+
+
+def test_a_request_head_that_does_not_arrive_in_time_loses_its_socket(head_server: Server) -> None:
+    """uvicorn has no deadline on a request's head: without ours, sockets that send nothing, or headers a
+    byte at a time, would be held up to max_sockets and lock everyone else out."""
+    port = head_server.port
+    head = f"POST /acp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n" + "X-Pad: y\r\n" * 20
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+        assert _closed_by_server(silent)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as dribbling:
+        assert _closed_by_server(dribbling, head.encode())  # 10 s of headers at this pace: cut at the deadline
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as kept_alive:  # after an answer, anew
+        kept_alive.sendall(
+            f"GET /nowhere HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        )  # answered 404, the socket kept open
+        assert kept_alive.recv(4096).startswith(b"HTTP/1.1 404")
+        assert _closed_by_server(kept_alive, head.encode())
+    assert head_server.alive()
+
+
+def test_streams_and_websockets_outlive_the_head_deadline(head_server: Server) -> None:
+    ws, sid = ws_session(head_server.port)
+    try:
+        time.sleep(HEADER_TIMEOUT * 3)
+        ws.send(prompt(2, sid, "one two"))  # the socket is still open and served
+        while json.loads(ws.recv()[1]).get("id") != 2:
+            pass
+    finally:
+        ws.close()
+    with httpx.Client(timeout=10) as http:
+        r = http.post(head_server.url, json=INIT)
+        cid = r.headers["acp-connection-id"]
+        with http.stream(
+            "GET", head_server.url, headers={"Acp-Connection-Id": cid, "Accept": "text/event-stream"}
+        ) as stream:
+            time.sleep(HEADER_TIMEOUT * 3)  # an open SSE stream is a request under way, not a late head
+            r = http.post(
+                head_server.url,
+                json={"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp"}},
+                headers={"Acp-Connection-Id": cid},
+            )
+            assert r.status_code == 202
+            for line in stream.iter_lines():
+                if line.startswith("data:") and json.loads(line[5:]).get("id") == 1:
+                    break
+        http.delete(head_server.url, headers={"Acp-Connection-Id": cid})

@@ -160,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--output-stall", type=_positive(float), default=defaults.output_stall, metavar="SECONDS")
     s.add_argument("--idle-timeout", type=_positive(float), default=defaults.idle_timeout, metavar="SECONDS")
     s.add_argument("--request-timeout", type=_positive(float), default=defaults.request_timeout, metavar="SECONDS")
+    s.add_argument("--header-timeout", type=_positive(float), default=defaults.header_timeout, metavar="SECONDS")
     s.add_argument("--max-sockets", type=_positive(int), default=defaults.max_sockets)
     c = commands.add_parser(
         "connect",
@@ -207,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         output_stall=args.output_stall,
         idle_timeout=args.idle_timeout,
         request_timeout=args.request_timeout,
+        header_timeout=args.header_timeout,
         max_sockets=args.max_sockets,
     )
 

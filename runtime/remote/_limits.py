@@ -37,7 +37,8 @@ class Limits:
     queue); at it the agent's writes wait, and so do the peer's requests (a POST is answered once room
     is made)."""
     output_stall: float = 60.0
-    """Seconds a peer may read none of that output while it is full; then its connection is closed (the
+    """Seconds a peer may read none of the agent's output while the agent (past 64 KiB unsent, or at
+    ``max_buffered_bytes``) or the peer's next request waits on it; then its connection is closed (the
     SSE streams end, a WebSocket is closed with 1008)."""
     max_session_streams: int = 1024
     """Session streams of one connection that buffer output with no reader attached; one more ends
@@ -50,6 +51,10 @@ class Limits:
     ended as a DELETE would (later requests get 404)."""
     request_timeout: float = 30.0
     """Seconds a POST body may take to arrive whole; a slower one is answered 408."""
+    header_timeout: float = 10.0
+    """Seconds a request's line and headers may take to arrive whole, from the socket's opening or the
+    previous answer; then the socket is closed (uvicorn has no such deadline of its own). Only
+    :func:`acp_types.remote.serve` applies it."""
     max_sockets: int = 4096
     """Open sockets of the server (uvicorn's ``limit_concurrency``, SSE streams and slow clients included);
     a request beyond it is answered 503. Only :func:`acp_types.remote.serve` applies it."""

@@ -39,6 +39,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ._client import _connect
 from ._limits import HEADER_CONNECTION_ID, HEADER_SESSION_ID, PATH, Limits, is_loopback
@@ -78,6 +79,57 @@ def check_exposure(host: str, token: str | None, insecure: bool) -> None:
             f"refusing to listen on {host}, which is not loopback, without a token: "
             "give a bearer token (--token-env VAR) or say --insecure"
         )
+
+
+class _HeaderDeadline(H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, with a deadline on each request's line and headers.
+
+    uvicorn times out neither a connection that sends nothing nor headers that
+    dribble in (each byte cancels its keep-alive timer), so a client could
+    hold sockets up to ``max_sockets`` and lock everyone else out. From the
+    socket's opening, and from each answered request, the next request's head
+    has ``header_timeout`` seconds to arrive whole; then the socket is closed.
+    A body is bounded apart (``request_timeout``); an upgraded WebSocket is
+    no longer this protocol's.
+    """
+
+    header_timeout = 10.0  # set per server by a subclass (see start_server)
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self._head: Any = None
+        self._deadline: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._head = self.scope
+        self._deadline = self.loop.call_later(self.header_timeout, self._late)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _late(self) -> None:
+        self._deadline = None
+        if self.scope is self._head:  # no request has begun since the deadline was armed
+            self.transport.close()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        if self.scope is not self._head:  # a request's head arrived whole
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        answered = self.scope
+        super().on_response_complete()  # which may begin a pipelined request
+        if self.scope is answered and not self.transport.is_closing():
+            self._arm()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
 
 class _Server(uvicorn.Server):
@@ -168,6 +220,7 @@ async def start_server(
         port=port,
         ssl_certfile=ssl_certfile,
         ssl_keyfile=ssl_keyfile,
+        http=type("_Http", (_HeaderDeadline,), {"header_timeout": limits.header_timeout}),
         ws="websockets-sansio",
         ws_max_size=limits.max_message_size,
         ws_ping_interval=limits.ping_interval,
