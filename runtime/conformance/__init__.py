@@ -51,7 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import _agent, _client
+from . import _agent, _agent_run, _client
 from ._checks import FAILURE, REGISTRY, SUITES, WARNING, Check, Result, checks
 from ._driver import StartError
 from ._report import BaselineError, as_json, as_junit, as_markdown, as_result, as_text, judge, read_baseline
@@ -110,8 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--long-prompt",
-        default=_agent.LONG_PROMPT,
-        help=f"a prompt long enough to cancel mid-turn (default: a built-in one of {len(_agent.LONG_PROMPT)} characters)",
+        default=_agent_run.LONG_PROMPT,
+        help=f"a prompt long enough to cancel mid-turn (default: a built-in one of {len(_agent_run.LONG_PROMPT)} characters)",
     )
     parser.add_argument(
         "--permission",

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ._agent import KIT_INFO, Options
+from ._agent_run import KIT_INFO, Options
 from ._checks import FAILURE, INFO, SKIPPED, SUCCESS, WARNING, Check, Fail, Note, Result, Skip, check, scrub
 from ._driver import Advertised, Closed, Event, Program, Refuse, Transcript
 
