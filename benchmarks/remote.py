@@ -13,6 +13,9 @@ so the figures compare the servers. Figures (median of the runs):
 - the server's CPU time per streamed chunk (user and system, from ``/proc``; reported): the TypeScript
   client is the slower end of that stream, so the throughput of two servers that both keep it busy
   is the client's, and this row says which server does the same work with less;
+- the clients the same way: ours (``remote.connect``, a handler that counts the typed updates) against
+  the TypeScript SDK's, both streaming from the TypeScript server (reported: that server is the common
+  peer, and over Streamable HTTP it sets the pace of both);
 - a request round trip (``session/new``, one at a time, over WebSocket; reported);
 - the resident memory of 1,000 idle WebSocket connections (each upgraded and initialized, then left
   open) in one server process, as the growth of its ``VmRSS`` (reported).
@@ -151,6 +154,50 @@ def _streams(node: str, profile: str, ports: dict[str, tuple[int, int]], chunks:
     return {name: (statistics.median(rates[name]), statistics.median(cpus[name])) for name in ports}
 
 
+async def _our_client_stream(url: str, chunks: int) -> float:
+    """Seconds our client takes from sending ``stream N`` to the idle state, counting the typed updates."""
+    from acp_types import remote, v2
+
+    class Counter:
+        def __init__(self, conn: Any) -> None:
+            self.chunks = 0
+            self.idle = asyncio.Event()
+
+        async def session_update(self, params: v2.UpdateSessionNotification) -> None:
+            update = params.update
+            if isinstance(update, v2.AgentMessageChunk):
+                self.chunks += 1
+            elif isinstance(update, v2.IdleStateUpdate):
+                self.idle.set()
+
+    async with remote.connect(url, Counter, versions=("v2",)) as conn:
+        info = v2.Implementation(name="bench", version="1")
+        await conn.initialize(v2.InitializeRequest(protocol_version=2, info=info))
+        sid = (await conn.peer.session_new(v2.NewSessionRequest(cwd="/tmp"))).session_id
+        start = time.perf_counter()
+        prompt = [v2.TextContent(text=f"stream {chunks}")]
+        await conn.peer.session_prompt(v2.PromptRequest(session_id=sid, prompt=prompt))
+        await conn.handler.idle.wait()
+        seconds = time.perf_counter() - start
+        if conn.handler.chunks != chunks:
+            raise RuntimeError(f"our client: {conn.handler.chunks} of {chunks} chunks")
+        return seconds
+
+
+def _our_client(profile: str, port: int, chunks: int) -> float:
+    """:func:`_our_client_stream` run by the dev venv, which has the ``remote`` extra."""
+    out = subprocess.run(
+        [str(DEV_PY), str(Path(__file__)), "--client", f"{profile}://127.0.0.1:{port}/acp", str(chunks)],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"our client: {out.stderr[-500:]}")
+    return float(out.stdout)
+
+
 def _rss(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -227,6 +274,22 @@ def figures(quick: bool) -> list[tuple[Any, ...]]:
                     ours_cpu * 1e6,
                     theirs_cpu * 1e6,
                     "µs",
+                    "reported",
+                    None,
+                    "",
+                )
+            )
+        for profile, label in (("ws", "WebSocket"), ("http", "Streamable HTTP")):
+            ours_runs, their_runs = [], []
+            for _ in range(runs):
+                ours_runs.append(chunks / _our_client(profile, ts_port, chunks))
+                their_runs.append(chunks / _client(node, profile, ts_port, "--bench-stream", chunks))
+            rows.append(
+                (
+                    f"remote: our client's streamed chunks/s over {label} (TS SDK server; baseline: TS SDK client)",
+                    statistics.median(ours_runs),
+                    statistics.median(their_runs),
+                    "msg/s",
                     "reported",
                     None,
                     "",
@@ -336,6 +399,9 @@ if __name__ == "__main__":
         print(asyncio.run(_idle_connections(port, pid, count)))
     elif sys.argv[1:2] == ["--where"]:
         asyncio.run(_where(int(sys.argv[2]) if len(sys.argv) > 2 else IDLE))
+    elif sys.argv[1:2] == ["--client"]:
+        sys.path[:0] = [str(ROOT / "generated")]
+        print(asyncio.run(_our_client_stream(sys.argv[2], int(sys.argv[3]))))
     elif sys.argv[1:2] == ["--where-server"]:
         asyncio.run(_where_server())
     else:
