@@ -435,9 +435,9 @@ def test_a_server_sending_an_endless_message_does_not_grow_the_client(where: str
 
 
 def test_the_servers_queues_keep_order_across_interleaved_appends_and_takes() -> None:
-    from acp_types.remote._server import _Fifo
+    from acp_types.remote._queues import Fifo
 
-    fifo: _Fifo[int] = _Fifo()
+    fifo: Fifo[int] = Fifo()
     taken, n = [], 0
     for burst in (1, 3, 0, 5, 2, 64, 1):
         for _ in range(burst):
@@ -509,11 +509,12 @@ def test_the_peer_reads_while_an_agent_streams_without_yielding(profile: str) ->
 def test_streamable_http_routes_what_the_agent_writes_by_its_session() -> None:
     """A session's notification is routed by the start of its text (the agent's connection writes the
     sessionId first); anything else, or a session id with an escape, by the whole message read again."""
+    from acp_types.remote._http import HttpRemote
     from acp_types.remote._server import AcpAsgiApp
 
     async def main() -> None:
         app = AcpAsgiApp(Echo)
-        remote = app._new("http")
+        remote = app.new_remote(HttpRemote)
         assert remote is not None
         notification = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s-1","update":{}}}'
         escaped = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s\\"2","update":{}}}'

@@ -255,18 +255,20 @@ class _QueuePeer:
 async def _server_side(profile: Any, handler: Any, max_message_size: int, options: Any) -> AsyncIterator[RawPeer]:
     """An agent on the remote server's transport of ``profile``, fed as the server's ASGI handlers feed it."""
     from acp_types.remote import Limits
-    from acp_types.remote._server import AcpAsgiApp, _HttpTransport, _WebSocketTransport
+    from acp_types.remote._http import HttpRemote
+    from acp_types.remote._server import AcpAsgiApp
+    from acp_types.remote._websocket import WebSocketRemote
 
-    remote = AcpAsgiApp(handler, limits=Limits(max_message_size=max_message_size))._new(profile)
+    app = AcpAsgiApp(handler, limits=Limits(max_message_size=max_message_size))
+    remote = app.new_remote(WebSocketRemote if profile == "websocket" else HttpRemote)
     assert remote is not None
     server = remote.transport
     out: asyncio.Queue[bytes] = asyncio.Queue()
-    if profile == "websocket":
-        assert isinstance(server, _WebSocketTransport)
-        server.on_message = out.put_nowait
+    if isinstance(remote, WebSocketRemote):
+        remote.transport.on_message = out.put_nowait
         take = out.get
     else:
-        assert isinstance(server, _HttpTransport)
+        assert isinstance(remote, HttpRemote)
         stream = remote.stream  # the connection's SSE stream: every answer here names no session
 
         async def take() -> bytes:
