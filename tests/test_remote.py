@@ -535,3 +535,29 @@ def test_streamable_http_routes_what_the_agent_writes_by_its_session() -> None:
         await app.close()
 
     run(main)
+
+
+def test_a_request_of_one_profile_does_not_reach_a_connection_of_the_other() -> None:
+    """A POST, GET or DELETE naming a WebSocket connection's id is an unknown connection for Streamable HTTP."""
+    from websockets.asyncio.client import connect
+
+    async def main() -> None:
+        async with remote.start_server(Echo) as server:
+            async with connect(server.ws_url) as ws:
+                init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": 1}}
+                await ws.send(json.dumps(init))
+                assert json.loads(await ws.recv())["id"] == 0
+                assert ws.response is not None
+                cid = ws.response.headers["acp-connection-id"]
+                new = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/tmp", "mcpServers": []}}
+                async with httpx.AsyncClient() as http:
+                    headers = {"Acp-Connection-Id": cid}
+                    posted = await http.post(server.url, json=new, headers=headers)
+                    got = await http.get(server.url, headers={**headers, "Accept": "text/event-stream"})
+                    deleted = await http.delete(server.url, headers=headers)
+                assert [posted.status_code, got.status_code, deleted.status_code] == [404, 404, 404]
+                assert server.app.connections == 1  # the WebSocket is still open and served
+                await ws.send(json.dumps({**new, "id": 2}))
+                assert json.loads(await ws.recv())["id"] == 2
+
+    run(main)
