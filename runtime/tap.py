@@ -60,7 +60,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from acp_types.connection import stdio_streams
+from .connection import stdio_streams
 
 __all__ = ["DEFAULT_CAP", "FORMAT", "Recorder", "Shower", "Splitter", "main", "run"]
 

@@ -52,9 +52,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from acp_types.connection import DEFAULT_MAX_LINE_SIZE, Reader, stdio_streams
-
 from ._connection.process import stop_process_group
+from .connection import DEFAULT_MAX_LINE_SIZE, Reader, stdio_streams
 from .proxy import DEFAULT_MAX_PENDING, EXIT_TIMEOUT, _Pipe, _raw, _run_main, log_to_stderr
 from .proxy._raw import Envelope, Oversized, RawError, id_key
 

@@ -483,7 +483,7 @@ def _report(stray: Stray, path: str, peer: str) -> dict[str, Any]:
 async def mock_agent(records: Sequence[Record], path: str, options: argparse.Namespace) -> int:
     """Play the agent's side on this process's stdin/stdout."""
     replayer = Replayer(records, "agent", ignore=options.ignore, loose=options.loose, pace=options.pace)
-    from acp_types.connection import stdio_streams
+    from .connection import stdio_streams
 
     reader, writer = await stdio_streams()
     timeout = options.timeout or None
