@@ -52,7 +52,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ._connection.process import stop_process_group
+from ._connection.process import start_process_group, stop_process_group
 from .connection import DEFAULT_MAX_LINE_SIZE, Reader, stdio_streams
 from .proxy import DEFAULT_MAX_PENDING, EXIT_TIMEOUT, _Pipe, _raw, _run_main, log_to_stderr
 from .proxy._raw import Envelope, Oversized, RawError, id_key
@@ -127,12 +127,7 @@ class Conductor:
         self.ends = [_End(0, "the client", _Pipe("client", _NoWriter(), keep_ids=True), False)]
         for index, command in enumerate(self.commands, 1):
             try:
-                process = await asyncio.create_subprocess_exec(
-                    *command,
-                    stdin=asyncio.subprocess.PIPE,
-                    stdout=asyncio.subprocess.PIPE,
-                    start_new_session=True,
-                )
+                process = await start_process_group(command)
             except OSError as exc:
                 print(f"conductor: cannot start member {index} ({command[0]!r}): {exc}", file=sys.stderr)
                 await asyncio.gather(*(self._stop(end) for end in self.ends[1:]), return_exceptions=True)

@@ -512,14 +512,10 @@ async def mock_agent(records: Sequence[Record], path: str, options: argparse.Nam
 
 async def mock_client(records: Sequence[Record], path: str, options: argparse.Namespace, command: list[str]) -> int:
     """Start ``command`` in its own process group and play the client's side against it."""
+    from ._connection.process import start_process_group, stop_process_group
+
     replayer = Replayer(records, "client", ignore=options.ignore, loose=options.loose, pace=options.pace)
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        limit=1 << 16,
-    )
+    process = await start_process_group(command)
     assert process.stdin is not None and process.stdout is not None
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
@@ -550,8 +546,6 @@ async def mock_client(records: Sequence[Record], path: str, options: argparse.Na
         if not received:
             raise
     finally:
-        from ._connection.process import stop_process_group
-
         await stop_process_group(process, 1.0, 1.0)
         for sig in installed:
             loop.remove_signal_handler(sig)

@@ -60,6 +60,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 from typing import IO, Any
 
+from ._connection.process import start_process_group
 from .connection import stdio_streams
 
 __all__ = ["DEFAULT_CAP", "FORMAT", "Recorder", "Shower", "Splitter", "main", "run"]
@@ -444,13 +445,7 @@ async def run(
     say = emit or write_err
     recorder = Recorder(out, time.monotonic(), write_err)
     shower = Shower(say) if show else None
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        start_new_session=True,  # its own process group, stopped as a whole
-        limit=CHUNK,
-    )
+    process = await start_process_group(command, limit=CHUNK)  # its own process group, stopped as a whole
     try:
         editor_in, editor_out = await stdio_streams(CHUNK)
     except BaseException:

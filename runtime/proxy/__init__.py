@@ -90,7 +90,7 @@ from acp_types.connection import (
     stdio_streams,
 )
 
-from .._connection.process import stop_process_group
+from .._connection.process import start_process_group, stop_process_group
 from .._wire import decode
 from . import _raw
 from ._raw import Envelope, Oversized, RawError, id_key
@@ -445,12 +445,7 @@ class _Engine:
         try:
             if command:
                 try:
-                    process = await asyncio.create_subprocess_exec(
-                        *command,
-                        stdin=asyncio.subprocess.PIPE,
-                        stdout=asyncio.subprocess.PIPE,
-                        start_new_session=True,
-                    )
+                    process = await start_process_group(command)
                 except OSError as exc:
                     print(f"{self.proxy.name}: cannot start the agent {command[0]!r}: {exc}", file=sys.stderr)
                     return 1

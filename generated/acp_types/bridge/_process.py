@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import connection
-from .._connection.process import stop_process_group
+from .._connection.process import start_process_group, stop_process_group
 from ._router import Router
 
 
@@ -33,13 +33,7 @@ async def run(
     """
     if reader is None or writer is None:
         reader, writer = await connection.stdio_streams()
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=stderr,
-        start_new_session=True,
-    )
+    process = await start_process_group(command, stderr=stderr)
     assert process.stdin is not None and process.stdout is not None
     router = Router(reader, writer, process.stdout, process.stdin, max_line_size=max_line_size)
 
