@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import _wire
 from ._asgi import Receive, Scope, Send
@@ -90,9 +90,24 @@ class WebSocket:
 
         remote.transport.on_message = queue
         code, reason = 1000, ""
+        # The frames are read by a task of their own, which the connection's stop cancels (the agent
+        # ended it, a limit closed it, the server is stopping): one task a connection, not one a frame.
+        reading = asyncio.ensure_future(self.read(remote, queue))
+        stop = remote.stopped.future()
+        stop.add_done_callback(lambda _: reading.cancel())
         try:
-            code, reason = await self.read(remote, queue)
+            code, reason = await reading
+        except asyncio.CancelledError:
+            if not stop.done():
+                raise  # this handler itself is cancelled
+            if self.app.stopping:
+                code, reason = 1001, "Server shutting down"
+            elif remote.closed:  # a limit closed it
+                code, reason = 1008, remote.close_reason[:120]
+            # else the agent ended the connection: 1000
         finally:
+            stop.cancel()
+            reading.cancel()
             flush = code == 1000 and remote.ended.is_set()
             remote.close()
             self.closing = True
@@ -124,70 +139,57 @@ class WebSocket:
         """Take the peer's frames until it closes; the close code and reason to answer with."""
         initialized = False
         limits = self.app.limits
-        stop = remote.stopped.future()
-        try:
-            while True:
-                receiving: asyncio.Future[Any] = asyncio.ensure_future(self.receive())
-                await asyncio.wait((receiving, stop), return_when=asyncio.FIRST_COMPLETED)
-                if not receiving.done():
-                    receiving.cancel()
-                    if self.app.stopping:
-                        return 1001, "Server shutting down"
-                    if remote.closed:  # a limit closed it
-                        return 1008, remote.close_reason[:120]
-                    return 1000, ""  # the agent ended the connection
-                message = receiving.result()
-                if message["type"] == "websocket.disconnect":
-                    return 1000, ""
-                text = message.get("text")
-                if text is None:
-                    log.warning("ACP connection %s: ignored a binary frame", remote.id)
-                    continue
-                data = text.encode()
-                if len(data) > limits.max_message_size:  # the connection is dropped, as the RFD says
-                    return 1009, "Message too big"
-                try:
-                    value = _wire.decode(text)
-                except _wire.JsonLimitError:
-                    queue(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}')
-                    continue
-                if isinstance(value, list):
-                    queue(
-                        b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request",'
-                        b'"data":"JSON-RPC batches are not supported"}}'
-                    )
-                    continue
-                if not isinstance(value, dict):
-                    queue(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}')
-                    continue
-                if not initialized:
-                    if "method" not in value:
-                        continue  # a response before anything was asked: dropped, as the TypeScript SDK does
-                    if value.get("method") != "initialize" or value.get("id") is None:
-                        return 1002, "First message must be initialize"
-                    initialized = True
-                    remote.start(self.app.principal)
-                elif value.get("method") == "initialize" and "id" in value:
-                    error = {"code": -32600, "message": "Initialize not allowed on existing connection"}
-                    queue(json.dumps({"jsonrpc": "2.0", "id": value["id"], "error": error}).encode())
-                    continue
-                try:
-                    if "method" in value:
-                        sid = session_in(value.get("params"))
-                        if sid is not None:
-                            remote.check_id("Session ID", sid)
-                        if "id" in value:
-                            rid = value["id"]
-                            if isinstance(rid, str):
-                                remote.check_id("Request ID", rid)
-                            await remote.wait_for_room()  # a peer that reads nothing cannot make the agent write more
-                except LimitBroken as exc:
-                    remote.close(str(exc))
-                    return 1008, str(exc)[:120]
-                if remote.closed:
-                    return 1008, remote.close_reason[:120]
-                await remote.transport.room.wait()
-                remote.transport.feed(data)
-                del receiving, message, text, data, value  # while it waits, an idle connection keeps no old message
-        finally:
-            stop.cancel()
+        while True:
+            message = await self.receive()
+            if message["type"] == "websocket.disconnect":
+                return 1000, ""
+            text = message.get("text")
+            if text is None:
+                log.warning("ACP connection %s: ignored a binary frame", remote.id)
+                continue
+            data = text.encode()
+            if len(data) > limits.max_message_size:  # the connection is dropped, as the RFD says
+                return 1009, "Message too big"
+            try:
+                value = _wire.decode(text)
+            except _wire.JsonLimitError:
+                queue(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}')
+                continue
+            if isinstance(value, list):
+                queue(
+                    b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request",'
+                    b'"data":"JSON-RPC batches are not supported"}}'
+                )
+                continue
+            if not isinstance(value, dict):
+                queue(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid request"}}')
+                continue
+            if not initialized:
+                if "method" not in value:
+                    continue  # a response before anything was asked: dropped, as the TypeScript SDK does
+                if value.get("method") != "initialize" or value.get("id") is None:
+                    return 1002, "First message must be initialize"
+                initialized = True
+                remote.start(self.app.principal)
+            elif value.get("method") == "initialize" and "id" in value:
+                error = {"code": -32600, "message": "Initialize not allowed on existing connection"}
+                queue(json.dumps({"jsonrpc": "2.0", "id": value["id"], "error": error}).encode())
+                continue
+            try:
+                if "method" in value:
+                    sid = session_in(value.get("params"))
+                    if sid is not None:
+                        remote.check_id("Session ID", sid)
+                    if "id" in value:
+                        rid = value["id"]
+                        if isinstance(rid, str):
+                            remote.check_id("Request ID", rid)
+                        await remote.wait_for_room()  # a peer that reads nothing cannot make the agent write more
+            except LimitBroken as exc:
+                remote.close(str(exc))
+                return 1008, str(exc)[:120]
+            if remote.closed:
+                return 1008, remote.close_reason[:120]
+            await remote.transport.room.wait()
+            remote.transport.feed(data)
+            del message, text, data, value  # while it waits, an idle connection keeps no old message
