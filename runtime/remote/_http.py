@@ -209,9 +209,17 @@ class StreamableHttp:
         self.app = app
         self.limits = app.limits
 
-    def _find(self, cid: str) -> HttpRemote | None:
+    async def _named(self, headers: Headers, send: Send) -> HttpRemote | None:
+        """The open connection the request names by ``Acp-Connection-Id``; else answered 400 or 404, and None."""
+        cid = headers.get(HEADER_CONNECTION_ID.lower())
+        if not cid:
+            await send_text(send, 400, "Missing Acp-Connection-Id")
+            return None
         remote = self.app.find(cid)
-        return remote if isinstance(remote, HttpRemote) else None
+        if not isinstance(remote, HttpRemote) or remote.closed:
+            await send_text(send, 404, "Unknown Acp-Connection-Id")
+            return None
+        return remote
 
     async def handle(self, scope: Scope, receive: Receive, send: Send, headers: Headers) -> None:
         method = scope["method"]
@@ -220,13 +228,8 @@ class StreamableHttp:
         elif method == "GET":
             await self._get(receive, send, headers)
         elif method == "DELETE":
-            cid = headers.get(HEADER_CONNECTION_ID.lower())
-            if not cid:
-                await send_text(send, 400, "Missing Acp-Connection-Id")
-                return
-            remote = self._find(cid)
+            remote = await self._named(headers, send)
             if remote is None:
-                await send_text(send, 404, "Unknown Acp-Connection-Id")
                 return
             remote.close()
             await send_empty(send, 202)
@@ -262,19 +265,14 @@ class StreamableHttp:
         if not isinstance(value, dict):
             await send_text(send, 400, "Invalid JSON-RPC message")
             return
-        cid = headers.get(HEADER_CONNECTION_ID.lower())
         if value.get("method") == "initialize" and "id" in value and value.get("jsonrpc") == "2.0":
-            if cid:
+            if headers.get(HEADER_CONNECTION_ID.lower()):
                 await send_text(send, 400, "Initialize not allowed on existing connection")
                 return
             await self._initialize(body, value, send)
             return
-        if not cid:
-            await send_text(send, 400, "Missing Acp-Connection-Id")
-            return
-        remote = self._find(cid)
-        if remote is None or remote.closed:
-            await send_text(send, 404, "Unknown Acp-Connection-Id")
+        remote = await self._named(headers, send)
+        if remote is None:
             return
         remote.last_active = asyncio.get_running_loop().time()
         sid = headers.get(HEADER_SESSION_ID.lower())
@@ -361,13 +359,8 @@ class StreamableHttp:
         if "text/event-stream" not in (headers.get("accept") or "").lower():
             await send_text(send, 406, "Not Acceptable")
             return
-        cid = headers.get(HEADER_CONNECTION_ID.lower())
-        if not cid:
-            await send_text(send, 400, "Missing Acp-Connection-Id")
-            return
-        remote = self._find(cid)
-        if remote is None or remote.closed:
-            await send_text(send, 404, "Unknown Acp-Connection-Id")
+        remote = await self._named(headers, send)
+        if remote is None:
             return
         sid = headers.get(HEADER_SESSION_ID.lower())
         if sid:

@@ -91,7 +91,7 @@ def _header(value: str) -> tuple[str, str]:
     return name.strip(), text.strip()
 
 
-def _connect(args: argparse.Namespace) -> int:
+def _connect(args: argparse.Namespace, token: str | None) -> int:
     import logging
 
     from ._client import _url
@@ -102,12 +102,6 @@ def _connect(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    token = None
-    if args.token_env is not None:
-        token = os.environ.get(args.token_env)
-        if not token:
-            print(f"error: --token-env {args.token_env}: the variable is unset or empty", file=sys.stderr)
-            return 2
     quiet = logging.getLogger("acp_types.remote")  # the relay says why it ends, once, itself
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
@@ -175,15 +169,15 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--max-message-size", type=_positive(int), default=defaults.max_message_size, metavar="BYTES")
     c.add_argument("--open-timeout", type=_positive(float), default=10.0, metavar="SECONDS")
     args = parser.parse_args(argv)
-    if args.command == "connect":
-        return _connect(args)
-    host, port = args.listen
-    token = None
+    token = None  # both commands take --token-env
     if args.token_env is not None:
         token = os.environ.get(args.token_env)
         if not token:
             print(f"error: --token-env {args.token_env}: the variable is unset or empty", file=sys.stderr)
             return 2
+    if args.command == "connect":
+        return _connect(args, token)
+    host, port = args.listen
     try:
         check_exposure(host, token, args.insecure)
     except Refused as exc:
