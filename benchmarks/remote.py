@@ -190,18 +190,20 @@ async def _our_client_stream(url: str, chunks: int) -> float:
         return seconds
 
 
-def _our_client(profile: str, port: int, chunks: int) -> float:
-    """:func:`_our_client_stream` run by the dev venv, which has the ``remote`` extra."""
+def _in_dev_venv(*args: str, timeout: float) -> float:
+    """This module run with ``args`` by the dev venv, which has the ``remote`` extra (the bench venv need
+    not): the figure it prints."""
     out = subprocess.run(
-        [str(DEV_PY), str(Path(__file__)), "--client", f"{profile}://127.0.0.1:{port}/acp", str(chunks)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=300,
+        [str(DEV_PY), str(Path(__file__)), *args], capture_output=True, text=True, env=ENV, timeout=timeout
     )
     if out.returncode != 0:
-        raise RuntimeError(f"our client: {out.stderr[-500:]}")
+        raise RuntimeError(f"benchmarks/remote.py {args[0]}: {out.stderr[-500:]}")
     return float(out.stdout)
+
+
+def _our_client(profile: str, port: int, chunks: int) -> float:
+    """:func:`_our_client_stream`, in the dev venv."""
+    return _in_dev_venv("--client", f"{profile}://127.0.0.1:{port}/acp", str(chunks), timeout=300)
 
 
 def _rss(pid: int) -> int:
@@ -231,17 +233,8 @@ async def _idle_connections(port: int, pid: int, count: int) -> float:
 
 
 def _idle(port: int, pid: int, count: int) -> float:
-    """:func:`_idle_connections` run by the dev venv, which has the websockets library (the bench venv need not)."""
-    out = subprocess.run(
-        [str(DEV_PY), str(Path(__file__)), "--idle", str(port), str(pid), str(count)],
-        capture_output=True,
-        text=True,
-        env=ENV,
-        timeout=600,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"idle connections: {out.stderr[-500:]}")
-    return float(out.stdout)
+    """:func:`_idle_connections`, in the dev venv."""
+    return _in_dev_venv("--idle", str(port), str(pid), str(count), timeout=600)
 
 
 def _median(runs: int, measure: Any) -> float:
