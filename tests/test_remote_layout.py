@@ -7,7 +7,7 @@ this pins the shape that lets a newcomer read one transport without the other.
 from __future__ import annotations
 
 from conftest import ROOT
-from test_agent_layout import _loaded_imports
+from test_agent_layout import _loaded_imports, assert_top_down
 
 PACKAGE = ROOT / "runtime" / "remote"
 ORDER = [
@@ -26,13 +26,7 @@ ORDER = [
 
 
 def test_the_remote_package_reads_from_the_top_down() -> None:
-    assert sorted(p.stem for p in PACKAGE.glob("*.py")) == sorted(ORDER)
-    for i, name in enumerate(ORDER[:-1]):  # __main__ runs the package: it may import anything
-        imported = _loaded_imports(PACKAGE / f"{name}.py")
-        assert imported <= set(ORDER[:i]), f"{name} imports {sorted(imported - set(ORDER[:i]))}, which come after it"
-    for name in ORDER:
-        lines = len((PACKAGE / f"{name}.py").read_text("utf-8").splitlines())
-        assert lines <= 520, f"{name}.py has {lines} lines"
+    assert_top_down(PACKAGE, ORDER, 520, runner=True)
 
 
 def test_neither_profile_imports_the_other() -> None:

@@ -12,7 +12,7 @@ import base64
 import pickle
 
 from conftest import ROOT
-from test_agent_layout import _loaded_imports
+from test_agent_layout import assert_top_down
 
 from acp_types import session_state, v2
 from acp_types.session_state import _base, _rules, _saved, _values
@@ -39,13 +39,7 @@ NAMES = {
 
 
 def test_the_package_reads_from_the_top_down() -> None:
-    assert sorted(p.stem for p in PACKAGE.glob("*.py")) == sorted(ORDER)
-    for i, name in enumerate(ORDER):
-        imported = _loaded_imports(PACKAGE / f"{name}.py")
-        assert imported <= set(ORDER[:i]), f"{name} imports {sorted(imported - set(ORDER[:i]))}, which come after it"
-    for name in ORDER:
-        lines = len((PACKAGE / f"{name}.py").read_text("utf-8").splitlines())
-        assert lines <= 600, f"{name}.py has {lines} lines"
+    assert_top_down(PACKAGE, ORDER, 600)
 
 
 def test_every_name_of_the_one_file_module_is_still_there() -> None:
